@@ -1,0 +1,107 @@
+"""The task-agent interface every agent implements, and the one place trajectories become trials."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import pandas as pd
+
+from gsme import schema
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """What one trial of one harness on one task produced.
+
+    ``passed`` is the task grader's verdict; ``infra_ok`` is False when the environment
+    (not the agent) failed, so the trial must be re-run rather than scored. ``beacons``
+    are the activation beacons of every patch whose code path ran. ``pathology`` is a
+    ground-truth failure label where the agent knows one (the simulator); it is never shown
+    to an evolver.
+    """
+
+    passed: bool
+    infra_ok: bool = True
+    beacons: tuple[str, ...] = ()
+    tokens: float = float("nan")
+    cost_usd: float = float("nan")
+    seconds: float = float("nan")
+    transcript: str = ""
+    error: str | None = None
+    pathology: str | None = None
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial to run: which candidate, on which task, which repeat and which attempt."""
+
+    candidate: str
+    task_id: str
+    split: str
+    k: int
+    attempt: int = 0
+    beacon: str | None = None  # the candidate's own patch beacon, for ``activated``
+
+
+class TaskAgent(abc.ABC):
+    """A frozen task model inside a harness: runs one trial at a time.
+
+    Subclasses implement :meth:`tasks` and :meth:`run`; :meth:`health_check` is optional.
+    ``simulated`` is True for agents whose results are simulated, so every report can say so.
+    """
+
+    simulated: bool = False
+    name: str = "agent"
+
+    @abc.abstractmethod
+    def tasks(self) -> pd.DataFrame:
+        """Tasks as a frame: ``task_id``, ``split`` and the feature columns env gates read."""
+
+    @abc.abstractmethod
+    def run(
+        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+    ) -> Trajectory:
+        """Run ``task`` (a row of :meth:`tasks`) once under the harness at ``harness_dir``."""
+
+    def health_check(self) -> bool:
+        """True when the environment is healthy enough to run trials."""
+        return True
+
+
+def to_trials(results: Iterable[tuple[TrialSpec, Trajectory, str | None]]) -> pd.DataFrame:
+    """Turn ``(spec, trajectory, transcript_ref)`` triples into a validated trials frame.
+
+    ``activated`` is True when the candidate's own beacon is among the beacons that fired.
+    ``trajectory`` holds ``transcript_ref`` (where the transcript was stored), never the text.
+
+    Returns
+    -------
+    DataFrame
+        The trials columns of :mod:`gsme.schema`.
+    """
+    rows = []
+    for spec, traj, ref in results:
+        rows.append(
+            {
+                "candidate": spec.candidate,
+                "task_id": spec.task_id,
+                "split": spec.split,
+                "k": spec.k,
+                "attempt": spec.attempt,
+                "passed": bool(traj.passed) and bool(traj.infra_ok),
+                "infra_ok": bool(traj.infra_ok),
+                "activated": bool(spec.beacon) and spec.beacon in traj.beacons,
+                "beacons": schema.join_ids(traj.beacons),
+                "tokens": float(traj.tokens),
+                "cost_usd": float(traj.cost_usd),
+                "seconds": float(traj.seconds),
+                "pathology": traj.pathology,
+                "trajectory": ref,
+            }
+        )
+    if not rows:
+        return schema.empty("trials")
+    return schema.as_trials(pd.DataFrame(rows))

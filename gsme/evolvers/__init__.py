@@ -1,0 +1,5 @@
+"""Evolvers: the interface and the shipped implementations."""
+
+from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+
+__all__ = ["DIAGNOSIS_COLUMNS", "Evolver"]
