@@ -37,3 +37,11 @@ class Evolver(abc.ABC):
         n: int,
     ) -> list[Patch]:
         """Up to ``n`` patches for the harness checked out at ``parent``."""
+
+    def reseed(self, seed: int) -> None:
+        """Restart the evolver's randomness from ``seed``.
+
+        The loop calls this at the start of every round with a seed derived from the run's
+        seed and the round number, so a resumed run proposes exactly what an uninterrupted
+        run would. Evolvers without randomness need not override it.
+        """
