@@ -43,7 +43,7 @@ class TrialSpec:
     split: str
     k: int
     attempt: int = 0
-    beacon: str | None = None  # the candidate's own patch beacon, for ``activated``
+    beacon: str | None = None  # the candidate's own beacon(s), comma separated
 
 
 class TaskAgent(abc.ABC):
@@ -71,37 +71,43 @@ class TaskAgent(abc.ABC):
         return True
 
 
+def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
+    """One trials row (a plain dict, unvalidated) for ``spec`` and what it produced.
+
+    ``activated`` is True when one of the candidate's own beacons (``spec.beacon``, comma
+    separated for a recombination) is among the beacons that fired. An infrastructure
+    failure never counts as a pass.
+    """
+    own = schema.split_ids(spec.beacon)
+    return {
+        "candidate": spec.candidate,
+        "task_id": spec.task_id,
+        "split": spec.split,
+        "k": int(spec.k),
+        "attempt": int(spec.attempt),
+        "passed": bool(traj.passed) and bool(traj.infra_ok),
+        "infra_ok": bool(traj.infra_ok),
+        "activated": any(b in traj.beacons for b in own),
+        "beacons": schema.join_ids(traj.beacons),
+        "tokens": float(traj.tokens),
+        "cost_usd": float(traj.cost_usd),
+        "seconds": float(traj.seconds),
+        "pathology": traj.pathology,
+        "trajectory": ref,
+    }
+
+
 def to_trials(results: Iterable[tuple[TrialSpec, Trajectory, str | None]]) -> pd.DataFrame:
     """Turn ``(spec, trajectory, transcript_ref)`` triples into a validated trials frame.
 
-    ``activated`` is True when the candidate's own beacon is among the beacons that fired.
     ``trajectory`` holds ``transcript_ref`` (where the transcript was stored), never the text.
 
     Returns
     -------
     DataFrame
-        The trials columns of :mod:`gsme.schema`.
+        The trials columns of :mod:`gsme.schema`, one row per triple (see :func:`trial_row`).
     """
-    rows = []
-    for spec, traj, ref in results:
-        rows.append(
-            {
-                "candidate": spec.candidate,
-                "task_id": spec.task_id,
-                "split": spec.split,
-                "k": spec.k,
-                "attempt": spec.attempt,
-                "passed": bool(traj.passed) and bool(traj.infra_ok),
-                "infra_ok": bool(traj.infra_ok),
-                "activated": bool(spec.beacon) and spec.beacon in traj.beacons,
-                "beacons": schema.join_ids(traj.beacons),
-                "tokens": float(traj.tokens),
-                "cost_usd": float(traj.cost_usd),
-                "seconds": float(traj.seconds),
-                "pathology": traj.pathology,
-                "trajectory": ref,
-            }
-        )
+    rows = [trial_row(spec, traj, ref) for spec, traj, ref in results]
     if not rows:
         return schema.empty("trials")
     return schema.as_trials(pd.DataFrame(rows))
