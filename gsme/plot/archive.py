@@ -1,0 +1,187 @@
+"""Plots of the archive: the where × why occupancy heatmap and the candidate lineage tree."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.collections import LineCollection
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+
+from gsme import schema
+from gsme.plot._base import DECISION_COLORS, finish, get_axes
+
+EMPTY_CELL = {"facecolor": "#f2f2f2", "edgecolor": "#9e9e9e", "hatch": "//"}
+KIND_MARKERS = {"baseline": "s", "mutation": "o", "recombination": "D"}
+UNDECIDED = "white"
+
+
+def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None, **kwargs):
+    """Draw the where × why archive as a heatmap of elite rates, empty cells hatched.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The output of :func:`gsme.archive.occupancy`: index ``where``, columns ``why``,
+        values the elite's pass rate, NaN where the cell is empty.
+    cmap : str or Colormap
+        Colour map of the occupied cells.
+    annot : bool
+        Write each elite's rate in its cell, and "—" in empty cells.
+    fmt : str
+        Format of the annotations.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to :func:`seaborn.heatmap` (``vmin``/``vmax`` default to 0 and 1).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import archive, plot
+    >>> table = archive.occupancy(arch, where_levels=LEVERS, why_levels=whys)  # doctest: +SKIP
+    >>> ax = plot.occupancy(table)  # doctest: +SKIP
+    """
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"occupancy table must be a pandas DataFrame, got {type(table).__name__}")
+    if table.empty:
+        raise ValueError("occupancy table has no cells; pass the where × why levels to "
+                         "gsme.archive.occupancy so that empty cells appear as NaN")
+    text = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])]
+    if text:
+        raise schema.FrameError(f"occupancy table column(s) {text} are not numeric rates")
+    ax = get_axes(ax)
+    empty = table.isna().to_numpy()
+    kwargs.setdefault("vmin", 0.0)
+    kwargs.setdefault("vmax", 1.0)
+    cbar_kws = {"label": "elite pass rate", **kwargs.pop("cbar_kws", {})}
+    sns.heatmap(table.astype(float), mask=empty, cmap=cmap, annot=annot, fmt=fmt, ax=ax,
+                linewidths=0.5, linecolor="white", cbar_kws=cbar_kws, **kwargs)
+    for i, j in zip(*np.nonzero(empty)):
+        ax.add_patch(Rectangle((j, i), 1, 1, lw=0, gid="empty-cell", **EMPTY_CELL))
+        if annot:
+            ax.text(j + 0.5, i + 0.5, "—", ha="center", va="center", color="0.45")
+    return finish(ax, xlabel=table.columns.name or "why", ylabel=table.index.name or "where",
+                  title=title)
+
+
+def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **kwargs):
+    """Draw the candidate tree: x is the round, each child to the right of its parents.
+
+    Nodes are coloured by their train-split decision (:data:`DECISION_COLORS`; white when
+    undecided, e.g. the baseline) and shaped by kind (:data:`KIND_MARKERS`). A solid edge
+    joins each candidate to its first parent; a recombination also gets a dashed edge from
+    every other parent it merges. The vertical layout is a deterministic tidy tree over
+    first parents: leaves stack in (round, id) order, a parent sits midway between its
+    first and last child.
+
+    Parameters
+    ----------
+    candidates : DataFrame
+        A candidates frame (:data:`gsme.schema.CANDIDATES`); ``parents`` is comma-separated.
+    decisions : DataFrame, optional
+        A decisions frame; the last ``train`` row of each candidate gives its colour.
+    labels : bool
+        Write each candidate id beside its node.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to the nodes' :meth:`~matplotlib.axes.Axes.scatter`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import plot
+    >>> ax = plot.lineage(run.candidates(), run.decisions())  # doctest: +SKIP
+    """
+    schema.validate(candidates, "candidates")
+    decided = pd.Series(dtype=object)
+    if decisions is not None:
+        schema.validate(decisions, "decisions")
+        train = decisions[decisions["split"] == "train"]
+        decided = train.drop_duplicates("candidate", keep="last").set_index("candidate")[
+            "decision"]
+    ax = get_axes(ax)
+    pos = tree_layout(candidates)
+    first, extra = [], []
+    for child, parents in _parents(candidates).items():
+        for i, parent in enumerate(parents):
+            (first if i == 0 else extra).append([pos[parent], pos[child]])
+    ax.add_collection(LineCollection(first, colors="0.55", lw=1.2, zorder=1, gid="edges"))
+    ax.add_collection(LineCollection(extra, colors="0.55", lw=1.2, linestyles="--", zorder=1,
+                                     gid="merge-edges"))
+    kinds = candidates["kind"].astype(object).to_numpy()
+    names = candidates["candidate"].astype(object).to_numpy()
+    for kind, marker in KIND_MARKERS.items():
+        these = names[kinds == kind]
+        if len(these):
+            faces = [DECISION_COLORS.get(decided.get(c), UNDECIDED) for c in these]
+            ax.scatter([pos[c][0] for c in these], [pos[c][1] for c in these], marker=marker,
+                       c=faces, edgecolors="0.2", s=70, zorder=3, gid=kind, **kwargs)
+    if labels:
+        for c in names:
+            ax.annotate(str(c), pos[c], xytext=(6, 4), textcoords="offset points", fontsize=7)
+    handles = [Patch(facecolor=DECISION_COLORS[d], edgecolor="0.2", label=d)
+               for d in schema.DECISIONS if (decided == d).any()]
+    if (~pd.Series(names).isin(decided.index)).any():
+        handles.append(Patch(facecolor=UNDECIDED, edgecolor="0.2", label="no decision"))
+    handles += [Line2D([], [], ls="", marker=KIND_MARKERS[k], mfc="0.8", mec="0.2", label=k)
+                for k in KIND_MARKERS if (kinds == k).any()]
+    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.autoscale_view()
+    ax.set_yticks([])
+    return finish(ax, xlabel="round", title=title)
+
+
+def tree_layout(candidates) -> dict:
+    """Positions ``{candidate: (round, y)}`` of the tidy tree :func:`lineage` draws.
+
+    Raises
+    ------
+    gsme.schema.FrameError
+        When a parent is not a candidate of the frame, or the parents form a cycle.
+    """
+    parents = _parents(candidates)
+    rounds = dict(zip(candidates["candidate"], candidates["round"].astype(int)))
+    order = sorted(parents, key=lambda c: (rounds[c], str(c)))
+    children = {c: [] for c in order}
+    for c in order:
+        if parents[c]:
+            children[parents[c][0]].append(c)
+    ys, next_leaf = {}, 0.0
+    stack = [(root, False) for root in reversed(order) if not parents[root]]
+    while stack:
+        node, expanded = stack.pop()
+        if not children[node]:
+            ys[node], next_leaf = next_leaf, next_leaf + 1
+        elif expanded:
+            ys[node] = (ys[children[node][0]] + ys[children[node][-1]]) / 2
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children[node]))
+    cyclic = [c for c in order if c not in ys]
+    if cyclic:
+        raise schema.FrameError(f"candidates {cyclic} descend from themselves (parent cycle)")
+    return {c: (float(rounds[c]), ys[c]) for c in order}
+
+
+def _parents(candidates) -> dict:
+    ids = set(candidates["candidate"])
+    parents = {c: schema.split_ids(p) for c, p in zip(candidates["candidate"],
+                                                      candidates["parents"])}
+    unknown = {c: [p for p in ps if p not in ids] for c, ps in parents.items()}
+    unknown = {c: ps for c, ps in unknown.items() if ps}
+    if unknown:
+        raise schema.FrameError(f"candidates name parents that are not in the frame: {unknown}")
+    return parents

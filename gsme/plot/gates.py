@@ -1,0 +1,265 @@
+"""Plots of the significance gate: the z forest, per-task moves of one comparison, power."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
+
+from gsme import schema
+from gsme.plot._base import DECISION_COLORS, DIRECTION_COLORS, finish, get_axes, require
+
+_VALUES = {"z": "z (paired, per task)", "delta_pp": "Δ pass rate (pp)"}
+_DODGE = 0.6  # width of a round's slot shared by the candidates scored in it
+
+
+def z_forest(
+    decisions,
+    *,
+    x="round",
+    value="z",
+    z_crit=1.96,
+    hue="decision",
+    palette=None,
+    labels=False,
+    title=None,
+    ax=None,
+    **kwargs,
+):
+    """Draw each comparison's z (or Δpp with its interval) per round, coloured by decision.
+
+    With ``value="z"`` the gate's thresholds are drawn as dashed lines at ±``z_crit``; with
+    ``value="delta_pp"`` each point carries its interval ±``z_crit``·``se_pp`` and a dashed
+    line marks 0. Candidates scored in the same round are spread side by side. Rows whose
+    value is NaN (e.g. an ``invalid`` comparison has no z) are drawn as × on the bottom edge.
+
+    Parameters
+    ----------
+    decisions : DataFrame
+        A decisions frame (:data:`gsme.schema.DECISIONS_SCHEMA`), usually joined with the
+        candidates' ``round``.
+    x : str
+        Column placing each comparison on the x axis. When the frame has no such column the
+        comparisons are placed by row order and the axis says so.
+    value : {"z", "delta_pp"}
+        What to draw on the y axis.
+    z_crit : float
+        The gate's critical z: the threshold lines, or the interval half-width in se units.
+    hue : str or None
+        Column colouring the points; ``"decision"`` uses :data:`DECISION_COLORS`.
+    palette : dict, optional
+        Colour per ``hue`` level; defaults to :data:`DECISION_COLORS` for decisions and to
+        seaborn's palette otherwise.
+    labels : bool
+        Annotate each point with its candidate id.
+    title : str, optional
+        Axes title (say "simulated" here when the data are).
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to :meth:`matplotlib.axes.Axes.scatter`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import gsme.plot as gp
+    >>> ax = gp.z_forest(decisions.merge(candidates[["candidate", "round"]]))  # doctest: +SKIP
+    """
+    schema.validate(decisions, "decisions")
+    if value not in _VALUES:
+        raise ValueError(f"value must be one of {list(_VALUES)}, got {value!r}")
+    require(decisions, [hue], "decisions frame")
+    ax = get_axes(ax)
+    data = decisions.reset_index(drop=True)
+    if x in data.columns:
+        pos = _dodge(data[x].to_numpy(dtype=float))
+        xlabel = x
+    else:
+        pos = np.arange(len(data), dtype=float)
+        xlabel = f"comparison (row order; no {x!r} column)"
+    y = data[value].to_numpy(dtype=float)
+    levels, colors = _hue_colors(data, hue, palette)
+    for level in levels:
+        mask = np.ones(len(data), bool) if hue is None else (data[hue] == level).to_numpy()
+        ok = mask & np.isfinite(y)
+        color = colors[level]
+        if value == "delta_pp":
+            half = z_crit * data.loc[ok, "se_pp"].to_numpy(dtype=float)
+            ax.vlines(pos[ok], y[ok] - half, y[ok] + half, colors=color, lw=1.5, zorder=2)
+        ax.scatter(pos[ok], y[ok], color=color, label=str(level), zorder=3, **kwargs)
+        if (mask & ~ok).any():
+            n = int((mask & ~ok).sum())
+            ax.scatter(pos[mask & ~ok], np.full(n, 0.03), marker="x", color=color,
+                       transform=ax.get_xaxis_transform(), label="_nolegend_", zorder=3)
+    if value == "z":
+        for level in (-z_crit, z_crit):
+            ax.axhline(level, ls="--", color="0.3", lw=1)
+        ax.axhline(0, color="0.7", lw=0.8)
+    else:
+        ax.axhline(0, ls="--", color="0.3", lw=1)
+    if labels:
+        for px, py, name in zip(pos, y, data["candidate"]):
+            if np.isfinite(py):
+                ax.annotate(str(name), (px, py), xytext=(4, 2), textcoords="offset points",
+                            fontsize=7)
+    handles, names = ax.get_legend_handles_labels()
+    if not np.isfinite(y).all():
+        handles.append(Line2D([], [], ls="", marker="x", color="0.3"))
+        names.append(f"no {value} (on the axis edge)")
+    if hue is not None:
+        ax.legend(handles, names, title=hue)
+    if x in data.columns:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    return finish(ax, xlabel=xlabel, ylabel=_VALUES[value], title=title)
+
+
+def paired_tasks(
+    tasks, *, parent_label="parent", child_label="child", title=None, ax=None, **kwargs
+):
+    """Draw one comparison task by task: parent rate → child rate, moved tasks highlighted.
+
+    One row per task (a dumbbell): a hollow marker at the parent's rate, a filled marker at
+    the child's, joined by a segment coloured by direction (:data:`DIRECTION_COLORS`). Tasks
+    are ordered by ``diff``, biggest gain on top; the legend counts the tasks that moved.
+
+    Parameters
+    ----------
+    tasks : DataFrame
+        The output of :func:`gsme.stats.paired_tasks`: ``task_id, rate_parent, rate_child,
+        diff`` (other columns ignored).
+    parent_label, child_label : str
+        Legend names of the two sides (e.g. the candidate ids).
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to the child markers' :meth:`~matplotlib.axes.Axes.scatter`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import stats, plot
+    >>> t = stats.paired_tasks(trials, parent="c0", child="c1", split="train")  # doctest: +SKIP
+    >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1")  # doctest: +SKIP
+    """
+    cols = ["task_id", "rate_parent", "rate_child", "diff"]
+    require(tasks, cols, "paired tasks frame")
+    bad = tasks[cols[1:]].isna().any(axis=1)
+    if bad.any():
+        raise schema.FrameError(
+            f"paired tasks frame has missing rates in {int(bad.sum())} row(s):\n"
+            f"{tasks.loc[bad].head(10)}"
+        )
+    ax = get_axes(ax)
+    data = tasks.sort_values(["diff", "task_id"], ascending=[False, True], kind="stable")
+    n = len(data)
+    y = np.arange(n)[::-1].astype(float)
+    diff = data["diff"].to_numpy(dtype=float)
+    direction = np.where(diff > 0, "up", np.where(diff < 0, "down", "unchanged"))
+    colors = [DIRECTION_COLORS[d] for d in direction]
+    parent = data["rate_parent"].to_numpy(dtype=float)
+    child = data["rate_child"].to_numpy(dtype=float)
+    ax.hlines(y, parent, child, colors=colors, lw=2, zorder=1)
+    ax.scatter(parent, y, facecolors="white", edgecolors="0.3", zorder=2)
+    ax.scatter(child, y, color=colors, edgecolors="0.3", zorder=3, **kwargs)
+    counts = {d: int((direction == d).sum()) for d in DIRECTION_COLORS}
+    handles = [Line2D([], [], color=c, lw=2) for c in DIRECTION_COLORS.values()]
+    names = [f"{d} ({counts[d]})" for d in DIRECTION_COLORS]
+    handles += [Line2D([], [], ls="", marker="o", mfc="white", mec="0.3"),
+                Line2D([], [], ls="", marker="o", mfc="0.5", mec="0.3")]
+    names += [parent_label, child_label]
+    moved = counts["up"] + counts["down"]
+    ax.legend(handles, names, title=f"{moved} of {n} tasks moved", loc="best", fontsize=8)
+    if n <= 40:
+        ax.set_yticks(y, [str(t) for t in data["task_id"]], fontsize=7)
+    else:
+        ax.set_yticks([])
+    ax.set_xlim(-0.05, 1.05)
+    return finish(ax, xlabel="pass rate over repeats", ylabel=f"task ({n})", title=title)
+
+
+def power_curve(table, *, x="n_tasks", hue="k", target=0.8, title=None, ax=None, **kwargs):
+    """Draw power against the number of tasks (or the effect), one line per K.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The output of :func:`gsme.stats.power_table` (``n_tasks, effect_pp, k, power,
+        mde_pp``), filtered so that each (``hue``, ``x``) pair occurs once, e.g. one
+        ``effect_pp`` when ``x="n_tasks"``.
+    x : str
+        ``"n_tasks"`` or ``"effect_pp"`` (any numeric column).
+    hue : str or None
+        One line per level of this column.
+    target : float
+        The power drawn as a dashed reference line.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to :meth:`matplotlib.axes.Axes.plot`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import stats, plot
+    >>> table = stats.power_table(n_tasks=[26, 50, 100], effect_pp=[5], k=[1, 3])  # doctest: +SKIP
+    >>> ax = plot.power_curve(table)  # doctest: +SKIP
+    """
+    require(table, [x, hue, "power"], "power table")
+    key = [x] if hue is None else [hue, x]
+    dup = table.duplicated(key, keep=False)
+    if dup.any():
+        raise schema.FrameError(
+            f"power table has several rows per {key}; filter it to one value of the other "
+            f"columns first. Offending rows:\n{table.loc[dup].head(10)}"
+        )
+    ax = get_axes(ax)
+    groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=True))
+    colors = sns.color_palette(n_colors=max(len(groups), 1))
+    for (level, group), color in zip(groups, colors):
+        group = group.sort_values(x)
+        name = "power" if level is None else (f"K={level}" if hue == "k" else str(level))
+        ax.plot(group[x], group["power"], marker="o", color=color, label=name, **kwargs)
+    ax.axhline(target, ls="--", color="0.3", lw=1, label=f"target power {target:g}")
+    ax.set_ylim(0, 1.02)
+    ax.legend()
+    xlabel = {"n_tasks": "tasks (n)", "effect_pp": "true effect (pp)"}.get(x, x)
+    return finish(ax, xlabel=xlabel, ylabel="power", title=title)
+
+
+def _dodge(x: np.ndarray) -> np.ndarray:
+    """Spread points sharing an x value across a slot of width ``_DODGE`` around it."""
+    keys = pd.Series(x)
+    rank = keys.groupby(keys, dropna=False).cumcount().to_numpy()
+    size = keys.groupby(keys, dropna=False).transform("size").to_numpy()
+    return x + ((rank + 0.5) / size - 0.5) * _DODGE * (size > 1)
+
+
+def _hue_colors(data: pd.DataFrame, hue, palette):
+    if hue is None:
+        return [None], {None: "C0"}
+    if hue == "decision":
+        levels = [d for d in schema.DECISIONS if (data[hue] == d).any()]
+        palette = DECISION_COLORS if palette is None else palette
+    else:
+        levels = list(pd.unique(data[hue]))
+        if palette is None:
+            palette = dict(zip(levels, sns.color_palette(n_colors=len(levels))))
+    missing = [lv for lv in levels if lv not in palette]
+    if missing:
+        raise ValueError(f"palette has no colour for {hue} level(s) {missing}")
+    return levels, palette

@@ -1,0 +1,152 @@
+"""Plots of results: train vs sealed retention, and the pathologies behind failures."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from gsme import schema
+from gsme.plot._base import finish, get_axes, require
+
+_LABEL_COLUMNS = ("benchmark", "run")
+
+
+def retention(
+    table,
+    *,
+    x="train_delta_pp",
+    y="sealed_delta_pp",
+    label=None,
+    value="retention_pct",
+    title=None,
+    ax=None,
+    **kwargs,
+):
+    """Draw train Δ against sealed Δ, each point labelled with its retention.
+
+    The dashed y = x line is 100 % retention (the sealed gain equals the train gain);
+    points above it retained more than they gained on train. Each point is annotated
+    "<label> <retention>%" ("—" when the retention is undefined). When the table has a
+    boolean ``credited`` column, uncredited rows are drawn hollow.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per benchmark or run with ``x``, ``y``, ``value`` and the label column.
+    x, y : str
+        Columns of the train and sealed Δ (pp).
+    label : str, optional
+        Column naming each point; by default ``benchmark``, else ``run``.
+    value : str
+        Column of the retention in percent, as the library computed it.
+    title : str, optional
+        Axes title (say "simulated" here when the data are).
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to :meth:`matplotlib.axes.Axes.scatter`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import pandas as pd, gsme.plot as gp
+    >>> t = pd.DataFrame({"benchmark": ["TB2"], "train_delta_pp": [6.3],
+    ...                   "sealed_delta_pp": [9.3], "retention_pct": [147.0]})
+    >>> gp.retention(t).texts[0].get_text()
+    'TB2 147%'
+    """
+    if label is None:
+        label = next((c for c in _LABEL_COLUMNS if c in getattr(table, "columns", ())),
+                     _LABEL_COLUMNS[0])
+    require(table, [x, y, label, value], "retention table")
+    ax = get_axes(ax)
+    xs = table[x].to_numpy(dtype=float)
+    ys = table[y].to_numpy(dtype=float)
+    credited = (table["credited"].astype(bool).to_numpy() if "credited" in table.columns
+                else np.ones(len(table), bool))
+    ax.axhline(0, color="0.85", lw=0.8)
+    ax.axvline(0, color="0.85", lw=0.8)
+    ax.axline((0, 0), slope=1, ls="--", color="0.3", lw=1, label="100% retention")
+    color = kwargs.pop("color", "C0")
+    if credited.any():
+        ax.scatter(xs[credited], ys[credited], color=color, s=45, zorder=3, label="credited",
+                   **kwargs)
+    if (~credited).any():
+        ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=color, s=45,
+                   zorder=3, label="not credited", **kwargs)
+    for px, py, name, pct in zip(xs, ys, table[label], table[value]):
+        text = "—" if pd.isna(pct) else f"{pct:.0f}%"
+        ax.annotate(f"{name} {text}", (px, py), xytext=(5, 4), textcoords="offset points",
+                    fontsize=8)
+    finite = np.concatenate([xs, ys, [0.0]])
+    finite = finite[np.isfinite(finite)]
+    lo, hi = finite.min(), finite.max()
+    pad = 0.1 * (hi - lo) or 1.0
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.legend(fontsize=8, loc="upper left")
+    return finish(ax, xlabel="train Δ (pp)", ylabel="sealed test Δ (pp)", title=title)
+
+
+def pathologies(shares, *, x="candidate", value="share", palette=None, title=None, ax=None,
+                **kwargs):
+    """Draw a stacked bar per candidate (or round) of its failing trials' pathologies.
+
+    Parameters
+    ----------
+    shares : DataFrame
+        One row per (``x``, ``pathology``), as :func:`gsme.analysis.pathology_shares`
+        returns; bars and stack segments follow the frame's row order.
+    x : str
+        The column with one bar per value, e.g. ``candidate`` or ``round``.
+    value : str
+        ``share`` (fractions of the bar's failures) or ``n`` (counts).
+    palette : dict or str, optional
+        Colour per pathology, or a seaborn palette name.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to :meth:`matplotlib.axes.Axes.bar`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import analysis, plot
+    >>> shares = analysis.pathology_shares(trials, split="train")  # doctest: +SKIP
+    >>> ax = plot.pathologies(shares)  # doctest: +SKIP
+    """
+    require(shares, [x, "pathology", value], "pathology shares frame")
+    dup = shares.duplicated([x, "pathology"], keep=False)
+    if dup.any():
+        raise schema.FrameError(
+            f"pathology shares frame has several rows per ({x}, pathology):\n"
+            f"{shares.loc[dup].head(10)}"
+        )
+    ax = get_axes(ax)
+    bars = pd.unique(shares[x])
+    kinds = list(pd.unique(shares["pathology"]))
+    table = shares.pivot(index=x, columns="pathology", values=value)
+    table = table.reindex(index=bars, columns=kinds).fillna(0.0)
+    if not isinstance(palette, dict):
+        palette = dict(zip(kinds, sns.color_palette(palette or ("tab10" if len(kinds) <= 10
+                                                               else "husl"), len(kinds))))
+    positions = np.arange(len(bars))
+    bottom = np.zeros(len(bars))
+    for kind in kinds:
+        heights = table[kind].to_numpy(dtype=float)
+        ax.bar(positions, heights, bottom=bottom, color=palette[kind], label=str(kind),
+               **kwargs)
+        bottom += heights
+    ax.set_xticks(positions, [str(b) for b in bars])
+    ax.legend(title="pathology", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ylabel = "share of failing trials" if value == "share" else f"failing trials ({value})"
+    return finish(ax, xlabel=x, ylabel=ylabel, title=title)
