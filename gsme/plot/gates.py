@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
 
 from gsme import schema
 from gsme.plot._base import DECISION_COLORS, DIRECTION_COLORS, finish, get_axes, require
@@ -114,7 +113,9 @@ def z_forest(
     if hue is not None:
         ax.legend(handles, names, title=hue)
     if x in data.columns:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xticks(np.unique(data[x].dropna().to_numpy()))
+    if len(pos):
+        ax.set_xlim(np.nanmin(pos) - 0.5, np.nanmax(pos) + 0.5)
     return finish(ax, xlabel=xlabel, ylabel=_VALUES[value], title=title)
 
 
