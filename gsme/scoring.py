@@ -1,0 +1,217 @@
+"""Scoring: which trials a set of candidates still needs, and running them through an executor.
+
+A candidate is never re-scored on a (task, split, k) slot it already holds a valid trial for.
+A child whose new patches' env gates all reject a task behaves exactly as its parent there,
+so it borrows the parent's trials on that task instead of running new ones (tree-aware score
+borrowing). A slot whose trial failed for infrastructure reasons is re-run, up to
+``max_reruns`` more attempts (the validity gate).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from gsme import envgate, schema
+from gsme.agents.base import TrialSpec, Trajectory, trial_row
+
+if TYPE_CHECKING:
+    from gsme.run import Run
+
+HEALTH_TRIES = 3
+
+
+class InfraError(RuntimeError):
+    """The agent's environment failed its health check; nothing was scored."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The trials a scoring pass will run, and the parent trials it will borrow."""
+
+    specs: list[TrialSpec]
+    borrowed: pd.DataFrame
+
+
+def plan(run: "Run", candidates: list[str], *, split: str, k: int) -> Plan:
+    """Work out the trials ``candidates`` still need on ``split`` at ``k`` repeats.
+
+    Returns a :class:`Plan`: trial specs to run (missing slots, and the next attempt of
+    slots whose last attempt was an infrastructure failure) and the rows to borrow.
+    """
+    tasks = run.tasks(split)
+    existing = run.trials(split=split)
+    cands = run.candidates().set_index("candidate")
+    specs: list[TrialSpec] = []
+    borrowed = []
+    slots = pd.MultiIndex.from_product(
+        [tasks["task_id"], range(k)], names=["task_id", "k"]
+    ).to_frame(index=False)
+    for cand in candidates:
+        if cand not in cands.index:
+            raise KeyError(f"unknown candidate {cand!r}; the run has {list(cands.index)}")
+        mine = existing[existing["candidate"] == cand]
+        todo = _open_slots(slots, mine, run.config.max_reruns)
+        if todo.empty:
+            continue
+        parent = _parent(cands.loc[cand])
+        if run.config.borrow and parent is not None and split == "train":
+            free = ~_admitted(run, cand, parent, tasks)
+            free_tasks = set(tasks.loc[free, "task_id"])
+            lend = todo["task_id"].isin(free_tasks) & (todo["attempt"] == 0)
+            rows = _borrow(existing, parent, cand, todo[lend])
+            if len(rows):
+                borrowed.append(rows)
+                got = rows[["task_id", "k"]].drop_duplicates()
+                todo = todo.merge(got, on=["task_id", "k"], how="left", indicator=True)
+                todo = todo[todo["_merge"] == "left_only"].drop(columns="_merge")
+        beacon = _beacons(run, cand, parent)
+        specs += [
+            TrialSpec(cand, t, split, int(kk), int(a), beacon)
+            for t, kk, a in todo[["task_id", "k", "attempt"]].itertuples(index=False)
+        ]
+    lent = pd.concat(borrowed, ignore_index=True) if borrowed else pd.DataFrame()
+    return Plan(specs=specs, borrowed=lent)
+
+
+def execute(run: "Run", specs: list[TrialSpec], *, executor=None, progress=True, round=0) -> int:
+    """Run ``specs`` through ``executor`` (threads by default), committing each trial.
+
+    The agent's health check runs before and after each batch; a failed check after a batch
+    marks that batch's trials as infrastructure failures, so they are re-run, never scored.
+
+    Returns
+    -------
+    int
+        The number of trials run.
+    """
+    if not specs:
+        return 0
+    own_pool = executor is None
+    pool = executor or cf.ThreadPoolExecutor(max_workers=run.config.workers)
+    tasks = run.tasks().set_index("task_id")
+    bar = _progress(len(specs), progress, desc=f"round {round}: scoring")
+    try:
+        size = run.config.batch_size
+        for start in range(0, len(specs), size):
+            batch = specs[start : start + size]
+            _require_health(run)
+            futures = {
+                pool.submit(
+                    _run_one, run.agent, run.harness_dir(s.candidate),
+                    _task_record(tasks, s.task_id), s, run.config.seed,
+                ): s
+                for s in batch
+            }
+            for future in cf.as_completed(futures):
+                spec = futures[future]
+                traj = future.result()
+                ref = "/".join([spec.split, spec.candidate, spec.task_id, f"k{spec.k}a{spec.attempt}"])
+                row = trial_row(spec, traj, ref)
+                row.update(borrowed_from=None, round=round)
+                run.ledger.add_trial(row, traj.transcript)
+                bar.update(1)
+            if not _healthy(run):
+                run.ledger.mark_infra_failed(
+                    [(s.candidate, s.task_id, s.split, s.k, s.attempt) for s in batch]
+                )
+                run.ledger.event("health_failed_after_batch", round, trials=len(batch))
+    finally:
+        bar.close()
+        if own_pool:
+            pool.shutdown()
+    return len(specs)
+
+
+def _run_one(agent, harness_dir, task: dict, spec: TrialSpec, seed: int) -> Trajectory:
+    """Run one trial; an exception in the agent is an infrastructure failure, not a fail."""
+    started = time.perf_counter()
+    try:
+        return agent.run(harness_dir, task, k=spec.k, attempt=spec.attempt, seed=seed)
+    except Exception as err:  # the agent's own crash must not stop the run
+        return Trajectory(
+            passed=False, infra_ok=False, seconds=time.perf_counter() - started,
+            error=f"{type(err).__name__}: {err}", transcript=f"agent raised {type(err).__name__}",
+        )
+
+
+def _open_slots(slots: pd.DataFrame, mine: pd.DataFrame, max_reruns: int) -> pd.DataFrame:
+    """Slots without a valid trial whose next attempt is allowed, with that attempt number."""
+    if mine.empty:
+        return slots.assign(attempt=0)
+    agg = mine.groupby(["task_id", "k"]).agg(
+        valid=("infra_ok", "any"), attempts=("attempt", "max")
+    ).reset_index()
+    merged = slots.merge(agg, on=["task_id", "k"], how="left")
+    fresh = merged["valid"].isna()
+    rerun = (merged["valid"] == False) & (merged["attempts"] < max_reruns)  # noqa: E712
+    merged["attempt"] = np.where(fresh, 0, merged["attempts"].fillna(-1) + 1).astype(np.int64)
+    return merged.loc[fresh | rerun, ["task_id", "k", "attempt"]].reset_index(drop=True)
+
+
+def _parent(row: pd.Series) -> str | None:
+    parents = schema.split_ids(row["parents"])
+    return parents[0] if parents else None
+
+
+def _new_patches(run: "Run", cand: str, parent: str):
+    own = {p.id for p in run.repo.patches_of(parent)}
+    return [p for p in run.repo.patches_of(cand) if p.id not in own]
+
+
+def _admitted(run: "Run", cand: str, parent: str, tasks: pd.DataFrame) -> np.ndarray:
+    """Tasks on which at least one of the child's new patches can act."""
+    mask = np.zeros(len(tasks), dtype=bool)
+    for patch in _new_patches(run, cand, parent):
+        mask |= envgate.parse(patch.env_gate).mask(tasks)
+    return mask
+
+
+def _beacons(run: "Run", cand: str, parent: str | None) -> str | None:
+    if parent is None:
+        return None
+    return schema.join_ids(p.beacon for p in _new_patches(run, cand, parent)) or None
+
+
+def _borrow(existing: pd.DataFrame, parent: str, cand: str, todo: pd.DataFrame) -> pd.DataFrame:
+    src = existing[existing["candidate"] == parent].merge(
+        todo[["task_id", "k"]], on=["task_id", "k"]
+    )
+    if src.empty:
+        return src
+    return src.assign(candidate=cand, borrowed_from=parent, activated=False)
+
+
+def _task_record(tasks: pd.DataFrame, task_id: str) -> dict:
+    record = tasks.loc[task_id].to_dict()
+    record["task_id"] = task_id
+    return record
+
+
+def _healthy(run: "Run") -> bool:
+    try:
+        return bool(run.agent.health_check())
+    except Exception:
+        return False
+
+
+def _require_health(run: "Run") -> None:
+    for attempt in range(HEALTH_TRIES):
+        if _healthy(run):
+            return
+        time.sleep(0.1 * 2**attempt)
+    raise InfraError(
+        f"the agent's health check failed {HEALTH_TRIES} times before scoring; every "
+        "completed trial is in the ledger: fix the environment and resume the run"
+    )
+
+
+def _progress(total: int, enabled: bool, desc: str):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)

@@ -1,0 +1,118 @@
+"""The gsme command: demo, run/resume after kill -9, status, report, clean errors."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pandas as pd
+import pytest
+
+from gsme.cli import main
+from gsme.run import Run
+
+KEY = ["candidate", "task_id", "split", "k", "attempt"]
+
+
+def _gsme(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "gsme.cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _config(path, run_dir, rounds=3, preset="tb2"):
+    path.write_text(
+        f'[run]\ndir = "{run_dir}"\nrounds = {rounds}\nchildren_per_round = 3\n'
+        f'recombinations_per_round = 1\nseed = 5\nworkers = 2\n\n'
+        f'[agent]\nkind = "sim"\npreset = "{preset}"\nseed = 5\ninfra_fault_rate = 0.05\n\n'
+        f'[evolver]\nkind = "rule"\nseed = 5\n'
+    )
+    return path
+
+
+def test_demo_runs_end_to_end_and_says_simulated(tmp_path, capsys):
+    assert main(["demo", "--preset", "tiny", "--rounds", "2", "--out", str(tmp_path / "d"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "SIMULATED" in out
+    assert "sealed_delta_pp" in out and "retention_pct" in out
+    assert Run.open(tmp_path / "d").sealed
+
+
+def test_bad_config_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[run]\ndir = "x"\npolicy = "hopeful"\n')
+    result = _gsme("run", bad)
+    assert result.returncode == 2
+    assert "policy" in result.stderr and "Traceback" not in result.stderr
+    missing = _gsme("run", tmp_path / "nope.toml")
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_damaged_run_directory_exits_2(tmp_path):
+    (tmp_path / "junk").mkdir()
+    for command in ("resume", "status", "report"):
+        result = _gsme(command, tmp_path / "junk")
+        assert result.returncode == 2, command
+        assert "not a gsme run directory" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_status_and_report_read_a_finished_run(tmp_path):
+    cfg = _config(tmp_path / "c.toml", tmp_path / "run", rounds=1, preset="tiny")
+    assert _gsme("run", cfg, "--quiet").returncode == 0
+    status = _gsme("status", tmp_path / "run")
+    assert status.returncode == 0 and "rounds done: 1 of 1" in status.stdout
+    report = _gsme("report", tmp_path / "run")
+    assert report.returncode == 0 and "train_delta_pp" in report.stdout
+
+
+def _ledger_state(path):
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+        trials = db.execute("SELECT COUNT(*) FROM trials WHERE round >= 2").fetchone()[0]
+        done = db.execute("SELECT COUNT(*) FROM events WHERE kind = 'round_done' AND round >= 2"
+                          ).fetchone()[0]
+        db.close()
+        return trials, done
+    except sqlite3.Error:
+        return 0, 0
+
+
+def test_kill_9_mid_round_then_resume_equals_an_uninterrupted_run(tmp_path):
+    whole = _gsme("run", _config(tmp_path / "whole.toml", tmp_path / "whole"), "--quiet")
+    assert whole.returncode == 0, whole.stderr
+
+    cfg = _config(tmp_path / "killed.toml", tmp_path / "killed")
+    proc = subprocess.Popen([sys.executable, "-m", "gsme.cli", "run", str(cfg), "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ledger = tmp_path / "killed" / Run.LEDGER
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        trials, done = _ledger_state(ledger) if ledger.exists() else (0, 0)
+        if trials > 20 and done == 0:
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+
+    resumed = _gsme("resume", tmp_path / "killed", "--quiet")
+    assert resumed.returncode == 0, resumed.stderr
+    a, b = Run.open(tmp_path / "whole"), Run.open(tmp_path / "killed")
+    ta, tb = a.trials(), b.trials()
+    assert not tb.duplicated(KEY).any()
+    cols = KEY + ["passed", "infra_ok", "activated", "borrowed_from"]
+    pd.testing.assert_frame_equal(ta[cols].sort_values(KEY, ignore_index=True),
+                                  tb[cols].sort_values(KEY, ignore_index=True))
+    dcols = ["candidate", "parent", "decision", "z"]
+    pd.testing.assert_frame_equal(a.decisions()[dcols], b.decisions()[dcols])
+    assert a.ledger.get("sealed_result") == b.ledger.get("sealed_result")
+
+
+@pytest.mark.parametrize("argv", [["demo", "--rounds", "x"], ["frobnicate"]])
+def test_usage_errors_exit_2(argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2

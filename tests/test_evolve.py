@@ -1,0 +1,144 @@
+"""The evolution loop on the simulated default: determinism, fault tolerance, the sealed test."""
+
+import pandas as pd
+import pytest
+
+from gsme import evolve, sim
+from gsme.evolvers.rule import RuleEvolver
+from gsme.run import Run, RunConfig
+
+KEY = ["candidate", "task_id", "split", "k", "attempt"]
+OUTCOME = KEY + ["passed", "infra_ok", "activated", "beacons"]
+
+
+def _run(path, *, seed=1, fault=0.0, canary=None, policy="gated", evolver=None):
+    agent = sim.SimAgent("tiny", seed=seed, infra_fault_rate=fault, test_canary=canary)
+    return Run.create(path, agent=agent, evolver=evolver or RuleEvolver(seed=seed),
+                      config=RunConfig(seed=seed, policy=policy))
+
+
+def _evolve(run, rounds=3):
+    evolve.evolve(run, rounds=rounds, children_per_round=3, recombinations_per_round=1,
+                  progress=False)
+    return run
+
+
+def _outcomes(run):
+    return run.trials()[OUTCOME].sort_values(KEY, ignore_index=True)
+
+
+def _decisions(run):
+    cols = ["candidate", "parent", "decision", "z", "delta_pp"]
+    return run.decisions()[cols].sort_values("candidate", ignore_index=True)
+
+
+def test_a_round_chains_every_step(tmp_path):
+    run = _run(tmp_path / "r")
+    result = evolve.run_round(run, children=3, recombinations=0, progress=False)
+    assert result.round == 1 and result.parent == "baseline"
+    assert len(result.candidates) >= 1
+    assert set(result.decisions["candidate"]) == set(result.candidates["candidate"])
+    assert set(result.decisions["decision"]) <= {"credit", "cull", "inconclusive",
+                                                 "invalid", "inactive"}
+    assert not run.diagnoses().empty
+    notes = run.repo.notes(result.candidates["candidate"].iloc[0])
+    assert notes["gate"]["decision"] in set(result.decisions["decision"])
+
+
+def test_same_seed_gives_identical_runs(tmp_path):
+    a = _evolve(_run(tmp_path / "a"))
+    b = _evolve(_run(tmp_path / "b"))
+    pd.testing.assert_frame_equal(_outcomes(a), _outcomes(b))
+    pd.testing.assert_frame_equal(_decisions(a), _decisions(b))
+    pd.testing.assert_frame_equal(a.archive(), b.archive())
+
+
+def test_infra_faults_change_no_decision(tmp_path):
+    clean = _evolve(_run(tmp_path / "clean"))
+    faulty = _evolve(_run(tmp_path / "faulty", fault=0.2))
+    trials = faulty.trials()
+    assert (~trials["infra_ok"]).mean() > 0.1
+    assert not trials.loc[~trials["infra_ok"], "passed"].any()
+    decided = ["candidate", "parent", "decision"]
+    pd.testing.assert_frame_equal(_decisions(clean)[decided], _decisions(faulty)[decided])
+
+
+class RecordingEvolver(RuleEvolver):
+    """Keeps every input the loop hands to the evolver."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.seen = []
+
+    def diagnose(self, failures):
+        self.seen.append(failures.to_csv())
+        return super().diagnose(failures)
+
+    def propose(self, parent, diagnoses, archive, vocabulary, *, n):
+        from gsme.harness import harness_files
+
+        self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness_files(parent))]
+        return super().propose(parent, diagnoses, archive, vocabulary, n=n)
+
+
+def test_evolver_never_sees_the_test_split(tmp_path):
+    canary = "CANARY-7f3a9"
+    evolver = RecordingEvolver(seed=1)
+    run = _evolve(_run(tmp_path / "r", canary=canary, evolver=evolver), rounds=2)
+    run.finalize(progress=False)
+    test_ids = set(run.tasks("test")["task_id"])
+    seen = "\n".join(evolver.seen)
+    assert evolver.seen and canary not in seen
+    assert not any(f",{t}," in seen for t in test_ids)
+    test_refs = run.trials(split="test")["trajectory"]
+    assert any(canary in run.transcript(ref) for ref in test_refs)  # the canary was planted
+
+
+def test_rounds_resume_after_an_interrupted_round(tmp_path, monkeypatch):
+    whole = _evolve(_run(tmp_path / "whole"), rounds=2)
+    broken = _run(tmp_path / "broken")
+    evolve.run_round(broken, progress=False)
+    real = evolve.credit
+
+    def crash(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evolve, "credit", crash)
+    with pytest.raises(KeyboardInterrupt):
+        evolve.run_round(broken, progress=False)
+    monkeypatch.setattr(evolve, "credit", real)
+    resumed = _evolve(Run.open(broken.path, agent=broken.agent, evolver=RuleEvolver(seed=1)),
+                      rounds=2)
+    pd.testing.assert_frame_equal(_outcomes(whole), _outcomes(resumed))
+    pd.testing.assert_frame_equal(_decisions(whole), _decisions(resumed))
+
+
+def test_trial_budget_stops_the_loop(tmp_path):
+    run = _run(tmp_path / "r")
+    evolve.evolve(run, rounds=10, trial_budget=1, progress=False)
+    assert evolve.next_round(run) == 1
+    assert not run.events("budget_reached").empty
+
+
+@pytest.mark.parametrize("policy", ["greedy", "peak"])
+def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
+    run = _evolve(_run(tmp_path / "r", policy=policy), rounds=2)
+    dec = run.decisions()
+    assert (dec["kept"] == (dec["delta_pp"].fillna(0) > 0)).all()
+    chosen = evolve.selected(run)
+    if policy == "peak":
+        trials = run.trials(split="train")
+        rates = trials[trials["infra_ok"]].groupby("candidate")["passed"].mean()
+        assert rates[chosen] == rates.max()
+
+
+def test_dask_executor_gives_the_same_trials_as_threads(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    threads = _run(tmp_path / "threads")
+    threads.score("baseline", progress=False)
+    dask_run = _run(tmp_path / "dask")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        dask_run.score("baseline", executor=client.get_executor(), progress=False)
+    pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(dask_run))

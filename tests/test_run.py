@@ -1,0 +1,177 @@
+"""The run store: ledger, scoring without re-scoring, validity re-runs, the sealed test."""
+
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from gsme import sim
+from gsme.agents import TaskAgent, Trajectory
+from gsme.patch import FileChange, Patch
+from gsme.run import Run, RunConfig, RunError, SealedError
+
+
+def _patch(pid="p-verify", gate=""):
+    return Patch(
+        id=pid, where="runtime", why="careless-submit", mechanism="submit-verify",
+        beacon=f"{pid}-fired", env_gate=gate, rationale="check before submitting",
+        changes=(FileChange(f"runtime/{pid}.toml",
+                            f'name = "submit-verify"\nbeacon = "{pid}-fired"\n[params]\n'),),
+    )
+
+
+@pytest.fixture
+def run(tmp_path):
+    agent = sim.preset("tiny", seed=3, infra_fault_rate=0.0)
+    return Run.create(tmp_path / "run", agent=agent, config=RunConfig(seed=3),
+                      agent_spec={"kind": "sim", "preset": "tiny", "seed": 3,
+                                  "infra_fault_rate": 0.0})
+
+
+def test_create_records_split_and_commitment(run):
+    tasks = run.tasks()
+    assert set(tasks["split"]) == {"train", "test"}
+    assert "content" not in tasks.columns
+    assert len(run.ledger.get("test_commitment")) == 64
+    assert list(run.candidates()["candidate"]) == ["baseline"]
+
+
+def test_create_refuses_a_non_empty_directory(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "file").write_text("hi")
+    with pytest.raises(RunError, match="not empty"):
+        Run.create(tmp_path / "x", agent=sim.preset("tiny"))
+
+
+def test_open_rebuilds_the_agent_from_its_spec(run):
+    again = Run.open(run.path)
+    assert again.agent.name == run.agent.name
+    assert again.config == run.config
+
+
+def test_open_refuses_a_damaged_directory(tmp_path):
+    (tmp_path / "junk").mkdir()
+    with pytest.raises(RunError, match="not a gsme run"):
+        Run.open(tmp_path / "junk")
+
+
+def test_open_refuses_a_changed_test_split(run):
+    other = sim.preset("tiny", seed=4)
+    with pytest.raises(RunError, match="commitment"):
+        Run.open(run.path, agent=other)
+
+
+def test_score_runs_every_slot_once_and_never_rescores(run):
+    trials = run.score("baseline", progress=False)
+    n_train = len(run.tasks("train"))
+    assert len(trials) == n_train * 3
+    spent = run.trials_spent()
+    again = run.score("baseline", progress=False)
+    assert run.trials_spent() == spent
+    pd.testing.assert_frame_equal(trials, again)
+
+
+def test_every_trial_has_its_transcript(run):
+    trials = run.score("baseline", progress=False)
+    text = run.transcript(trials["trajectory"].iloc[0])
+    assert "task" in text.lower()
+
+
+def test_child_borrows_parent_trials_outside_its_env_gate(run):
+    run.score("baseline", progress=False)
+    child = run.repo.add_mutation("baseline", _patch(gate='category == "python"'), round=1)
+    run.ledger.append("candidates", run.repo.candidates().query("candidate == @child"))
+    trials = run.score(child, progress=False)
+    tasks = run.tasks("train")
+    python = set(tasks.loc[tasks["category"] == "python", "task_id"])
+    borrowed = trials[trials["borrowed_from"].notna()]
+    assert set(borrowed["task_id"]).isdisjoint(python)
+    assert set(trials.loc[trials["borrowed_from"].isna(), "task_id"]) == python
+    base = run.trials(candidate="baseline").set_index(["task_id", "k"])["passed"]
+    lent = borrowed.set_index(["task_id", "k"])["passed"]
+    assert (lent == base.loc[lent.index]).all()
+    assert run.trials_spent() == len(tasks) * 3 + len(python) * 3
+
+
+class FlakyAgent(TaskAgent):
+    """Fails the environment on every first attempt of even repeats."""
+
+    name = "flaky"
+
+    def tasks(self):
+        return pd.DataFrame({"task_id": [f"t{i}" for i in range(8)],
+                             "split": ["train"] * 6 + ["test"] * 2})
+
+    def run(self, harness_dir, task, *, k, attempt, seed):
+        if k % 2 == 0 and attempt < 2:
+            return Trajectory(passed=True, infra_ok=False, error="container died")
+        return Trajectory(passed=task["task_id"] != "t0", transcript="ok")
+
+
+def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
+    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=2))
+    trials = run.score("baseline", progress=False)
+    even = trials[trials["k"] % 2 == 0]
+    assert set(even["attempt"]) == {0, 1, 2}
+    assert not even.loc[even["attempt"] < 2, "passed"].any()  # a fault is never a pass
+    assert even.loc[even["attempt"] == 2, "infra_ok"].all()
+
+
+def test_slot_still_failing_after_reruns_is_left_alone(tmp_path):
+    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=1))
+    trials = run.score("baseline", progress=False)
+    even = trials[trials["k"] % 2 == 0]
+    assert set(even["attempt"]) == {0, 1}
+    assert not even["infra_ok"].any()
+    spent = run.trials_spent()
+    run.score("baseline", progress=False)
+    assert run.trials_spent() == spent
+
+
+class SickAgent(FlakyAgent):
+    def health_check(self):
+        return False
+
+
+def test_failed_health_check_stops_scoring_with_a_clear_error(tmp_path):
+    from gsme.scoring import InfraError
+
+    run = Run.create(tmp_path / "r", agent=SickAgent())
+    with pytest.raises(InfraError, match="health check"):
+        run.score("baseline", progress=False)
+    assert run.trials().empty
+
+
+def test_test_split_cannot_be_scored_during_evolution(run):
+    with pytest.raises(SealedError, match="finalize"):
+        run.score("baseline", split="test", progress=False)
+
+
+def test_finalize_scores_test_once_and_seals(run):
+    run.score("baseline", progress=False)
+    first = run.finalize(progress=False)
+    test_trials = run.trials(split="test")
+    assert len(test_trials) == len(run.tasks("test")) * 3
+    second = run.finalize(progress=False)
+    pd.testing.assert_frame_equal(first, second)
+    assert len(run.trials(split="test")) == len(test_trials)
+    with pytest.raises(SealedError):
+        run.score("baseline", progress=False)
+    with pytest.raises(SealedError):
+        from gsme import evolve
+
+        evolve.commit(run, "baseline", [_patch()], round=1)
+
+
+def test_sealed_state_survives_reopening(run):
+    run.score("baseline", progress=False)
+    run.finalize(progress=False)
+    again = Run.open(run.path)
+    assert again.sealed
+    with pytest.raises(SealedError):
+        again.score("baseline", progress=False)
+
+
+def test_ledger_is_in_wal_mode(run):
+    mode = sqlite3.connect(run.path / Run.LEDGER).execute("PRAGMA journal_mode").fetchone()[0]
+    assert mode == "wal"
