@@ -1,0 +1,159 @@
+"""The rule evolver's template library: candidate fixes per failure mode.
+
+Each failure mode gets a mix of mechanisms an engineer might try: some work, some are
+cosmetic, some harmful, some overfit to the failing train tasks. The rule evolver draws from
+this list without knowing which is which, as an LLM proposer would; only the gates decide.
+A template turns into concrete file changes on one lever of the parent harness.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+import tomli_w
+
+from gsme.patch import FileChange
+
+
+@dataclass(frozen=True)
+class Template:
+    """One candidate fix: a ``mechanism`` on lever ``where``.
+
+    ``text`` is what it writes: the prompt section, the knowledge note, or (``runtime``) the
+    middleware's description. ``params`` are runtime middleware settings; ``config`` maps a
+    config key of ``config/agent.toml`` to its new value (a string: ``x16`` multiplies the
+    current number, ``/2`` halves it, anything else replaces it; a key absent from the
+    file is added).
+    """
+
+    mechanism: str
+    where: str
+    text: str
+    params: Mapping[str, object] = field(default_factory=dict)
+    config: Mapping[str, str] = field(default_factory=dict)
+
+
+def _t(mechanism, where, text, **kw) -> Template:
+    return Template(mechanism, where, text, **kw)
+
+
+_HINTS = _t("train-task-hints", "knowledge",
+            "Worked solutions for tasks that failed before; follow them when the task matches.")
+_POLITE = _t("polite-tone", "prompt", "Be courteous and keep a professional tone.")
+_EMPHATIC = _t("emphatic-instructions", "prompt",
+               "IMPORTANT: follow every instruction above VERY carefully.")
+
+TEMPLATES: Mapping[str, tuple[Template, ...]] = MappingProxyType({
+    "careless-submit": (
+        _t("submit-verify", "runtime", "Before submit, run the task's checks; block on failure.",
+           params={"max_checks": 1}),
+        _t("verify-reminder", "prompt", "Always run the tests before you submit."),
+        _HINTS, _POLITE),
+    "thinking-runaway": (
+        _t("runaway-recovery", "runtime",
+           "Detect repetitive reasoning, summarise it and resume with a decision.",
+           params={"window_tokens": 2048, "max_recoveries": 2}),
+        _t("thinking-off", "config", "", config={"thinking_budget": "0"}),
+        _t("token-budget-16x", "config", "", config={"thinking_budget": "x16"}),
+        _t("concise-reasoning", "prompt", "Think briefly; commit to an approach early.")),
+    "premature-finalization": (
+        _t("completion-checklist", "prompt",
+           "Before the final answer, tick off every requirement of the task."),
+        _t("keep-going-nudge", "runtime", "When the agent stops early, ask what is left.",
+           params={"max_nudges": 1}),
+        _HINTS, _EMPHATIC),
+    "format-error": (
+        _t("format-validator", "runtime", "Parse the answer block; ask for a fix if malformed.",
+           params={"retries": 1}),
+        _t("format-example", "prompt", "End with exactly one <answer>...</answer> block."),
+        _POLITE),
+    "tool-misuse": (
+        _t("tool-schema-hints", "knowledge",
+           "Tool argument reference: read_file(path: str), list_dir(path: str), "
+           "http_get(url: str). Pass exactly these arguments."),
+        _t("tool-retry", "runtime", "On a tool error, retry once with corrected arguments.",
+           params={"retries": 1}),
+        _HINTS),
+    "looping": (
+        _t("loop-breaker", "runtime", "Detect a repeated identical tool call and intervene.",
+           params={"max_repeats": 3}),
+        _t("turn-limit-cut", "config", "", config={"turn_limit": "/2"}),
+        _EMPHATIC),
+    "context-overflow": (
+        _t("context-summarizer", "runtime", "Summarise old turns before the context fills.",
+           params={"threshold": 0.8}),
+        _t("context-window-raise", "config", "", config={"context_window": "262144"}),
+        _HINTS),
+})
+"""Failure mode → candidate templates (good, useless, harmful and overfit mixed)."""
+
+FALLBACK: tuple[Template, ...] = (
+    _t("answer-self-check", "prompt", "Re-read the task and check the answer before finishing."),
+    _HINTS, _POLITE)
+"""Templates for a failure mode the library does not know (e.g. a newly added label)."""
+
+
+def templates_for(why: str) -> tuple[Template, ...]:
+    """The templates for failure mode ``why`` (:data:`FALLBACK` for an unknown one)."""
+    return TEMPLATES.get(why, FALLBACK)
+
+
+def changes(template: Template, files: Mapping[str, str], *, beacon: str,
+            why: str, tasks: tuple[str, ...]) -> tuple[FileChange, ...]:
+    """The file changes that apply ``template`` to a harness whose files are ``files``.
+
+    Returns an empty tuple when the template cannot change this harness (e.g. a config
+    value already at its target).
+    """
+    slug = template.mechanism.replace("-", "_")
+    if template.where == "runtime":
+        body = {"name": template.mechanism, "beacon": beacon,
+                "description": template.text, "params": dict(template.params)}
+        return (FileChange(f"runtime/{slug}.toml", tomli_w.dumps(body)),)
+    if template.where == "knowledge":
+        lines = [f"# {template.mechanism} ({why})", "", template.text, ""]
+        lines += [f"- {task}: check the expected output format and edge cases first."
+                  for task in tasks]
+        return (FileChange(f"knowledge/{slug}.md", "\n".join(lines) + "\n"),)
+    if template.where == "prompt":
+        return _append("prompt/system.md", files, f"## {why}\n\n{template.text}\n")
+    return _config(template, files.get("config/agent.toml"))
+
+
+def _append(path: str, files: Mapping[str, str], section: str) -> tuple[FileChange, ...]:
+    current = files.get(path, "")
+    lines = [line for line in current.splitlines() if line.strip()]
+    if lines and current.count(lines[-1]) == 1:
+        return (FileChange(path, f"{lines[-1]}\n\n{section.rstrip()}", old=lines[-1]),)
+    return (FileChange(path, current.rstrip() + "\n\n" + section),)
+
+
+def _config(template: Template, text: str | None) -> tuple[FileChange, ...]:
+    if text is None:
+        return ()
+    out = []
+    for key, rule in template.config.items():
+        match = re.search(rf"^{re.escape(key)}\s*=\s*(.+)$", text, flags=re.MULTILINE)
+        if match is None:
+            last = text.rstrip().splitlines()[-1]
+            out.append(FileChange("config/agent.toml", f"{last}\n{key} = {rule}", old=last))
+            continue
+        value = _new_value(match.group(1).strip(), rule)
+        if value is None or value == match.group(1).strip():
+            return ()
+        out.append(FileChange("config/agent.toml", f"{key} = {value}", old=match.group(0)))
+    return tuple(out)
+
+
+def _new_value(current: str, rule: str) -> str | None:
+    if rule[0] in "x/":
+        try:
+            number = float(current)
+        except ValueError:
+            return None
+        number = number * float(rule[1:]) if rule[0] == "x" else number / float(rule[1:])
+        return str(int(number))
+    return rule

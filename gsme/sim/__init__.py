@@ -1,0 +1,47 @@
+"""The embedded default task agent: a *simulated* frozen model on simulated benchmarks.
+
+Offline, fast and with known ground truth. ``preset(name)`` returns a :class:`SimAgent`;
+every number it produces is simulated and its ``name`` says so.
+"""
+
+from __future__ import annotations
+
+from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
+from gsme.sim.benchmark import PRESET_SPECS
+from gsme.sim.catalogue import CATALOGUE
+from gsme.sim.profiles import PROFILES, WHYS
+
+PRESETS = tuple(PRESET_SPECS)
+"""Names of the simulated benchmark presets."""
+
+
+def preset(name: str, *, seed: int = 0, profile: str | None = None,
+           infra_fault_rate: float | None = None) -> SimAgent:
+    """The simulated task agent of preset ``name``.
+
+    Parameters
+    ----------
+    name : str
+        One of :data:`PRESETS`: ``tb2, livecode, omni-math, browsecomp-plus, gdpval,
+        appworld, swe-bench, tiny``.
+    seed : int
+        Fixes the simulated benchmark (tasks, hidden difficulty, split).
+    profile : str, optional
+        One of :data:`PROFILES`; default: the preset's own profile.
+    infra_fault_rate : float, optional
+        Probability of an infrastructure fault per trial; default
+        :data:`DEFAULT_INFRA_FAULT_RATE`.
+
+    Examples
+    --------
+    >>> agent = preset("swe-bench")
+    >>> int((agent.tasks()["split"] == "test").sum())
+    26
+    """
+    if name not in PRESET_SPECS:
+        raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
+    rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
+    return SimAgent(name, seed=seed, profile=profile, infra_fault_rate=rate)
+
+
+__all__ = ["CATALOGUE", "PRESETS", "PROFILES", "WHYS", "SimAgent", "preset"]

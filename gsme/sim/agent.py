@@ -1,0 +1,212 @@
+"""The simulated frozen task agent: a :class:`~gsme.agents.TaskAgent` with known ground truth.
+
+Its results are *simulated*: a benchmark preset (:mod:`gsme.sim.benchmark`), a model profile
+(:mod:`gsme.sim.profiles`) and the hidden catalogue of patch effects
+(:mod:`gsme.sim.catalogue`) decide every trial. It is the offline default that every test of
+the evolution loop stands on, and the instrument that audits it: :meth:`SimAgent.true_rates`
+and :meth:`SimAgent.true_effect` give exact pass probabilities the loop never sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from gsme.agents.base import TaskAgent, Trajectory
+from gsme.schema import SPLITS
+from gsme.sim import transcripts
+from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
+from gsme.sim.model import HarnessModel, base_onset, compile_harness
+from gsme.sim.profiles import PROFILES, WHYS
+
+DEFAULT_INFRA_FAULT_RATE = 0.02
+_NO_SUBMIT = {WHYS.index(w) for w in ("thinking-runaway", "looping", "context-overflow")}
+_TOKEN_SCALE = {"thinking-runaway": 4.0, "looping": 2.5, "context-overflow": 3.0,
+                "premature-finalization": 0.5}
+_CACHE_SIZE = 256
+
+
+class SimAgent(TaskAgent):
+    """A simulated frozen model on a simulated benchmark.
+
+    A trial is random given (harness, task, k, attempt, seed) and reproducible: its random
+    numbers are a blake2b hash of ``seed``, the content fingerprint of the harness's
+    ``patches/`` folder, the task, ``k`` and ``attempt`` (a counter-based generator), so two
+    different harnesses never share random numbers. Infrastructure faults come from a hash
+    that leaves the harness out, so they do not depend on it. Only the patch manifests
+    matter: a patch acts through its ``mechanism`` (looked up in the hidden catalogue), its
+    ``env_gate`` and, for hints, the task ids it names.
+
+    Parameters
+    ----------
+    benchmark : str
+        A preset name, one of :data:`gsme.sim.PRESETS`.
+    profile : str, optional
+        A profile name, one of :data:`gsme.sim.PROFILES`; default: the preset's own.
+    seed : int
+        Fixes the benchmark: task features, hidden difficulty, the train/test split.
+    infra_fault_rate : float
+        Probability that a trial's environment fails (``infra_ok`` False).
+    test_canary : str, optional
+        A string planted in every test task's ``content`` (and so in its transcripts), for
+        tests that check the test split stays sealed.
+
+    Examples
+    --------
+    >>> agent = SimAgent("tiny", seed=0)
+    >>> agent.name, agent.simulated
+    ('simulated:tiny/qwen-careless', True)
+    """
+
+    simulated = True
+
+    def __init__(self, benchmark: str = "tiny", *, profile: str | None = None, seed: int = 0,
+                 infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
+                 test_canary: str | None = None):
+        if benchmark not in PRESET_SPECS:
+            raise ValueError(f"benchmark must be one of {list(PRESET_SPECS)}, got {benchmark!r}")
+        spec = PRESET_SPECS[benchmark]
+        profile = spec.profile if profile is None else profile
+        if profile not in PROFILES:
+            raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
+        if not 0.0 <= infra_fault_rate < 1.0:
+            raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
+        self.benchmark = build_benchmark(spec, seed=seed)
+        self.profile = PROFILES[profile]
+        self.seed = int(seed)
+        self.infra_fault_rate = float(infra_fault_rate)
+        self.name = f"simulated:{spec.name}/{profile}"
+        tasks = self.benchmark.tasks.copy()
+        if test_canary is not None:
+            test = tasks["split"] == "test"
+            tasks.loc[test, "content"] = tasks.loc[test, "content"] + f" [{test_canary}]"
+        self._tasks = tasks
+        self._content = tasks["content"].tolist()
+        self._task_keys = [f"{self.seed}|{t}" for t in tasks["task_id"]]
+        self._onset = base_onset(self.benchmark, self.profile)
+        self._by_stat: dict = {}
+        self._by_fingerprint: dict[str, HarnessModel] = {}
+        self._gates: dict[str, np.ndarray] = {}
+
+    def tasks(self) -> pd.DataFrame:
+        """``task_id, split, category, has_tests, needs_tools, long_context, hard, content``."""
+        return self._tasks.copy()
+
+    def run(self, harness_dir: Path, task: Mapping, *, k: int, attempt: int,
+            seed: int) -> Trajectory:
+        """Run one simulated trial of ``task`` (a row of :meth:`tasks`) under ``harness_dir``."""
+        i = self._row(task)
+        fingerprint, model = self._harness(harness_dir)
+        spec = self.benchmark.spec
+        key = f"{seed}|{self._task_keys[i]}|{k}|{attempt}"
+        if _uniforms(key + "|infra")[0] < self.infra_fault_rate:
+            return Trajectory(
+                passed=False, infra_ok=False, tokens=0.0, cost_usd=0.0, seconds=5.0,
+                transcript=f"task: {self._content[i]}\n[environment] health check failed",
+                error="simulated infrastructure fault: health check failed")
+        u = _uniforms(f"{key}|{fingerprint}")
+        onset = int(np.searchsorted(np.cumsum(model.onset[i]), u[0], side="right"))
+        onset = onset if onset < len(WHYS) else -1
+        failed = onset >= 0 and u[1] < model.fail_given_onset[i, onset]
+        why = WHYS[onset] if failed else None
+        if not failed and u[2] < model.harm[i]:
+            failed, why = True, WHYS[model.harm_why[i]]
+        submitted = not (failed and WHYS.index(why) in _NO_SUBMIT)
+        fired = tuple(b.name for b in model.beacons if b.admitted[i] and (
+            b.trigger in ("always", "named") or (b.trigger == "submit" and submitted)
+            or (b.trigger == "onset" and b.why == onset)))
+        tokens = spec.tokens * model.cost[i] * np.exp(0.8 * (u[3] - 0.5))
+        if why is not None:
+            tokens *= _TOKEN_SCALE.get(why, 1.0)
+        if why == "thinking-runaway":
+            tokens *= model.runaway_cost[i]
+        text = transcripts.render(self._content[i], why, fired, u[4], u[5], tokens)
+        return Trajectory(
+            passed=not failed, infra_ok=True, beacons=fired, tokens=float(tokens),
+            cost_usd=float(tokens * spec.usd_per_mtok / 1e6),
+            seconds=float(tokens / spec.tok_per_s + 30.0 * u[6]),
+            transcript=text, pathology=why)
+
+    def true_rates(self, harness_dir: Path, split: str) -> pd.DataFrame:
+        """Exact pass probability of every task of ``split`` under ``harness_dir``.
+
+        Ground truth for audits only; the evolution loop never calls it.
+
+        Returns
+        -------
+        DataFrame
+            ``task_id`` and ``rate`` (probability of passing a valid trial), one row per task.
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+        _, model = self._harness(harness_dir)
+        mask = (self._tasks["split"] == split).to_numpy()
+        return pd.DataFrame({"task_id": self._tasks.loc[mask, "task_id"].to_numpy(),
+                             "rate": model.pass_prob[mask]})
+
+    def true_effect(self, child_dir: Path, parent_dir: Path, split: str) -> float:
+        """True effect of ``child_dir`` over ``parent_dir`` in pp, mean over ``split``'s tasks."""
+        child = self.true_rates(child_dir, split)["rate"].to_numpy()
+        parent = self.true_rates(parent_dir, split)["rate"].to_numpy()
+        return float(100.0 * (child - parent).mean())
+
+    def _row(self, task: Mapping) -> int:
+        task_id = task["task_id"]
+        try:
+            return self.benchmark.index[task_id]
+        except KeyError:
+            raise ValueError(
+                f"task_id {task_id!r} is not a task of {self.name}; see tasks()") from None
+
+    def _harness(self, harness_dir) -> tuple[str, HarnessModel]:
+        """Fingerprint and compiled model of a harness, cached by the patches' file stats."""
+        folder = Path(harness_dir) / "patches"
+        try:
+            with os.scandir(folder) as entries:
+                stats = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                                     for e in entries if e.is_file()))
+        except FileNotFoundError:
+            stats = ()
+        key = (str(folder), stats)
+        if key not in self._by_stat:
+            digest = hashlib.blake2b(digest_size=16)
+            for name, _, _ in stats:
+                digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+            fingerprint = digest.hexdigest()
+            if fingerprint not in self._by_fingerprint:
+                self._by_fingerprint[fingerprint] = self._compile(Path(harness_dir), stats)
+            _bounded_put(self._by_stat, key, (fingerprint, self._by_fingerprint[fingerprint]))
+        return self._by_stat[key]
+
+    def _compile(self, harness_dir: Path, stats) -> HarnessModel:
+        patches = []
+        if stats:
+            from gsme.harness import read_patches
+
+            patches = read_patches(harness_dir)
+        return compile_harness(patches, self.benchmark, self._onset, self._gate_mask)
+
+    def _gate_mask(self, expr: str) -> np.ndarray:
+        if expr not in self._gates:
+            from gsme.envgate import parse
+
+            self._gates[expr] = np.asarray(parse(expr).mask(self._tasks), dtype=bool)
+        return self._gates[expr]
+
+
+def _uniforms(key: str) -> tuple[float, ...]:
+    """Eight uniforms in [0, 1) from a stable hash of ``key`` (a counter-based generator)."""
+    words = struct.unpack("<8Q", hashlib.blake2b(key.encode(), digest_size=64).digest())
+    return tuple((w >> 11) * 2.0**-53 for w in words)
+
+
+def _bounded_put(cache: dict, key, value) -> None:
+    if len(cache) >= _CACHE_SIZE:
+        cache.pop(next(iter(cache)))
+    cache[key] = value

@@ -1,0 +1,112 @@
+"""The hidden catalogue of true patch effects in the simulator.
+
+A patch's ``mechanism`` names what it does; here the simulator looks up what that
+mechanism *really* does to the simulated model. Evolvers never read this module: like an
+LLM proposer, they cannot tell a working fix from a cosmetic, harmful or overfit one.
+
+How an effect acts on a task its patch's env gate admits:
+
+* ``factor`` multiplies the hazard of the failure mode ``why`` (1: no effect). Several
+  patches on the same failure mode have diminishing returns: sorted from the strongest, the
+  r-th factor counts as ``factor ** (1 / r)``.
+* ``harm`` (``harm_hard`` on tasks flagged ``hard``) is the probability that an otherwise
+  passing trial now fails, attributed to ``harm_why``.
+* ``cost`` multiplies tokens and time of every admitted trial (``runaway_cost`` those of a
+  thinking-runaway trial).
+* ``named_only``: the patch helps only the tasks it names (``predicted_tasks`` or task ids
+  written into its files), cutting every hazard there by ``factor``: hints for train tasks.
+* ``trigger`` says when the patch's code path runs and its beacon fires: ``always``,
+  ``submit`` (the agent reached its submission step), ``onset`` (the failure mode ``why``
+  began in this trial, whether or not it was then recovered), ``named`` (a named task).
+
+Unknown mechanisms (e.g. free text from an LLM evolver) get a small deterministic effect on
+the failure mode their patch declares: ``factor = 1 - 0.1 * u`` with ``u`` in [0, 1) from a
+hash of the mechanism name, trigger ``always``: the same name always does the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+TRIGGERS = ("always", "submit", "onset", "named")
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The true effect of one mechanism; see the module docstring for each field."""
+
+    mechanism: str
+    why: str | None
+    kind: str  # targeted, weak, cosmetic, harmful, costly, overfit
+    factor: float = 1.0
+    trigger: str = "always"
+    harm: float = 0.0
+    harm_hard: float = 0.0
+    harm_why: str = "premature-finalization"
+    cost: float = 1.0
+    runaway_cost: float = 1.0
+    named_only: bool = False
+
+
+def _fx(mechanism, why, kind, **kw) -> Effect:
+    return Effect(mechanism, why, kind, **kw)
+
+
+CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
+    # careless-submit
+    _fx("submit-verify", "careless-submit", "targeted", factor=0.3, trigger="submit", cost=1.15),
+    _fx("verify-reminder", "careless-submit", "weak", factor=0.85),
+    # thinking-runaway
+    _fx("runaway-recovery", "thinking-runaway", "targeted", factor=0.3, trigger="onset",
+        cost=1.05),
+    _fx("thinking-off", "thinking-runaway", "harmful", factor=0.2, harm=0.05, harm_hard=0.55,
+        cost=0.6),
+    _fx("token-budget-16x", "thinking-runaway", "costly", factor=0.85, cost=2.5,
+        runaway_cost=16.0),
+    _fx("concise-reasoning", "thinking-runaway", "weak", factor=0.9),
+    # premature-finalization
+    _fx("completion-checklist", "premature-finalization", "targeted", factor=0.55,
+        trigger="submit", cost=1.1),
+    _fx("keep-going-nudge", "premature-finalization", "weak", factor=0.85, trigger="submit"),
+    # format-error
+    _fx("format-validator", "format-error", "targeted", factor=0.25, trigger="submit"),
+    _fx("format-example", "format-error", "weak", factor=0.75),
+    # tool-misuse
+    _fx("tool-schema-hints", "tool-misuse", "targeted", factor=0.45),
+    _fx("tool-retry", "tool-misuse", "weak", factor=0.85, trigger="onset"),
+    # looping
+    _fx("loop-breaker", "looping", "targeted", factor=0.3, trigger="onset"),
+    _fx("turn-limit-cut", "looping", "harmful", factor=0.6, harm=0.03, harm_hard=0.3,
+        cost=0.8),
+    # context-overflow
+    _fx("context-summarizer", "context-overflow", "targeted", factor=0.35, trigger="onset",
+        cost=1.1),
+    _fx("context-window-raise", "context-overflow", "costly", factor=0.8, cost=1.8),
+    # no effect, any pathology
+    _fx("polite-tone", None, "cosmetic"),
+    _fx("emphatic-instructions", None, "cosmetic"),
+    _fx("answer-self-check", "premature-finalization", "weak", factor=0.95),
+    # overfit
+    _fx("train-task-hints", None, "overfit", factor=0.6, trigger="named", named_only=True),
+)})
+"""Mechanism name → true effect. Hidden from evolvers."""
+
+
+def effect_of(mechanism: str, why: str) -> Effect:
+    """The true effect of ``mechanism`` on a patch that declares failure mode ``why``.
+
+    Examples
+    --------
+    >>> effect_of("submit-verify", "careless-submit").factor
+    0.3
+    >>> effect_of("some new idea", "looping") == effect_of("some new idea", "looping")
+    True
+    """
+    if mechanism in CATALOGUE:
+        return CATALOGUE[mechanism]
+    digest = hashlib.blake2b(mechanism.encode(), digest_size=8).digest()
+    u = int.from_bytes(digest, "little") / 2**64
+    return Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)

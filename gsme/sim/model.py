@@ -1,0 +1,118 @@
+"""The simulator's outcome model: a harness's patches compiled into per-task probabilities.
+
+For task ``i`` the frozen model fails with base probability ``1 - sigmoid(skill - d_i)``,
+split between failure modes in proportion to ``rate_j * susceptibility_ij``: this is the
+*onset* hazard ``h0_ij``. A patch admitted on task ``i`` lets an onset of its failure mode
+end in failure only with probability ``m_ij`` (its catalogue factor, with diminishing
+returns), and a harmful patch makes an otherwise passing trial fail with probability
+``H_i``. Hence the exact pass probability
+
+    p_i = (1 - sum_j h0_ij * m_ij) * (1 - H_i),
+
+which :meth:`HarnessModel.pass_prob` gives to audits and the agent samples trial by trial.
+Everything here is simulated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from gsme.sim.benchmark import Benchmark
+from gsme.sim.catalogue import effect_of
+from gsme.sim.profiles import WHYS, Profile
+
+WHY_INDEX = {w: j for j, w in enumerate(WHYS)}
+
+
+@dataclass(frozen=True)
+class Beacon:
+    """One patch's beacon: fires on admitted tasks when ``trigger`` happens (see catalogue)."""
+
+    name: str
+    trigger: str
+    why: int  # index into WHYS, -1 when the effect targets no failure mode
+    admitted: np.ndarray  # bool per task: env gate admits, and (``named``) the task is named
+
+
+@dataclass(frozen=True)
+class HarnessModel:
+    """A harness compiled against one benchmark and profile (arrays indexed by task row)."""
+
+    onset: np.ndarray  # (n_tasks, n_whys) onset hazards h0
+    fail_given_onset: np.ndarray  # (n_tasks, n_whys) m
+    harm: np.ndarray  # (n_tasks,) H
+    harm_why: np.ndarray  # (n_tasks,) index into WHYS of a harm-induced failure
+    cost: np.ndarray  # (n_tasks,) token multiplier
+    runaway_cost: np.ndarray  # (n_tasks,) extra multiplier on thinking-runaway trials
+    beacons: tuple[Beacon, ...]
+
+    @property
+    def pass_prob(self) -> np.ndarray:
+        """Exact pass probability per task (no infrastructure faults)."""
+        fail = (self.onset * self.fail_given_onset).sum(axis=1)
+        return (1.0 - fail) * (1.0 - self.harm)
+
+
+def base_onset(bench: Benchmark, profile: Profile) -> np.ndarray:
+    """Onset hazard of each failure mode per task, before any patch."""
+    fail = 1.0 - 1.0 / (1.0 + np.exp(-(profile.skill - bench.difficulty)))
+    weights = bench.susceptibility * np.array([profile.rates[w] for w in WHYS])
+    return fail[:, None] * weights / weights.sum(axis=1, keepdims=True)
+
+
+def compile_harness(patches, bench: Benchmark, onset: np.ndarray, gate_mask) -> HarnessModel:
+    """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
+
+    ``gate_mask(expr)`` returns the bool mask of the benchmark's tasks an env gate admits.
+    """
+    n = len(bench.tasks)
+    factors: dict[int, list[tuple[float, np.ndarray]]] = {}
+    named_factor = np.ones(n)
+    survive = np.ones(n)
+    harm_why = np.full(n, WHY_INDEX["premature-finalization"])
+    harm_best = np.zeros(n)
+    cost, runaway_cost = np.ones(n), np.ones(n)
+    hard = bench.tasks["hard"].to_numpy(dtype=bool)
+    beacons = []
+    for patch in patches:
+        effect = effect_of(patch.mechanism, patch.why)
+        admitted = np.asarray(gate_mask(patch.env_gate), dtype=bool)
+        why = WHY_INDEX.get(effect.why if effect.why is not None else "", -1)
+        if effect.named_only:
+            admitted = admitted & _named(patch, bench)
+            named_factor = np.where(admitted, named_factor * effect.factor, named_factor)
+        elif why >= 0 and effect.factor != 1.0:
+            factors.setdefault(why, []).append((effect.factor, admitted))
+        harm = np.where(admitted, np.where(hard, effect.harm_hard, effect.harm), 0.0)
+        survive *= 1.0 - harm
+        harm_why = np.where(harm > harm_best, WHY_INDEX[effect.harm_why], harm_why)
+        harm_best = np.maximum(harm, harm_best)
+        cost = np.where(admitted, cost * effect.cost, cost)
+        runaway_cost = np.where(admitted, runaway_cost * effect.runaway_cost, runaway_cost)
+        beacons.append(Beacon(patch.beacon, effect.trigger, why, admitted))
+    m = np.ones_like(onset)
+    for why, items in factors.items():
+        m[:, why] = _diminishing(items, n)
+    return HarnessModel(onset, m * named_factor[:, None], 1.0 - survive, harm_why, cost,
+                        runaway_cost, tuple(beacons))
+
+
+def _diminishing(items, n) -> np.ndarray:
+    """Per task: sorted from the strongest, the r-th admitted factor counts as f ** (1/r)."""
+    stacked = np.vstack([np.where(adm, f, 1.0) for f, adm in items])  # (n_patches, n)
+    stacked = np.sort(stacked, axis=0)
+    powers = 1.0 / np.arange(1, len(items) + 1)[:, None]
+    return np.prod(stacked ** powers, axis=0)
+
+
+def _named(patch, bench: Benchmark) -> np.ndarray:
+    """Tasks a patch names, in ``predicted_tasks`` or anywhere in the text it writes."""
+    text = " ".join(change.new for change in patch.changes)
+    pattern = re.escape(bench.spec.name) + r"-\d{3}"
+    names = set(patch.predicted_tasks) | set(re.findall(pattern, text))
+    mask = np.zeros(len(bench.tasks), dtype=bool)
+    mask[[bench.index[t] for t in names if t in bench.index]] = True
+    return mask
