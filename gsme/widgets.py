@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from gsme import plot, schema
 
 
-def explore(run, *, split="train", figsize=(15, 4.5)) -> "Explorer":
+def explore(run, *, split="train", figsize=(15, 4.5)) -> Explorer:
     """Build a panel to step through a run: round slider, candidate picker, transcripts.
 
     The slider sets the round ``r``: the z forest shows the decisions made up to ``r`` and

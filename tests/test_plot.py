@@ -4,15 +4,15 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.collections import LineCollection, PathCollection  # noqa: E402
-from matplotlib.colors import to_rgba  # noqa: E402
-from matplotlib.patches import Rectangle  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgba
+from matplotlib.patches import Rectangle
 
-from gsme import plot, schema  # noqa: E402
+from gsme import plot, schema
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_paired_tasks_segments_coloured_by_direction(ax):
     segs = lines.get_segments()
     # ordered by diff, biggest gain on top: t1 (+1), t4 (+1/3), t3 (0), t2 (-1/3)
     assert [seg[0][1] for seg in segs] == [3.0, 2.0, 1.0, 0.0]
-    assert [(seg[0][0], seg[1][0]) for seg in segs][0] == (0.0, 1.0)
+    assert (segs[0][0][0], segs[0][1][0]) == (0.0, 1.0)  # t1: parent 0 → child 1
     colours = [tuple(c) for c in lines.get_colors()]
     expected = ["up", "up", "unchanged", "down"]
     assert colours == [to_rgba(plot.DIRECTION_COLORS[d]) for d in expected]
