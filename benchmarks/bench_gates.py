@@ -1,0 +1,123 @@
+"""Time :func:`gsme.gates.credit` on a synthetic trials frame of about a million rows.
+
+The frame is simulated: 2,000 candidates (a baseline and 1,999 mutations of earlier
+candidates) × 167 tasks × K=3 repeats, with 1% of slots re-run after an infrastructure
+failure. Prints the time of ``credit()`` (best of ``--repeats``), rows per second, its
+peak traced memory and the process's peak resident memory, then the time of a naive
+per-pair loop (pandas filtering and ``scipy.stats.ttest_rel`` per pair) measured on a
+sample of pairs and extrapolated to all of them, and the ratio of the two.
+
+    python benchmarks/bench_gates.py [--candidates 2000] [--tasks 167] [--k 3]
+
+Target on a 2-core machine: ``credit()`` under 2 s and under 1 GiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from gsme import gates, schema
+
+
+def synthetic_run(n_candidates: int, n_tasks: int, k: int, *, seed: int = 0):
+    """Simulated trials and candidates frames of one run (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    names = np.array([f"c{i:05d}" for i in range(n_candidates)], dtype=object)
+    names[0] = "baseline"
+    parent = np.r_[0, rng.integers(0, np.arange(1, n_candidates))]
+    effect = np.r_[0.0, rng.normal(0.0, 0.05, n_candidates - 1)]
+    difficulty = rng.uniform(0.1, 0.9, n_tasks)
+    cand = np.repeat(np.arange(n_candidates), n_tasks * k)
+    task = np.tile(np.repeat(np.arange(n_tasks), k), n_candidates)
+    p_pass = np.clip(difficulty[task] + effect[cand], 0.0, 1.0)
+    slots = pd.DataFrame(
+        {
+            "candidate": names[cand],
+            "task_id": np.array([f"task-{j:04d}" for j in range(n_tasks)], dtype=object)[task],
+            "split": "train",
+            "k": np.tile(np.arange(k), n_candidates * n_tasks),
+            "attempt": 0,
+            "passed": rng.random(len(cand)) < p_pass,
+            "infra_ok": True,
+            "activated": (rng.random(len(cand)) < 0.3) & (cand > 0),
+        }
+    )
+    crashed = rng.random(len(slots)) < 0.01
+    rerun = slots[crashed].assign(attempt=1)
+    slots.loc[crashed, ["passed", "infra_ok", "activated"]] = False
+    trials = schema.as_trials(pd.concat([slots, rerun], ignore_index=True))
+    candidates = pd.DataFrame(
+        {
+            "candidate": names,
+            "parents": np.where(np.arange(n_candidates) == 0, "", names[parent]),
+            "kind": np.where(np.arange(n_candidates) == 0, "baseline", "mutation"),
+            "where": np.where(np.arange(n_candidates) == 0, None, "prompt"),
+            "why": None, "patch_id": None, "beacon": None, "env_gate": None,
+            "commit": None, "branch": None, "round": np.arange(n_candidates), "rationale": None,
+        }
+    )
+    return trials, candidates
+
+
+def naive_pair(trials: pd.DataFrame, child: str, parent: str) -> float:
+    """One pair the slow way: filter, per-task means, merge, ``ttest_rel``; returns z."""
+    rates = {}
+    for name in (child, parent):
+        rows = trials[(trials["candidate"] == name) & (trials["split"] == "train")
+                      & trials["infra_ok"]]
+        rates[name] = rows.groupby("task_id")["passed"].mean()
+    both = pd.concat(rates, axis=1, join="inner")
+    return float(sps.ttest_rel(both[child], both[parent]).statistic)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--candidates", type=int, default=2000)
+    parser.add_argument("--tasks", type=int, default=167)
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--naive-pairs", type=int, default=40)
+    args = parser.parse_args(argv)
+
+    trials, candidates = synthetic_run(args.candidates, args.tasks, args.k)
+    print(f"synthetic (simulated) trials: {len(trials):,} rows, "
+          f"{args.candidates:,} candidates x {args.tasks} tasks x K={args.k}")
+
+    times = []
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        decisions = gates.credit(trials, candidates)
+        times.append(time.perf_counter() - start)
+    best = min(times)
+    tracemalloc.start()
+    gates.credit(trials, candidates)
+    traced_peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+    print(f"credit(): best {best:.3f} s of {args.repeats} "
+          f"({', '.join(f'{t:.3f}' for t in times)}), {len(trials) / best:,.0f} rows/s")
+    print(f"credit(): peak traced memory {traced_peak / 2**20:,.0f} MiB; "
+          f"process peak RSS {peak_rss / 2**20:,.0f} MiB (includes building the frame)")
+    print(f"decisions: {decisions['decision'].value_counts().to_dict()}")
+
+    sample = decisions.sample(min(args.naive_pairs, len(decisions)), random_state=0)
+    start = time.perf_counter()
+    for child, parent in zip(sample["candidate"], sample["parent"]):
+        naive_pair(trials, child, parent)
+    per_pair = (time.perf_counter() - start) / len(sample)
+    naive_total = per_pair * len(decisions)
+    print(f"naive per-pair loop: {per_pair * 1e3:.1f} ms/pair on {len(sample)} pairs, "
+          f"extrapolated {naive_total:.1f} s for {len(decisions):,} pairs")
+    print(f"ratio naive / credit(): {naive_total / best:.0f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""The three gates a candidate passes before it is credited, cheapest first.
+
+1. validity — an infrastructure failure is never a task failure: the slot is re-run, and a
+   comparison with too many tasks that could not be paired is ``invalid``;
+2. activation — the candidate's own patch beacon must have fired, else ``inactive``;
+3. significance — the per-task paired test of :func:`gsme.stats.paired_test`.
+
+:func:`credit` chains them into a decisions frame. Everything runs on whole frames at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gsme import _paired, schema
+
+
+def validity_gate(trials: pd.DataFrame, *, max_reruns: int = 2) -> pd.DataFrame:
+    """State of every (candidate, task_id, split, k) slot after its attempts so far.
+
+    A slot is valid when one of its attempts held ``infra_ok`` (it is scored by the first
+    such attempt). An invalid slot needs a re-run while it has made at most
+    ``max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded from
+    comparisons. Attempts beyond the budget that did succeed still make the slot valid.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame.
+    max_reruns : int
+        Re-runs allowed after the first attempt (≥ 0).
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, task_id, split, k, attempts, valid, needs_rerun, excluded``, one row per
+        slot, in order of first appearance of candidate, split and task.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train", "k": 0,
+    ...                   "attempt": [0, 1], "passed": False, "infra_ok": [False, False]})
+    >>> validity_gate(t)[["attempts", "valid", "needs_rerun"]].to_dict("records")
+    [{'attempts': 2, 'valid': False, 'needs_rerun': True}]
+    """
+    max_reruns = _paired.check_int("max_reruns", max_reruns, 0)
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    needs_rerun = ~slots.valid & (slots.attempts <= max_reruns)
+    return pd.DataFrame(
+        {
+            "candidate": slots.candidates.to_numpy()[slots.cand],
+            "task_id": slots.tasks.to_numpy()[slots.task],
+            "split": slots.splits.to_numpy()[slots.split],
+            "k": slots.k.astype(np.int64),
+            "attempts": slots.attempts.astype(np.int64),
+            "valid": slots.valid,
+            "needs_rerun": needs_rerun,
+            "excluded": ~slots.valid & ~needs_rerun,
+        }
+    )
+
+
+def activation_gate(
+    trials: pd.DataFrame,
+    candidates: pd.DataFrame,
+    *,
+    split: str = "train",
+    min_activations: int = 1,
+) -> pd.DataFrame:
+    """Did each candidate's own patch fire? Counted over its valid trials on ``split``.
+
+    A candidate passes when its beacon fired (``activated``) in at least
+    ``min_activations`` valid trials. The baseline has no patch and is exempt. Trials on
+    tasks its env gate does not admit count in ``trials`` (they cannot fire), so
+    ``activation_rate`` is a share of all its valid trials.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame.
+    candidates : DataFrame
+        A candidates frame; one output row per candidate in it.
+    split : {"train", "test"}
+    min_activations : int
+        Activations needed to pass (≥ 1).
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, kind, trials, activations, activation_rate, passed``
+        (``activation_rate`` is NaN without valid trials).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "c1", "task_id": ["t1", "t2"], "split": "train",
+    ...                   "k": 0, "passed": True, "activated": [True, False]})
+    >>> c = pd.DataFrame({"candidate": ["c1"], "parents": ["base"], "kind": ["mutation"],
+    ...                   "where": ["prompt"], "why": ["x"], "patch_id": ["p"], "beacon": ["b"],
+    ...                   "env_gate": [None], "commit": [None], "branch": [None], "round": [1],
+    ...                   "rationale": [None]})
+    >>> activation_gate(t, c)[["trials", "activations", "passed"]].to_dict("records")
+    [{'trials': 2, 'activations': 1, 'passed': True}]
+    """
+    _paired.check_choice("split", split, schema.SPLITS)
+    min_activations = _paired.check_int("min_activations", min_activations, 1)
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    schema.validate(candidates, "candidates")
+    return _activation(slots, candidates, split, min_activations)
+
+
+def significance_gate(
+    trials: pd.DataFrame,
+    pairs: pd.DataFrame,
+    *,
+    split: str = "train",
+    z_crit: float = 1.96,
+    reference: str = "normal",
+    min_tasks: int = 10,
+) -> pd.DataFrame:
+    """The paired test of :func:`gsme.stats.paired_test` for many pairs in one pass.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame.
+    pairs : DataFrame
+        Columns ``candidate`` (the child) and ``parent``, one row per comparison. A pair
+        whose candidates have no trials on ``split`` comes out ``inconclusive`` with
+        ``n_tasks`` 0 and a reason.
+    split, z_crit, reference, min_tasks
+        As in :func:`gsme.stats.paired_test`.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`gsme.stats.paired_test` plus ``passed`` (decision is
+        ``credit``), one row per pair in the order of ``pairs``.
+    """
+    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
+    _check_pairs(pairs)
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    out = _paired.compare(slots, pairs, split=split, z_crit=z_crit, reference=reference,
+                          min_tasks=min_tasks)
+    out["passed"] = out["decision"] == "credit"
+    return out
+
+
+def credit(
+    trials: pd.DataFrame,
+    candidates: pd.DataFrame,
+    *,
+    split: str = "train",
+    z_crit: float = 1.96,
+    reference: str = "normal",
+    min_tasks: int = 10,
+    min_activations: int = 1,
+    max_dropped_frac: float = 0.1,
+) -> pd.DataFrame:
+    """Decide every non-baseline candidate against its parent: validity, activation, z.
+
+    Each candidate is compared with the first id in its ``parents`` (for a recombination,
+    the elite its patches were stacked onto). Gates run cheapest first and the first that
+    stops a candidate is named in ``gate_failed``:
+
+    * validity → ``invalid`` when no task pairs, or more than ``max_dropped_frac`` of the
+      tasks either side was scored on could not be paired (infrastructure failures still
+      unresolved after re-runs, tasks scored on one side only);
+    * activation → ``inactive`` (see :func:`activation_gate`);
+    * significance → ``cull`` or ``inconclusive``; ``credit`` passes all three.
+
+    The statistics are reported for every pair, also those stopped by an earlier gate;
+    only the decision depends on the gate order.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame holding the candidates and their parents.
+    candidates : DataFrame
+        A candidates frame; every non-baseline row needs a parent.
+    split, z_crit, reference, min_tasks
+        As in :func:`gsme.stats.paired_test`.
+    min_activations : int
+        As in :func:`activation_gate`.
+    max_dropped_frac : float
+        Largest share of unpaired tasks a valid comparison may have, in [0, 1).
+
+    Returns
+    -------
+    DataFrame
+        A decisions frame (:mod:`gsme.schema`): ``candidate, parent, split, n_tasks,
+        n_dropped, n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
+        activation_rate, gate_failed, decision, reason``, one row per non-baseline
+        candidate in the order of ``candidates``.
+    """
+    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
+    min_activations = _paired.check_int("min_activations", min_activations, 1)
+    if isinstance(max_dropped_frac, bool) or not 0 <= max_dropped_frac < 1:
+        raise ValueError(f"max_dropped_frac must lie in [0, 1), got {max_dropped_frac!r}")
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    schema.validate(candidates, "candidates")
+    pairs = _parent_pairs(candidates)
+    tested = _paired.compare(slots, pairs, split=split, z_crit=z_crit, reference=reference,
+                             min_tasks=min_tasks)
+    active = _activation(slots, candidates, split, min_activations).set_index("candidate")
+    active = active.loc[pairs["candidate"]]
+
+    n_tasks, n_dropped = tested["n_tasks"].to_numpy(), tested["n_dropped"].to_numpy()
+    invalid = (n_tasks == 0) | (n_dropped > max_dropped_frac * (n_tasks + n_dropped))
+    inactive = ~invalid & ~active["passed"].to_numpy()
+    decided = ~invalid & ~inactive
+    stopped = decided & (tested["decision"].to_numpy() != "credit")
+
+    out = tested.copy()
+    out["activation_rate"] = active["activation_rate"].to_numpy()
+    out["gate_failed"] = np.select(
+        [invalid, inactive, stopped], ["validity", "activation", "significance"], None
+    ).astype(object)
+    out["decision"] = np.select(
+        [invalid, inactive], ["invalid", "inactive"], out["decision"].to_numpy()
+    ).astype(object)
+    out["reason"] = _stop_reasons(out, invalid, inactive, active, max_dropped_frac,
+                                  min_activations)
+    return schema.validate(out[schema.columns("decisions")], "decisions")
+
+
+def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: int):
+    names = candidates["candidate"].to_numpy(dtype=object)
+    split_code = slots.splits.get_indexer([split])[0]
+    counted = slots.valid & (slots.split == split_code)
+    size = len(slots.candidates)
+    n_trials = np.bincount(slots.cand[counted], minlength=size)
+    n_active = np.bincount(slots.cand[counted & slots.activated], minlength=size)
+    code = slots.candidates.get_indexer(pd.Index(names, dtype=object))
+    trials = np.where(code >= 0, n_trials[code], 0).astype(np.int64)
+    activations = np.where(code >= 0, n_active[code], 0).astype(np.int64)
+    kind = candidates["kind"].to_numpy(dtype=object)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = activations / trials
+    return pd.DataFrame(
+        {
+            "candidate": names,
+            "kind": kind,
+            "trials": trials,
+            "activations": activations,
+            "activation_rate": rate,
+            "passed": (kind == "baseline") | (activations >= min_activations),
+        }
+    )
+
+
+def _parent_pairs(candidates: pd.DataFrame) -> pd.DataFrame:
+    children = candidates[candidates["kind"] != "baseline"]
+    parents = children["parents"].map(schema.split_ids)
+    orphan = parents.map(len) == 0
+    if orphan.any():
+        raise schema.FrameError(
+            "candidates column 'parents' is empty for non-baseline row(s); every mutation "
+            f"or recombination needs a parent:\n{children.loc[orphan].head(10)}"
+        )
+    return pd.DataFrame(
+        {"candidate": children["candidate"].to_numpy(dtype=object),
+         "parent": parents.map(lambda ids: ids[0]).to_numpy(dtype=object)}
+    )
+
+
+def _stop_reasons(out, invalid, inactive, active, max_dropped_frac, min_activations):
+    reason = out["reason"].to_numpy(dtype=object).copy()
+    total = (out["n_tasks"] + out["n_dropped"]).astype(str)
+    dropped = (
+        out["n_dropped"].astype(str) + " of " + total
+        + f" tasks could not be paired (max_dropped_frac={max_dropped_frac})"
+    ).to_numpy(dtype=object)
+    no_tasks = (out["n_tasks"] == 0).to_numpy()
+    reason[invalid] = np.where(
+        no_tasks[invalid], "no task has a valid repeat on both sides", dropped[invalid]
+    )
+    fired = (
+        "beacon fired in " + active["activations"].astype(str) + " of "
+        + active["trials"].astype(str) + f" valid trials (min_activations={min_activations})"
+    ).to_numpy(dtype=object)
+    reason[inactive] = fired[inactive]
+    return reason
+
+
+def _check_pairs(pairs: pd.DataFrame) -> None:
+    if not isinstance(pairs, pd.DataFrame):
+        raise TypeError(f"pairs must be a pandas DataFrame, got {type(pairs).__name__}")
+    missing = [c for c in ("candidate", "parent") if c not in pairs.columns]
+    if missing:
+        raise schema.FrameError(
+            f"pairs frame is missing column(s) {missing}; it has {list(pairs.columns)}"
+        )
+    bad = pairs["candidate"].isna() | pairs["parent"].isna()
+    if bad.any():
+        raise schema.FrameError(
+            f"pairs columns 'candidate' and 'parent' must not be empty:\n{pairs.loc[bad].head(10)}"
+        )

@@ -1,0 +1,507 @@
+"""Statistics of trials frames: per-task rates, the paired test, pass@k, retention, power.
+
+Every function here is vectorised (no Python loop per trial, task or pair). Rates are
+fractions in [0, 1]; differences and standard errors named ``*_pp`` are percentage points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import optimize, stats as sps
+
+from gsme import _paired, schema
+
+def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFrame:
+    """Pass rate of every candidate on every task, over the valid repeats only.
+
+    A repeat (slot ``candidate, task_id, split, k``) is valid when one of its attempts has
+    ``infra_ok``; it is scored by its first valid attempt. Infrastructure failures never
+    count as task failures.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame (see :mod:`gsme.schema`).
+    split : {"train", "test"} or None
+        Keep one split; None keeps all.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, task_id, split, n_slots, n_valid, n_passed, rate``: repeats seen,
+        valid and passed, and ``rate = n_passed / n_valid`` (NaN when no repeat is valid).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train",
+    ...                   "k": [0, 1, 2], "passed": [True, False, True]})
+    >>> float(task_rates(t)["rate"].iloc[0])
+    0.6666666666666666
+    """
+    if split is not None:
+        _paired.check_choice("split", split, schema.SPLITS)
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    counts = _paired.count_tasks(slots)
+    out = _paired.decode_tasks(slots, counts.key)
+    out["n_slots"] = counts.n_slots.astype(np.int64)
+    out["n_valid"] = counts.n_valid.astype(np.int64)
+    out["n_passed"] = counts.n_passed.astype(np.int64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["rate"] = counts.n_passed / counts.n_valid
+    if split is not None:
+        out = out[out["split"] == split].reset_index(drop=True)
+    return out
+
+
+def paired_test(
+    trials: pd.DataFrame,
+    *,
+    parent: str,
+    child: str,
+    split: str = "train",
+    z_crit: float = 1.96,
+    reference: str = "normal",
+    min_tasks: int = 10,
+) -> pd.DataFrame:
+    """Per-task paired test of ``child`` against ``parent`` on one split.
+
+    For each task i with a valid repeat on both sides, r_i is the mean pass over valid
+    repeats and d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n) and
+    p is two-sided. ``credit`` when z ≥ the critical value, ``cull`` when z ≤ −it, else
+    ``inconclusive``.
+
+    Decided edge cases: repeats may differ in number per task (each task is weighted
+    equally); tasks with trials on one side only, or no valid repeat on a side, are
+    dropped and counted in ``n_dropped``; fewer than ``min_tasks`` paired tasks is
+    ``inconclusive`` whatever z says; all d_i = 0 gives z = 0, p = 1; all d_i equal and
+    non-zero (sd = 0) uses the exact sign-flip p = 2^(1−n) and reports the normal
+    deviate with that p as z, never ±inf.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame holding both candidates.
+    parent, child : str
+        Candidate ids; both must have trials on ``split``.
+    split : {"train", "test"}
+    z_crit : float
+        Normal critical value; it fixes the two-sided level α = 2·(1 − Φ(z_crit)).
+    reference : {"normal", "t"}
+        Reference distribution of z. ``"t"`` uses Student t with n − 1 degrees of freedom
+        for p and for the critical value at level α (the normal reference over-credits at
+        small n: about 3.1% one-sided at n = 26 instead of 2.5%).
+    min_tasks : int
+        Fewest paired tasks that can decide (at least 2).
+
+    Returns
+    -------
+    DataFrame
+        One row: ``candidate`` (the child), ``parent``, ``split``, ``n_tasks``,
+        ``n_dropped``, ``n_changed`` (tasks whose rate differs), ``k`` (most valid repeats
+        of a paired task), ``rate_parent``, ``rate_child``, ``delta_pp``, ``se_pp``, ``z``,
+        ``p_value``, ``decision`` and ``reason`` (why, when not decided by z alone).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p"] * 3 + ["c"] * 3, "task_id": ["t1", "t2", "t3"] * 2,
+    ...                   "split": "train", "k": 0, "passed": [0, 1, 0, 1, 1, 0]})
+    >>> paired_test(t, parent="p", child="c", min_tasks=2)[["delta_pp", "decision"]]
+        delta_pp      decision
+    0  33.333333  inconclusive
+    """
+    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
+    if parent == child:
+        raise ValueError(f"parent and child must differ, both are {child!r}")
+    trials = _paired.checked_trials(trials)
+    on_split = trials.loc[trials["split"] == split, "candidate"]
+    for role, name in (("parent", parent), ("child", child)):
+        if not (on_split == name).any():
+            known = sorted(on_split.unique())[:20]
+            raise ValueError(
+                f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
+            )
+    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    return _paired.compare(
+        _paired.encode_slots(trials), pairs, split=split, z_crit=z_crit, reference=reference, min_tasks=min_tasks
+    )
+
+
+def paired_tasks(
+    trials: pd.DataFrame, *, parent: str, child: str, split: str = "train"
+) -> pd.DataFrame:
+    """The task-by-task pairing behind :func:`paired_test`: one row per paired task.
+
+    Returns
+    -------
+    DataFrame
+        ``task_id, n_parent, n_child, rate_parent, rate_child, diff``: valid repeats and
+        pass rates on each side and ``diff = rate_child − rate_parent``, for the tasks with
+        a valid repeat on both sides, in order of first appearance.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "p", "c"], "task_id": ["t1", "t2", "t1"],
+    ...                   "split": "train", "k": 0, "passed": [False, True, True]})
+    >>> paired_tasks(t, parent="p", child="c")[["task_id", "diff"]].to_dict("records")
+    [{'task_id': 't1', 'diff': 1.0}]
+    """
+    _paired.check_choice("split", split, schema.SPLITS)
+    rates = task_rates(trials, split=split)
+    rates = rates[rates["n_valid"] > 0]
+    sides = [
+        rates.loc[rates["candidate"] == name, ["task_id", "n_valid", "rate"]].rename(
+            columns={"n_valid": f"n_{role}", "rate": f"rate_{role}"}
+        )
+        for role, name in (("parent", parent), ("child", child))
+    ]
+    out = sides[0].merge(sides[1], on="task_id", how="inner")
+    out["diff"] = out["rate_child"] - out["rate_parent"]
+    return out[["task_id", "n_parent", "n_child", "rate_parent", "rate_child", "diff"]]
+
+
+def aa_test(
+    trials: pd.DataFrame,
+    *,
+    candidate: str,
+    rerun: str,
+    split: str = "train",
+    z_crit: float = 1.96,
+    reference: str = "normal",
+    min_tasks: int = 10,
+    power: float = 0.8,
+) -> pd.DataFrame:
+    """A/A test: a candidate re-scored against itself, the run's own noise floor.
+
+    ``rerun`` is the id under which the same harness was scored a second time. Any
+    ``credit`` or ``cull`` here is a false alarm; ``delta_pp`` is the drift between two
+    runs of one harness, and ``mde_pp`` the smallest true effect this design detects with
+    probability ``power`` given the observed spread.
+
+    Returns
+    -------
+    DataFrame
+        The columns of :func:`paired_test` (``candidate`` is ``rerun``, ``parent`` is
+        ``candidate``) plus ``sd_pp`` (sd of the per-task differences) and ``mde_pp``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> t = pd.DataFrame({"candidate": np.repeat(["base", "base2"], 60),
+    ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(20)], 3), 2),
+    ...                   "split": "train", "k": np.tile([0, 1, 2], 40),
+    ...                   "passed": rng.random(120) < 0.5})
+    >>> aa_test(t, candidate="base", rerun="base2")["decision"].item()
+    'inconclusive'
+    """
+    out = paired_test(trials, parent=candidate, child=rerun, split=split, z_crit=z_crit,
+                      reference=reference, min_tasks=min_tasks)
+    n = int(out["n_tasks"].iloc[0])
+    out["sd_pp"] = out["se_pp"] * np.sqrt(n)
+    sd = float(out["sd_pp"].iloc[0])
+    out["mde_pp"] = (
+        mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, z_crit=z_crit, reference=reference)
+        if n >= 2 and sd > 0 else np.nan
+    )
+    return out
+
+
+def p_value(z, *, reference: str = "normal", df=None):
+    """Two-sided p-value of a z statistic: 2·(1 − Φ(|z|)), or Student t with ``df``.
+
+    Parameters
+    ----------
+    z : float or array-like
+    reference : {"normal", "t"}
+    df : float or array-like, required when ``reference="t"``
+
+    Returns
+    -------
+    float or ndarray
+        Same shape as ``z``.
+
+    Examples
+    --------
+    >>> round(p_value(2.13), 4)
+    0.0332
+    """
+    _paired.check_choice("reference", reference, _paired.REFERENCES)
+    if reference == "t" and df is None:
+        raise ValueError("df is required when reference='t'")
+    p = _paired.two_sided_p(z, df, reference)
+    return float(p) if np.ndim(p) == 0 else p
+
+
+def pass_at_k_estimate(n, c, k: int):
+    """Unbiased pass@k of Chen et al. (2021): 1 − C(n−c, k) / C(n, k).
+
+    Computed in the numerically stable product form
+    1 − ∏_{i=n−c+1}^{n} (1 − k/i), summed as logarithms.
+
+    Parameters
+    ----------
+    n : int or array-like of int
+        Samples drawn per task (n ≥ k).
+    c : int or array-like of int
+        Correct samples among them (0 ≤ c ≤ n).
+    k : int
+        k ≥ 1.
+
+    Returns
+    -------
+    float or ndarray
+        The estimate, shaped like ``n`` and ``c`` broadcast together.
+
+    Examples
+    --------
+    >>> round(pass_at_k_estimate(3, 1, 2), 4)
+    0.6667
+    """
+    k = _paired.check_int("k", k, 1)
+    n_arr, c_arr = np.broadcast_arrays(np.asarray(n), np.asarray(c))
+    for name, values in (("n", n_arr), ("c", c_arr)):
+        if values.size and not np.issubdtype(values.dtype, np.integer):
+            if not np.all(np.mod(values, 1) == 0):
+                raise ValueError(f"{name} must hold whole numbers, got {values!r}")
+    n_arr, c_arr = n_arr.astype(np.int64), c_arr.astype(np.int64)
+    bad = (c_arr < 0) | (c_arr > n_arr) | (n_arr < k)
+    if bad.any():
+        raise ValueError(
+            f"pass_at_k_estimate needs 0 <= c <= n and n >= k={k}; "
+            f"violated at n={n_arr[bad][:10].tolist()}, c={c_arr[bad][:10].tolist()}"
+        )
+    flat_n, flat_c = n_arr.ravel(), c_arr.ravel()
+    step = np.arange(flat_c.max(initial=0))
+    i = (flat_n - flat_c + 1)[:, None] + step[None, :]
+    with np.errstate(divide="ignore"):
+        logs = np.where(i > k, np.log1p(-k / np.maximum(i, 1)), -np.inf)
+    logs = np.where(step[None, :] < flat_c[:, None], logs, 0.0)
+    estimate = (-np.expm1(logs.sum(axis=1))).reshape(n_arr.shape)
+    return float(estimate) if estimate.ndim == 0 else estimate
+
+
+def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.DataFrame:
+    """pass@k per candidate and split: the mean over tasks of :func:`pass_at_k_estimate`.
+
+    Each task contributes n = its valid repeats and c = those passed. Tasks with fewer
+    than ``k`` valid repeats cannot estimate pass@k: they are left out and counted.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, split, n_tasks, n_dropped, k, pass_at_k``: tasks used, tasks left out
+        (fewer than k valid repeats), k, and the estimate (a fraction; NaN with no task).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1"] * 3 + ["t2"] * 3,
+    ...                   "split": "train", "k": [0, 1, 2] * 2, "passed": [1, 0, 0, 0, 0, 0]})
+    >>> float(pass_at_k(t, k=3)["pass_at_k"].iloc[0])
+    0.5
+    """
+    k = _paired.check_int("k", k, 1)
+    rates = task_rates(trials, split=split)
+    usable = (rates["n_valid"] >= k).to_numpy()
+    estimate = np.full(len(rates), np.nan)
+    estimate[usable] = pass_at_k_estimate(
+        rates["n_valid"].to_numpy()[usable], rates["n_passed"].to_numpy()[usable], k
+    )
+    grouped = rates.assign(usable=usable, estimate=estimate).groupby(
+        ["candidate", "split"], sort=False
+    )
+    out = grouped.agg(n_tasks=("usable", "sum"), n_all=("usable", "size"),
+                      pass_at_k=("estimate", "mean")).reset_index()
+    out["n_dropped"] = out.pop("n_all") - out["n_tasks"]
+    out["k"] = k
+    return out[["candidate", "split", "n_tasks", "n_dropped", "k", "pass_at_k"]].astype(
+        {"n_tasks": np.int64, "n_dropped": np.int64, "k": np.int64}
+    )
+
+
+def retention(train_delta_pp, sealed_delta_pp):
+    """Sealed-test retention of a training lift, in percent: 100 · sealed Δ / train Δ.
+
+    Undefined (NaN) where the training lift is not positive: there is nothing to retain.
+
+    Returns
+    -------
+    float or ndarray
+        Shaped like the inputs broadcast together.
+
+    Examples
+    --------
+    >>> round(retention(6.3, 9.3), 1)
+    147.6
+    """
+    train = np.asarray(train_delta_pp, dtype=np.float64)
+    sealed = np.asarray(sealed_delta_pp, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(train > 0, 100.0 * sealed / train, np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def power(
+    *,
+    n_tasks,
+    effect_pp,
+    repeat_sd_pp,
+    k: int = 3,
+    task_sd_pp=0.0,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+):
+    """Probability that the paired test decides (|z| ≥ critical value) at a true effect.
+
+    The per-task difference d_i has variance ``task_sd_pp² + repeat_sd_pp² / k``:
+    ``repeat_sd_pp`` is the sd of one repeat's child-minus-parent outcome within a task
+    (for pass probabilities p_c, p_p it is 100·√(p_c(1−p_c) + p_p(1−p_p))), averaged over
+    ``k`` repeats; ``task_sd_pp`` is the spread of the true effect between tasks.
+    Analytic: normal reference Φ(λ − c) + Φ(−λ − c) with λ = effect·√n / sd; the t
+    reference uses the noncentral t with n − 1 degrees of freedom.
+
+    Parameters
+    ----------
+    n_tasks : int or array-like
+        Paired tasks (≥ 2).
+    effect_pp : float or array-like
+        True mean difference, percentage points.
+    repeat_sd_pp, task_sd_pp : float
+        See above; their combined sd must be positive.
+    k : int
+        Repeats per task (≥ 1).
+    z_crit, reference
+        As in :func:`paired_test`.
+
+    Returns
+    -------
+    float or ndarray
+        Power, shaped like the inputs broadcast together.
+
+    Examples
+    --------
+    >>> round(power(n_tasks=100, effect_pp=10, repeat_sd_pp=70.7, k=3), 3)
+    0.688
+    """
+    z_crit = _check_power_args(k, z_crit, reference)
+    n = np.asarray(n_tasks, dtype=np.float64)
+    if np.any(n < 2):
+        raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
+    out = _power(n, np.asarray(effect_pp, dtype=np.float64), sd, z_crit, reference)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def mde(
+    *,
+    n_tasks: int,
+    repeat_sd_pp: float,
+    k: int = 3,
+    task_sd_pp: float = 0.0,
+    power: float = 0.8,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+) -> float:
+    """Minimum detectable effect (pp): the effect that :func:`power` gives with ``power``.
+
+    Solved exactly (Brent's method) on the analytic power curve; arguments as in
+    :func:`power`, all scalars.
+
+    Returns
+    -------
+    float
+        The positive effect, in percentage points.
+
+    Examples
+    --------
+    >>> round(mde(n_tasks=167, repeat_sd_pp=70.7, k=3), 2)
+    8.85
+    """
+    z_crit = _check_power_args(k, z_crit, reference)
+    n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    alpha = 2.0 * sps.norm.sf(z_crit)
+    if not alpha < power < 1:
+        raise ValueError(f"power must lie strictly between alpha={alpha:.4g} and 1, got {power!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
+
+    def gap(effect):
+        return _power(n_tasks, effect, sd, z_crit, reference) - power
+
+    high = sd / np.sqrt(n_tasks)
+    while gap(high) < 0:
+        high *= 2.0
+    return float(optimize.brentq(gap, 0.0, high, xtol=1e-12, rtol=1e-12))
+
+
+def power_table(
+    *,
+    n_tasks,
+    effect_pp,
+    k=(3,),
+    repeat_sd_pp: float = 100 * np.sqrt(0.5),
+    task_sd_pp: float = 0.0,
+    power: float = 0.8,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+) -> pd.DataFrame:
+    """:func:`power` and :func:`mde` over every combination of tasks, effects and K.
+
+    The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome allows (both
+    pass probabilities 0.5), so the table errs towards too little power, never too much.
+
+    Returns
+    -------
+    DataFrame
+        ``n_tasks, effect_pp, k, power, mde_pp``: one row per combination; ``mde_pp`` is
+        the effect detected with probability ``power`` at that n and K.
+
+    Examples
+    --------
+    >>> power_table(n_tasks=[26, 167], effect_pp=[5], k=[3])["mde_pp"].round(1).tolist()
+    [22.4, 8.9]
+    """
+    grid = pd.MultiIndex.from_product(
+        [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
+        names=["n_tasks", "effect_pp", "k"],
+    ).to_frame(index=False)
+    grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
+    for kk in grid["k"].unique():
+        _check_power_args(int(kk), z_crit, reference)
+    if (grid["n_tasks"] < 2).any():
+        raise ValueError(f"n_tasks must all be >= 2, got {n_tasks!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, grid["k"].to_numpy())
+    grid["power"] = _power(grid["n_tasks"].to_numpy(np.float64), grid["effect_pp"].to_numpy(),
+                           sd, float(z_crit), reference)
+    designs = grid[["n_tasks", "k"]].drop_duplicates()
+    designs["mde_pp"] = [
+        mde(n_tasks=int(n), repeat_sd_pp=repeat_sd_pp, k=int(kk), task_sd_pp=task_sd_pp,
+            power=power, z_crit=z_crit, reference=reference)
+        for n, kk in zip(designs["n_tasks"], designs["k"])
+    ]
+    return grid.merge(designs, on=["n_tasks", "k"], how="left")
+
+
+def _power(n, effect_pp, sd_pp: float, z_crit: float, reference: str):
+    shift = effect_pp * np.sqrt(n) / sd_pp
+    if reference == "normal":
+        return sps.norm.sf(z_crit - shift) + sps.norm.cdf(-z_crit - shift)
+    df = n - 1
+    crit = sps.t.isf(sps.norm.sf(z_crit), df)
+    return sps.nct.sf(crit, df, shift) + sps.nct.cdf(-crit, df, shift)
+
+
+def _difference_sd(repeat_sd_pp, task_sd_pp, k):
+    """sd (pp) of a per-task difference averaged over ``k`` repeats (k scalar or array)."""
+    repeat_sd, task_sd = float(repeat_sd_pp), float(task_sd_pp)
+    if not (np.isfinite(repeat_sd) and np.isfinite(task_sd)) or min(repeat_sd, task_sd) < 0 \
+            or repeat_sd == task_sd == 0:
+        raise ValueError(
+            "repeat_sd_pp and task_sd_pp must be finite, >= 0 and not both 0, got "
+            f"repeat_sd_pp={repeat_sd_pp!r}, task_sd_pp={task_sd_pp!r}"
+        )
+    return np.sqrt(task_sd**2 + repeat_sd**2 / np.asarray(k, dtype=np.float64))
+
+
+def _check_power_args(k, z_crit, reference) -> float:
+    _paired.check_int("k", k, 1)
+    _paired.check_choice("reference", reference, _paired.REFERENCES)
+    return _paired.check_z_crit(z_crit)
