@@ -305,3 +305,13 @@ def test_pathologies_counts_by_round_and_duplicates(ax):
     assert ax.get_xlabel() == "round"
     with pytest.raises(schema.FrameError, match="several rows"):
         plot.pathologies(pd.concat([SHARES, SHARES]), ax=ax)
+
+
+def test_retention_stacks_labels_of_crowded_points(ax):
+    crowded = pd.DataFrame({"benchmark": ["LiveCode", "BrowseComp+", "TB2"],
+                            "train_delta_pp": [15.8, 15.8, 6.3],
+                            "sealed_delta_pp": [13.7, 13.9, 9.3],
+                            "retention_pct": [86.0, 88.0, 147.0]})
+    plot.retention(crowded, ax=ax)
+    offsets = [t.xyann for t in ax.texts]
+    assert offsets == [(5, 4), (5, -7), (5, 4)]  # the second crowded label goes below

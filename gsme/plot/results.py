@@ -78,14 +78,15 @@ def retention(
     if (~credited).any():
         ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=color, s=45,
                    zorder=3, label="not credited", **kwargs)
-    for px, py, name, pct in zip(xs, ys, table[label], table[value]):
-        text = "—" if pd.isna(pct) else f"{pct:.0f}%"
-        ax.annotate(f"{name} {text}", (px, py), xytext=(5, 4), textcoords="offset points",
-                    fontsize=8)
     finite = np.concatenate([xs, ys, [0.0]])
     finite = finite[np.isfinite(finite)]
     lo, hi = finite.min(), finite.max()
     pad = 0.1 * (hi - lo) or 1.0
+    below = _crowding(xs, ys, near=0.04 * (hi - lo + 2 * pad))
+    for px, py, name, pct, shift in zip(xs, ys, table[label], table[value], below):
+        text = "—" if pd.isna(pct) else f"{pct:.0f}%"
+        ax.annotate(f"{name} {text}", (px, py), xytext=(5, 4 - 11 * shift),
+                    textcoords="offset points", fontsize=8)
     ax.set_xlim(lo - pad, hi + pad)
     ax.set_ylim(lo - pad, hi + pad)
     ax.legend(fontsize=8, loc="upper left")
@@ -150,3 +151,9 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
     ax.legend(title="pathology", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ylabel = "share of failing trials" if value == "share" else f"failing trials ({value})"
     return finish(ax, xlabel=x, ylabel=ylabel, title=title)
+
+
+def _crowding(xs, ys, *, near: float) -> np.ndarray:
+    """For each point, how many earlier points lie within ``near`` (their labels stack)."""
+    close = (np.abs(xs[:, None] - xs[None, :]) < near) & (np.abs(ys[:, None] - ys[None, :]) < near)
+    return np.tril(close, k=-1).sum(axis=1)
