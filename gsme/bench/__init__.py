@@ -1,0 +1,1 @@
+"""Bundled real benchmarks for the real task agents (``pyfunc``: Python function tasks)."""
