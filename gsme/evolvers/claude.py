@@ -1,0 +1,543 @@
+"""The Claude evolver: diagnoses and patches from a Claude model through forced tool use.
+
+Every answer is untrusted: it is checked against the tool's JSON schema, the levers, the
+why vocabulary, the env-gate grammar and the harness path rules (:func:`validate_patch`)
+before anything is returned. An answer with invalid parts gets one retry, the errors sent
+back as an error ``tool_result``; what is still invalid is dropped and kept, with its
+reason, in ``failed_proposals`` / ``failed_diagnoses``. Rate limits and server errors
+(429, 500, 529, ...) are retried with backoff by the ``anthropic`` SDK itself
+(``max_retries``); a call that still fails is recorded and yields nothing, so a run goes
+on. Every API call is recorded (tokens, cost, stop reason) in ``calls`` and passed to
+``on_call``. The API key is handed to the SDK client only: no attribute, record, log
+message or exception of this module holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import re
+import tomllib
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import anthropic
+import pandas as pd
+
+from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+from gsme.evolvers.claude_prompt import (
+    diagnoses_text,
+    failure_digests,
+    features,
+    load_prompt,
+    archive_text,
+    history_text,
+    lineage_text,
+    sample_failures,
+    system_blocks,
+    train_failures,
+)
+from gsme.evolvers.claude_tools import (
+    DIAGNOSE_TOOL,
+    ITEM_SCHEMAS,
+    PROPOSE_TOOL,
+    TOOLS,
+    check,
+    payload_items,
+)
+from gsme.harness import PatchError, harness_files, read_patches, validate_patch
+from gsme.patch import FileChange, Patch
+from gsme.vocabulary import Vocabulary
+
+__all__ = ["ClaudeEvolver", "ClaudeEvolverError", "DEFAULT_MODEL", "MODEL_ENV", "PRICES",
+           "call_cost"]
+
+log = logging.getLogger(__name__)
+
+MODEL_ENV = "GSME_EVOLVER_MODEL"
+DEFAULT_MODEL = "claude-opus-4-8"
+"""Fallback model when ``GSME_EVOLVER_MODEL`` is unset: the evolver model of the method's
+paper. It accepts forced tool use with thinking off (its default)."""
+
+PRICES = {
+    # model: USD per million tokens (input, output, 5-minute cache write, cache read),
+    # from Anthropic's published price list.
+    "claude-opus-5-5": (4.00, 20.00, 5.00, 0.20),
+    "claude-opus-5": (5.00, 25.00, 6.25, 0.50),
+    "claude-opus-4-8": (5.00, 25.00, 6.25, 0.50),
+    "claude-opus-4-7": (5.00, 25.00, 6.25, 0.50),
+    "claude-opus-4-6": (5.00, 25.00, 6.25, 0.50),
+    "claude-opus-4-5": (5.00, 25.00, 6.25, 0.50),
+    "claude-opus-4-1": (15.00, 75.00, 18.75, 1.50),
+    "claude-sonnet-4-6": (3.00, 15.00, 3.75, 0.30),
+    "claude-sonnet-4-5": (3.00, 15.00, 3.75, 0.30),
+    "claude-haiku-4-5": (1.00, 5.00, 1.25, 0.10),
+}
+"""Price table for :func:`call_cost`; a model not listed costs NaN (unknown), never 0."""
+
+# Models that refuse sampling parameters: temperature stays at the API default there.
+_NO_SAMPLING = re.compile(r"claude-(?:opus-4-[7-9]|[a-z]+-(?:[5-9]|\d{2,}))(?:-|$)")
+API_TEMPERATURE = 1.0
+# From generation 5 on, Claude models think by default or always, and refuse forced tool
+# use; they are asked for the tool with tool_choice "auto" and an answer without the call
+# is invalid (one retry, as for any invalid answer).
+_UNFORCED_MODEL = re.compile(r"claude-[a-z]+-(?:[5-9]|\d{2,})(?:-|$)")
+_DATE_SUFFIX = re.compile(r"-\d{8}$")
+_SECRET = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
+_CUT_OFF = ("max_tokens", "model_context_window_exceeded")
+ADDED_BY = "claude-evolver"
+
+
+class ClaudeEvolverError(RuntimeError):
+    """A call that can never succeed as configured (authentication or permission denied)."""
+
+
+class _Invalid(ValueError):
+    """One item of an answer broke a rule; the message says which and why."""
+
+
+def call_cost(model: str, input_tokens: int, output_tokens: int,
+              cache_creation_input_tokens: int = 0, cache_read_input_tokens: int = 0) -> float:
+    """USD cost of one call from :data:`PRICES` (a dated model id uses its base id's price).
+
+    Cache writes are priced at the 5-minute rate, the only cache the evolver asks for.
+    Returns NaN for a model the table does not list.
+
+    Examples
+    --------
+    >>> call_cost("claude-opus-4-8", 1_000_000, 100_000, 0, 2_000_000)
+    8.5
+    """
+    price = PRICES.get(_DATE_SUFFIX.sub("", model))
+    if price is None:
+        return math.nan
+    counts = (input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens)
+    return sum(c * p for c, p in zip(counts, price)) / 1e6
+
+
+class ClaudeEvolver(Evolver):
+    """An :class:`Evolver` backed by a Claude model over the ``anthropic`` SDK.
+
+    Parameters
+    ----------
+    client : anthropic.Anthropic, optional
+        A ready client (its own key, transport and ``max_retries``). Without it a client
+        is made from ``api_key``, else the ``ANTHROPIC_API_KEY`` environment variable.
+    api_key : str, optional
+        Handed to the new client and kept nowhere else. Not with ``client``.
+    model : str, optional
+        Model id; default the ``GSME_EVOLVER_MODEL`` environment variable, else
+        :data:`DEFAULT_MODEL`.
+    max_tokens : int
+        Output limit of every request (tool input included: a cut-off answer is invalid).
+    temperature : float
+        Sampling temperature in [0, 1]. The API default 1.0 is not sent (the SDK takes it
+        as an extra body field); Opus 4.7 and later and every generation-5 model refuse
+        any other value, so setting one with such a model raises ValueError.
+    digest_tokens : int
+        Budget of one failure's transcript digest, estimated at four characters a token.
+    seed : int
+        Seed of the sampling of shown failures; :meth:`reseed` changes it per round.
+    on_call : callable, optional
+        Called with each call's record (see ``calls``), e.g. to write it to a ledger.
+    max_failures : int
+        At most this many failures are shown to one diagnose call.
+    max_retries : int
+        SDK retries (with exponential backoff) of a rate-limited or failed request, for a
+        client made here.
+
+    Attributes
+    ----------
+    calls : list of dict
+        One record per API call: ``call_id, kind, model, input_tokens, output_tokens,
+        cache_creation_input_tokens, cache_read_input_tokens, cost_usd, stop_reason,
+        attempt, ok, error``. ``attempt`` is 0, or 1 for the retry after an invalid answer;
+        ``ok`` is True when the call's answer was valid as a whole.
+    failed_proposals, failed_diagnoses : list of dict
+        ``{reason, raw}`` of every patch / diagnosis (or whole answer) dropped as invalid.
+    history : DataFrame or None
+        Mechanisms tried before (``mechanism, where, why, decision, delta_pp``), shown by
+        :meth:`propose` when its ``history`` argument is None.
+    vocabulary : Vocabulary or None
+        The why vocabulary :meth:`diagnose` uses when given none: the last one passed to
+        :meth:`propose`, else :meth:`Vocabulary.default`.
+    parent : Path or None
+        The harness :meth:`diagnose` shows when given none (nothing shown when None).
+    """
+
+    name = "claude"
+
+    def __init__(self, *, client: anthropic.Anthropic | None = None, api_key: str | None = None,
+                 model: str | None = None, max_tokens: int = 8192,
+                 temperature: float = 1.0, digest_tokens: int = 2000, seed: int = 0,
+                 on_call: Callable[[dict], None] | None = None, max_failures: int = 12,
+                 max_retries: int = 4):
+        for arg, value, low in (("max_tokens", max_tokens, 1), ("digest_tokens", digest_tokens, 1),
+                                ("max_failures", max_failures, 1), ("max_retries", max_retries, 0)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{arg} must be an integer >= {low}, got {value!r}")
+        if not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 1.0:
+            raise ValueError(f"temperature must be a number in [0, 1], got {temperature!r}")
+        if on_call is not None and not callable(on_call):
+            raise TypeError(f"on_call must be callable, got {type(on_call).__name__}")
+        if client is not None and api_key is not None:
+            raise ValueError("give either client or api_key, not both")
+        if client is None:
+            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+            if not key:
+                raise ValueError("no Anthropic API key: pass api_key=, set ANTHROPIC_API_KEY, "
+                                 "or pass a ready client=")
+            client = anthropic.Anthropic(api_key=key, max_retries=max_retries)
+        self._client = client
+        self.model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
+        self.max_tokens = max_tokens
+        self.temperature = float(temperature)
+        if self.temperature != API_TEMPERATURE and _NO_SAMPLING.match(self.model):
+            raise ValueError(f"temperature={temperature} cannot be used with model "
+                             f"{self.model!r}, which accepts no sampling parameters; "
+                             f"leave the default {API_TEMPERATURE}")
+        self.digest_tokens = digest_tokens
+        self.max_failures = max_failures
+        self.seed = int(seed)
+        self.on_call = on_call
+        self.calls: list[dict] = []
+        self.failed_proposals: list[dict] = []
+        self.failed_diagnoses: list[dict] = []
+        self.history: pd.DataFrame | None = None
+        self.vocabulary: Vocabulary | None = None
+        self.parent: Path | None = None
+        self._task_features: dict[str, dict] = {}
+        self._coined: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return (f"ClaudeEvolver(model={self.model!r}, max_tokens={self.max_tokens}, "
+                f"temperature={self.temperature}, digest_tokens={self.digest_tokens}, "
+                f"max_failures={self.max_failures}, seed={self.seed})")
+
+    def reseed(self, seed: int) -> None:
+        """Restart the sampling of shown failures from ``seed``."""
+        self.seed = int(seed)
+
+    # ------------------------------------------------------------------------ diagnose
+
+    def diagnose(self, failures: pd.DataFrame, *, vocabulary: Vocabulary | None = None,
+                 parent: str | Path | None = None) -> pd.DataFrame:
+        """One row per failure the model explains, from digests of the failing trajectories.
+
+        Only train rows are shown (others are dropped with a warning), never a
+        ``pathology`` column; at most ``max_failures``, sampled from ``seed``. A ``why``
+        the vocabulary lacks is accepted only with a ``new_label`` definition and is added
+        to the vocabulary (``added_by="claude-evolver"``).
+
+        Returns
+        -------
+        DataFrame
+            ``candidate, task_id, k, where, why, evidence, confidence`` and
+            ``evidence_verified``: False when the evidence is not a verbatim excerpt of
+            the failure's transcript, in which case ``confidence`` is halved. Empty
+            (same columns) when the call fails or nothing valid comes back.
+        """
+        vocabulary = vocabulary or self.vocabulary or Vocabulary.default()
+        self.vocabulary = vocabulary
+        pool = train_failures(failures)
+        shown = sample_failures(pool, max_failures=self.max_failures, seed=self.seed)
+        if shown.empty:
+            return _diagnoses_frame([])
+        known = {}
+        for _, row in shown.iterrows():
+            self._task_features[str(row["task_id"])] = features(row)
+            known.setdefault((str(row["task_id"]), int(row["k"])),
+                             (row["candidate"], "" if pd.isna(row["transcript"])
+                              else str(row["transcript"])))
+        parent = parent if parent is not None else self.parent
+        text = load_prompt("diagnose", n_shown=len(shown), n_total=len(pool),
+                           digests=failure_digests(shown, digest_tokens=self.digest_tokens))
+        seen: set = set()
+        rows = self._converse(
+            "diagnose", vocabulary, None if parent is None else harness_files(parent), text,
+            lambda item: self._diagnosis(item, known, vocabulary, seen),
+        )
+        return _diagnoses_frame(rows)
+
+    def _diagnosis(self, item: dict, known: dict, vocabulary: Vocabulary, seen: set) -> dict:
+        key = (item["task_id"], item["k"])
+        if key not in known:
+            raise _Invalid(f"task_id {key[0]!r} with k={key[1]} is not a failure shown")
+        if key in seen:
+            raise _Invalid(f"a second diagnosis of task_id {key[0]!r} k={key[1]}; give one")
+        why = self._label(item, vocabulary)
+        candidate, transcript = known[key]
+        verified = _squash(item["evidence"]).strip("\"'. ") in _squash(transcript)
+        seen.add(key)
+        return {"candidate": candidate, "task_id": key[0], "k": key[1], "where": item["where"],
+                "why": why, "evidence": item["evidence"],
+                "confidence": float(item["confidence"]) * (1.0 if verified else 0.5),
+                "evidence_verified": verified}
+
+    # ------------------------------------------------------------------------- propose
+
+    def propose(self, parent: str | Path, diagnoses: pd.DataFrame, archive: pd.DataFrame,
+                vocabulary: Vocabulary, *, n: int,
+                history: pd.DataFrame | None = None) -> list[Patch]:
+        """Up to ``n`` validated patches for the harness at ``parent``.
+
+        The model is shown the harness files, the diagnoses (with the features of their
+        tasks, as last seen by :meth:`diagnose`), the archive, the patches of the lineage
+        and ``history`` (default ``self.history``): mechanisms tried before with the
+        gates' decision. Each returned patch has passed :func:`validate_patch` on
+        ``parent``, has a fresh ``p-<hash>`` id, a slug beacon that appears in its added
+        text and is not used in the lineage, and predicts diagnosed train tasks only.
+
+        Returns
+        -------
+        list of Patch
+            Empty when the call fails; invalid patches are in ``failed_proposals``.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"n must be an integer >= 0, got {n!r}")
+        missing = [c for c in DIAGNOSIS_COLUMNS if c not in diagnoses.columns]
+        if missing:
+            raise ValueError(f"diagnoses is missing column(s) {missing}; "
+                             f"it needs {DIAGNOSIS_COLUMNS}")
+        self.vocabulary = vocabulary
+        if n == 0:
+            return []
+        parent = Path(parent)
+        files = harness_files(parent)
+        lineage = read_patches(parent)
+        for label in sorted(set(diagnoses["why"]) - set(vocabulary.labels)):
+            if label in self._coined:
+                vocabulary.add(label, self._coined[label], added_by=ADDED_BY)
+        text = load_prompt(
+            "propose", n=n, archive=archive_text(archive), lineage=lineage_text(lineage),
+            history=history_text(history if history is not None else self.history),
+            diagnoses=diagnoses_text(diagnoses, self._task_features),
+        )
+        context = {"parent": parent, "files": files, "vocabulary": vocabulary,
+                   "tasks": {str(t) for t in diagnoses["task_id"]}, "ids": set(),
+                   "beacons": {p.beacon for p in lineage} | _runtime_beacons(files)}
+        patches = self._converse("propose", vocabulary, files, text,
+                                 lambda item: self._patch(item, **context))
+        for extra in patches[n:]:
+            self.failed_proposals.append({"reason": f"more than n={n} valid patches",
+                                          "raw": extra.id})
+        return patches[:n]
+
+    def _patch(self, item: dict, *, parent: Path, files: dict, vocabulary: Vocabulary,
+               tasks: set, ids: set, beacons: set) -> Patch:
+        beacon = _slug(item["beacon"])
+        if not beacon:
+            raise _Invalid(f"beacon {item['beacon']!r} has no letters or digits")
+        if beacon in beacons:
+            raise _Invalid(f"beacon {beacon!r} is already used in this harness or answer; "
+                           "give a new one")
+        if not any(beacon in change["new"] for change in item["changes"]):
+            raise _Invalid(f"beacon {beacon!r} does not appear in the text of any change; "
+                           "put it where the agent acts on the patch")
+        why = self._label(item, vocabulary, add=False)
+        unknown = sorted(set(item["predicted_tasks"]) - tasks)
+        if unknown:
+            raise _Invalid(f"predicted_tasks {unknown} are not diagnosed train tasks")
+        digest = hashlib.sha256(json.dumps([files, item], sort_keys=True).encode()).hexdigest()
+        patch = Patch(
+            id=f"p-{digest[:12]}", where=item["where"], why=why,
+            mechanism=item["mechanism"].strip(), beacon=beacon,
+            env_gate=item["env_gate"].strip(), rationale=item["rationale"].strip(),
+            changes=tuple(FileChange(path=c["path"], new=c["new"], old=c["old"])
+                          for c in item["changes"]),
+            predicted_tasks=tuple(item["predicted_tasks"]),
+        )
+        if patch.id in ids:
+            raise _Invalid("the same patch twice in one answer")
+        try:
+            validate_patch(parent, patch)
+        except PatchError as err:
+            raise _Invalid(str(err)) from None
+        self._label(item, vocabulary)
+        ids.add(patch.id)
+        beacons.add(beacon)
+        return patch
+
+    # --------------------------------------------------------------------- the exchange
+
+    def _label(self, item: dict, vocabulary: Vocabulary, *, add: bool = True) -> str:
+        """The item's why as a vocabulary label; a new one with its definition is added.
+
+        With ``add`` False the label is only checked: known, or defined by ``new_label``.
+        """
+        new = item.get("new_label")
+        try:
+            label = vocabulary.normalise(item["why"])
+            coined = None if new is None else vocabulary.normalise(new["label"])
+        except ValueError as err:
+            raise _Invalid(f"why: {err}") from None
+        if label in vocabulary.labels:
+            return label
+        if coined != label:
+            raise _Invalid(f"why {item['why']!r} is not in the vocabulary "
+                           f"{vocabulary.labels}; use one of them, or give new_label with "
+                           "this label and a definition")
+        if add:
+            vocabulary.add(label, new["definition"], added_by=ADDED_BY)
+            self._coined[label] = new["definition"]
+        return label
+
+    def _converse(self, kind: str, vocabulary: Vocabulary, files: dict | None, text: str,
+                  accept: Callable[[dict], object]) -> list:
+        """Ask for ``kind``'s tool; keep the valid items; retry once with the errors."""
+        tool = DIAGNOSE_TOOL if kind == "diagnose" else PROPOSE_TOOL
+        failed = self.failed_diagnoses if kind == "diagnose" else self.failed_proposals
+        system = system_blocks(vocabulary, files)
+        messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+        kept: list = []
+        for attempt in (0, 1):
+            response, record = self._create(kind, tool, system, messages, attempt)
+            if response is None:
+                failed.append({"reason": record["error"], "raw": ""})
+                return kept
+            said = "".join(getattr(b, "text", "") for b in response.content)
+            if response.stop_reason == "refusal":
+                self._emit(record, "the model refused (stop_reason 'refusal')")
+                failed.append({"reason": record["error"], "raw": said})
+                return kept
+            problems, rejected = self._read(response, tool, accept, kept)
+            reasons = problems + [f"{label}: {reason}" for label, reason, _ in rejected]
+            self._emit(record, "; ".join(reasons) or None)
+            if not reasons:
+                return kept
+            if attempt == 1:
+                failed += [{"reason": p, "raw": said} for p in problems]
+                failed += [{"reason": f"{label}: {reason}", "raw": json.dumps(raw)}
+                           for label, reason, raw in rejected]
+                return kept
+            messages += _feedback(response, tool, problems, reasons, len(kept))
+        return kept
+
+    def _read(self, response, tool: str, accept, kept: list) -> tuple[list, list]:
+        """Answer-level problems and rejected items ``(label, reason, raw)``; fills ``kept``."""
+        if response.stop_reason in _CUT_OFF:
+            return [f"the answer was cut off (stop_reason {response.stop_reason!r}, "
+                    f"max_tokens={self.max_tokens}), so its tool input is incomplete; "
+                    "send a shorter answer: fewer items, shorter texts"], []
+        calls = [b for b in response.content if b.type == "tool_use"]
+        problems = [f"called tool {b.name!r}; answer with {tool} only"
+                    for b in calls if b.name != tool]
+        ours = [b for b in calls if b.name == tool]
+        if not ours:
+            problems.append(f"no {tool} call in the answer; answer by calling {tool}")
+        rejected = []
+        for block in ours:
+            try:
+                items = payload_items(tool, block.input)
+            except ValueError as err:
+                problems.append(str(err))
+                continue
+            key = "diagnoses" if tool == DIAGNOSE_TOOL else "patches"
+            for index, item in enumerate(items):
+                label = f"{key}[{index}]"
+                errors = check(item, ITEM_SCHEMAS[tool], label)
+                try:
+                    if errors:
+                        raise _Invalid("; ".join(errors))
+                    kept.append(accept(item))
+                except _Invalid as err:
+                    rejected.append((label, str(err), item))
+        return problems, rejected
+
+    def _create(self, kind: str, tool: str, system: list, messages: list, attempt: int):
+        """One API call: ``(response, record)``, or ``(None, record)`` after an API error."""
+        record = {"call_id": uuid.uuid4().hex[:12], "kind": kind, "model": self.model,
+                  "input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "cost_usd": 0.0, "stop_reason": None,
+                  "attempt": attempt, "ok": False, "error": None}
+        params = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                  "tools": TOOLS, "tool_choice": self._tool_choice(tool), "messages": messages}
+        if self.temperature != API_TEMPERATURE:
+            params["extra_body"] = {"temperature": self.temperature}
+        try:
+            response = self._client.messages.create(**params)
+        except anthropic.APIStatusError as err:
+            self._emit(record, f"{type(err).__name__} (HTTP {err.status_code}): {err.message}")
+            if isinstance(err, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
+                raise ClaudeEvolverError(record["error"]) from None
+            return None, record
+        except anthropic.APIConnectionError as err:
+            self._emit(record, f"{type(err).__name__}: {err}")
+            return None, record
+        usage = response.usage
+        counts = {name: int(getattr(usage, name, 0) or 0) for name in
+                  ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                   "cache_read_input_tokens")}
+        record.update(counts, stop_reason=response.stop_reason,
+                      cost_usd=call_cost(self.model, *counts.values()))
+        return response, record
+
+    def _tool_choice(self, tool: str) -> dict:
+        if _UNFORCED_MODEL.match(self.model):
+            return {"type": "auto"}
+        return {"type": "tool", "name": tool}
+
+    def _emit(self, record: dict, error: str | None) -> None:
+        """Finish ``record`` (``ok`` when there is no error), keep it and pass it on."""
+        record["error"] = None if error is None else self._redact(error)
+        record["ok"] = error is None
+        if error is not None:
+            log.warning("Claude evolver %s call %s: %s", record["kind"], record["call_id"],
+                        record["error"])
+        self.calls.append(record)
+        if self.on_call is not None:
+            self.on_call(dict(record))
+
+    def _redact(self, text: str) -> str:
+        key = getattr(self._client, "api_key", None)
+        if isinstance(key, str) and key:
+            text = text.replace(key, "[redacted]")
+        return _SECRET.sub("sk-ant-[redacted]", text)
+
+
+def _feedback(response, tool: str, problems: list, reasons: list, n_kept: int) -> list[dict]:
+    """The assistant turn echoed back and the user turn that reports what was wrong."""
+    ask = (f"Call {tool} again with your full answer." if problems else
+           f"Call {tool} again with corrected versions of the rejected items only "
+           "(an empty list withdraws them).")
+    message = (f"Not accepted. {n_kept} item(s) passed and are kept. Problems:\n"
+               + "\n".join(f"- {r}" for r in reasons) + f"\n{ask}")
+    echoed = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
+    calls = [b for b in response.content if b.type == "tool_use"]
+    reply = ([{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": message}
+              for b in calls] or [{"type": "text", "text": message}])
+    turns = [{"role": "user", "content": reply}]
+    return ([{"role": "assistant", "content": echoed}] if echoed else []) + turns
+
+
+def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:
+    columns = DIAGNOSIS_COLUMNS + ["evidence_verified"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.astype({"k": "int64", "confidence": "float64", "evidence_verified": bool})
+
+
+def _runtime_beacons(files: dict[str, str]) -> set[str]:
+    """Beacons declared by the harness's runtime middleware files."""
+    found = set()
+    for path, text in files.items():
+        if path.startswith("runtime/") and path.endswith(".toml"):
+            try:
+                beacon = tomllib.loads(text).get("beacon")
+            except tomllib.TOMLDecodeError:
+                continue  # declares nothing the agent can emit; validate_patch judges edits
+
+            if isinstance(beacon, str):
+                found.add(beacon)
+    return found
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "-", text.strip().lower()).strip("-_")
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
