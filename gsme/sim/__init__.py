@@ -16,7 +16,7 @@ PRESETS = tuple(PRESET_SPECS)
 
 
 def preset(name: str, *, seed: int = 0, profile: str | None = None,
-           infra_fault_rate: float | None = None) -> SimAgent:
+           infra_fault_rate: float | None = None, test_canary: str | None = None) -> SimAgent:
     """The simulated task agent of preset ``name``.
 
     Parameters
@@ -31,6 +31,9 @@ def preset(name: str, *, seed: int = 0, profile: str | None = None,
     infra_fault_rate : float, optional
         Probability of an infrastructure fault per trial; default
         :data:`DEFAULT_INFRA_FAULT_RATE`.
+    test_canary : str, optional
+        A string planted in every test task's statement and transcripts (see
+        :class:`SimAgent`).
 
     Examples
     --------
@@ -41,7 +44,8 @@ def preset(name: str, *, seed: int = 0, profile: str | None = None,
     if name not in PRESET_SPECS:
         raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
     rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
-    return SimAgent(name, seed=seed, profile=profile, infra_fault_rate=rate)
+    return SimAgent(name, seed=seed, profile=profile, infra_fault_rate=rate,
+                    test_canary=test_canary)
 
 
 __all__ = ["CATALOGUE", "PRESETS", "PROFILES", "WHYS", "SimAgent", "preset"]

@@ -9,6 +9,7 @@ and :meth:`SimAgent.true_effect` give exact pass probabilities the loop never se
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import struct
@@ -111,7 +112,7 @@ class SimAgent(TaskAgent):
                 transcript=f"task: {self._content[i]}\n[environment] health check failed",
                 error="simulated infrastructure fault: health check failed")
         u = _uniforms(f"{key}|{fingerprint}")
-        onset = int(np.searchsorted(np.cumsum(model.onset[i]), u[0], side="right"))
+        onset = bisect.bisect_right(model.onset_cumulative[i], u[0])
         onset = onset if onset < len(WHYS) else -1
         failed = onset >= 0 and u[1] < model.fail_given_onset[i, onset]
         why = WHYS[onset] if failed else None
@@ -165,19 +166,19 @@ class SimAgent(TaskAgent):
                 f"task_id {task_id!r} is not a task of {self.name}; see tasks()") from None
 
     def _harness(self, harness_dir) -> tuple[str, HarnessModel]:
-        """Fingerprint and compiled model of a harness, cached by the patches' file stats."""
-        folder = Path(harness_dir) / "patches"
+        """Fingerprint and compiled model of a harness, cached by its manifests' file stats."""
+        folder = os.path.join(os.fspath(harness_dir), "patches")
         try:
             with os.scandir(folder) as entries:
-                stats = tuple(sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size)
-                                     for e in entries if e.is_file()))
+                stats = tuple(sorted((e.name, st.st_mtime_ns, st.st_size) for e in entries
+                                     if e.name.endswith(".toml") and (st := e.stat())))
         except FileNotFoundError:
             stats = ()
-        key = (str(folder), stats)
+        key = (folder, stats)
         if key not in self._by_stat:
             digest = hashlib.blake2b(digest_size=16)
             for name, _, _ in stats:
-                digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
+                digest.update(name.encode() + b"\0" + Path(folder, name).read_bytes() + b"\0")
             fingerprint = digest.hexdigest()
             if fingerprint not in self._by_fingerprint:
                 self._by_fingerprint[fingerprint] = self._compile(Path(harness_dir), stats)

@@ -62,7 +62,7 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
     # thinking-runaway
     _fx("runaway-recovery", "thinking-runaway", "targeted", factor=0.3, trigger="onset",
         cost=1.05),
-    _fx("thinking-off", "thinking-runaway", "harmful", factor=0.2, harm=0.05, harm_hard=0.55,
+    _fx("thinking-off", "thinking-runaway", "harmful", factor=0.3, harm=0.05, harm_hard=0.7,
         cost=0.6),
     _fx("token-budget-16x", "thinking-runaway", "costly", factor=0.85, cost=2.5,
         runaway_cost=16.0),

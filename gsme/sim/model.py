@@ -48,6 +48,7 @@ class HarnessModel:
     cost: np.ndarray  # (n_tasks,) token multiplier
     runaway_cost: np.ndarray  # (n_tasks,) extra multiplier on thinking-runaway trials
     beacons: tuple[Beacon, ...]
+    onset_cumulative: tuple[list[float], ...]  # per task, running sum of ``onset`` (sampling)
 
     @property
     def pass_prob(self) -> np.ndarray:
@@ -97,7 +98,7 @@ def compile_harness(patches, bench: Benchmark, onset: np.ndarray, gate_mask) -> 
     for why, items in factors.items():
         m[:, why] = _diminishing(items, n)
     return HarnessModel(onset, m * named_factor[:, None], 1.0 - survive, harm_why, cost,
-                        runaway_cost, tuple(beacons))
+                        runaway_cost, tuple(beacons), tuple(np.cumsum(onset, axis=1).tolist()))
 
 
 def _diminishing(items, n) -> np.ndarray:

@@ -1,0 +1,239 @@
+"""The simulated agent: reproducible, independent across harnesses, true to its ground truth."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from gsme import sim
+from gsme._paths import SEED_HARNESS
+from gsme.agents import TrialSpec, to_trials
+from gsme.harness import apply_patch
+from gsme.patch import FileChange, Patch
+from gsme.sim.benchmark import PRESET_SPECS
+
+
+def harness(tmp_path, name, *patches):
+    """A copy of the seed harness with ``patches`` (mechanism, why, env_gate, tasks) applied."""
+    root = tmp_path / name
+    shutil.copytree(SEED_HARNESS, root)
+    for i, (mechanism, why, gate, tasks) in enumerate(patches):
+        apply_patch(root, Patch(
+            id=f"p{i}", where="knowledge", why=why, mechanism=mechanism, beacon=f"b{i}",
+            env_gate=gate, changes=(FileChange(f"knowledge/p{i}.md", f"{mechanism}\n"),),
+            predicted_tasks=tuple(tasks)))
+    return root
+
+
+def run_all(agent, harness_dir, *, seeds, split="train", k=3, candidate="c", beacon=None):
+    """Every task of ``split`` × ``k`` repeats × ``seeds``, as (spec, trajectory, ref)."""
+    rows = agent.tasks().query("split == @split").to_dict("records")
+    out = []
+    for seed in seeds:
+        for row in rows:
+            for kk in range(k):
+                traj = agent.run(harness_dir, row, k=kk, attempt=0, seed=seed)
+                spec = TrialSpec(f"{candidate}{seed}", row["task_id"], split, kk, beacon=beacon)
+                out.append((spec, traj, None))
+    return out
+
+
+def test_presets_have_their_documented_shape():
+    for name in sim.PRESETS:
+        agent = sim.preset(name)
+        tasks = agent.tasks()
+        spec = PRESET_SPECS[name]
+        assert agent.simulated is True
+        assert agent.name == f"simulated:{name}/{spec.profile}"
+        assert list(tasks.columns) == ["task_id", "split", "category", "has_tests",
+                                       "needs_tools", "long_context", "hard", "content"]
+        assert (tasks["split"] == "train").sum() == spec.n_train
+        assert (tasks["split"] == "test").sum() == spec.n_test
+    assert len(sim.preset("tb2").tasks()) == 89
+    assert (sim.preset("swe-bench").tasks()["split"] == "test").sum() == 26
+    assert len(sim.preset("tiny").tasks()) == 24
+
+
+def test_profiles_cover_the_required_pathologies():
+    dominant = {name: p.dominant for name, p in sim.PROFILES.items()}
+    careless = [n for n, d in dominant.items() if d == "careless-submit"]
+    assert len({sim.PROFILES[n].family for n in careless}) >= 2
+    assert "thinking-runaway" in dominant.values()
+    balanced = sim.PROFILES["balanced"].rates
+    assert max(balanced.values()) == pytest.approx(min(balanced.values()))
+
+
+def test_a_trial_is_reproducible_and_depends_on_its_seed():
+    agent = sim.preset("tiny")
+    task = agent.tasks().iloc[0]
+    first = agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=7)
+    assert agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=7) == first
+    assert sim.preset("tiny").run(SEED_HARNESS, task, k=1, attempt=0, seed=7) == first
+    others = {agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=s).transcript
+              for s in range(20)}
+    assert len(others) > 5
+
+
+def test_sampled_pass_rates_match_the_true_rates(tmp_path):
+    agent = sim.preset("tiny", infra_fault_rate=0.0, profile="qwen-runaway")
+    h = harness(tmp_path, "h", ("thinking-off", "thinking-runaway", "", ()),
+                ("submit-verify", "careless-submit", "has_tests", ()))
+    trials = to_trials(run_all(agent, h, seeds=range(200), k=1))
+    observed = trials.groupby("task_id")["passed"].mean()
+    truth = agent.true_rates(h, "train").set_index("task_id")["rate"]
+    se = np.sqrt(truth * (1 - truth) / 200).clip(lower=0.005)
+    assert (np.abs(observed[truth.index] - truth) / se).max() < 4.0
+    assert observed.mean() == pytest.approx(truth.mean(), abs=0.015)
+
+
+def test_different_harnesses_draw_independent_random_numbers(tmp_path):
+    agent = sim.preset("tiny", infra_fault_rate=0.0)
+    cosmetic = harness(tmp_path, "cosmetic", ("polite-tone", "careless-submit", "", ()))
+    a = to_trials(run_all(agent, SEED_HARNESS, seeds=range(30)))
+    b = to_trials(run_all(agent, cosmetic, seeds=range(30)))
+    p = agent.true_rates(SEED_HARNESS, "train").set_index("task_id")["rate"]
+    assert np.allclose(p, agent.true_rates(cosmetic, "train")["rate"])
+    disagree = (a["passed"] != b["passed"]).mean()
+    expected = (2 * p * (1 - p)).mean()  # independent draws with equal rates
+    assert disagree == pytest.approx(expected, abs=0.04)
+
+
+def test_infra_faults_do_not_depend_on_the_harness(tmp_path):
+    agent = sim.preset("tiny", infra_fault_rate=0.2)
+    patched = harness(tmp_path, "h", ("submit-verify", "careless-submit", "", ()))
+    a = to_trials(run_all(agent, SEED_HARNESS, seeds=range(10)))
+    b = to_trials(run_all(agent, patched, seeds=range(10)))
+    assert a["infra_ok"].tolist() == b["infra_ok"].tolist()
+    assert 1 - a["infra_ok"].mean() == pytest.approx(0.2, abs=0.05)
+    assert not a.loc[~a["infra_ok"], "passed"].any()
+    assert (a["passed"] != b["passed"]).any()
+
+
+def test_beacons_fire_only_where_the_env_gate_admits_the_task(tmp_path):
+    agent = sim.preset("tiny", infra_fault_rate=0.0)
+    gate = "has_tests and category != 'math'"
+    h = harness(tmp_path, "h", ("submit-verify", "careless-submit", gate, ()),
+                ("runaway-recovery", "thinking-runaway", "", ()))
+    trials = to_trials(run_all(agent, h, seeds=range(20), beacon="b0"))
+    tasks = agent.tasks().set_index("task_id")
+    admitted = trials["task_id"].map(tasks["has_tests"] & (tasks["category"] != "math"))
+    assert admitted.any() and (~admitted).any()
+    assert not trials.loc[~admitted, "activated"].any()
+    assert trials.loc[admitted, "activated"].mean() > 0.5
+    # submit-verify runs at the submission step: never on a trial that never submitted
+    no_submit = trials["pathology"].isin(["looping", "thinking-runaway", "context-overflow"])
+    assert not trials.loc[no_submit, "activated"].any()
+    # runaway-recovery runs only when a runaway began: on a minority of trials
+    recovery = trials["beacons"].str.contains("b1")
+    assert 0 < recovery.mean() < 0.5
+    assert not trials.loc[recovery, "pathology"].isin(["careless-submit", "looping"]).any()
+
+
+def test_a_targeted_fix_raises_the_true_train_and_test_rates_alike(tmp_path):
+    agent = sim.preset("appworld")
+    fix = harness(tmp_path, "fix", ("submit-verify", "careless-submit", "", ()))
+    train = agent.true_effect(fix, SEED_HARNESS, "train")
+    test = agent.true_effect(fix, SEED_HARNESS, "test")
+    print(f"submit-verify on {agent.name}: true train {train:+.1f} pp, test {test:+.1f} pp")
+    assert train > 8 and test > 8
+    assert abs(train - test) < 3
+
+
+def test_an_overfit_patch_raises_the_train_rate_only(tmp_path):
+    agent = sim.preset("tb2")
+    named = tuple(agent.tasks().query("split == 'train'")["task_id"][:15])
+    hints = harness(tmp_path, "hints", ("train-task-hints", "careless-submit", "", named))
+    assert agent.true_effect(hints, SEED_HARNESS, "train") > 2
+    assert agent.true_effect(hints, SEED_HARNESS, "test") == 0.0
+    rates = agent.true_rates(hints, "train").set_index("task_id")["rate"]
+    base = agent.true_rates(SEED_HARNESS, "train").set_index("task_id")["rate"]
+    assert (rates[list(named)] > base[list(named)]).all()
+    assert np.allclose(rates.drop(list(named)), base.drop(list(named)))
+
+
+def test_selective_recovery_beats_blanket_toggles_and_thinking_off_hurts_hard_tasks(tmp_path):
+    agent = sim.preset("livecode")
+    effect = {m: agent.true_effect(harness(tmp_path, m, (m, "thinking-runaway", "", ())),
+                                   SEED_HARNESS, "train")
+              for m in ("runaway-recovery", "thinking-off", "token-budget-16x", "polite-tone")}
+    assert effect["runaway-recovery"] > effect["thinking-off"] + 5
+    assert effect["runaway-recovery"] > effect["token-budget-16x"] + 5
+    assert effect["polite-tone"] == 0.0
+    off = agent.true_rates(tmp_path / "thinking-off", "train")
+    base = agent.true_rates(SEED_HARNESS, "train")
+    hard = agent.tasks().query("split == 'train'")["hard"].to_numpy()
+    assert (off["rate"] - base["rate"])[hard].mean() < -0.05
+    budget = to_trials(run_all(agent, tmp_path / "token-budget-16x", seeds=[0], k=1))
+    plain = to_trials(run_all(agent, SEED_HARNESS, seeds=[0], k=1))
+    assert budget["cost_usd"].sum() > 2.5 * plain["cost_usd"].sum()
+
+
+def test_two_fixes_for_one_pathology_have_diminishing_returns(tmp_path):
+    agent = sim.preset("appworld")
+    one = {m: agent.true_effect(harness(tmp_path, m, (m, "careless-submit", "", ())),
+                                SEED_HARNESS, "train")
+           for m in ("submit-verify", "verify-reminder")}
+    both = harness(tmp_path, "both", ("submit-verify", "careless-submit", "", ()),
+                   ("verify-reminder", "careless-submit", "", ()))
+    together = agent.true_effect(both, SEED_HARNESS, "train")
+    assert one["submit-verify"] < together < one["submit-verify"] + one["verify-reminder"]
+
+
+def test_failures_show_their_pathology_in_the_transcript():
+    agent = sim.preset("tiny", infra_fault_rate=0.0, profile="qwen-runaway")
+    results = run_all(agent, SEED_HARNESS, seeds=range(10))
+    runaway = [t for _, t, _ in results if t.pathology == "thinking-runaway"]
+    passed = [t for _, t, _ in results if t.passed]
+    assert runaway and passed
+    assert np.median([t.tokens for t in runaway]) > 3 * np.median([t.tokens for t in passed])
+    shows = np.mean(["reasoning budget exhausted" in t.transcript
+                     or "thinking exceeded the budget" in t.transcript for t in runaway])
+    assert 0.8 < shows < 1.0  # a few runaway transcripts are ambiguous
+    assert all(t.pathology is None and "grader: pass" in t.transcript for t in passed)
+
+
+def test_a_test_canary_is_planted_in_every_test_task_and_nowhere_else():
+    agent = sim.preset("tiny", test_canary="CANARY-0xBEEF")
+    tasks = agent.tasks()
+    test = tasks["split"] == "test"
+    assert tasks.loc[test, "content"].str.contains("CANARY-0xBEEF").all()
+    assert not tasks.loc[~test, "content"].str.contains("CANARY-0xBEEF").any()
+    for _, row in tasks.iterrows():
+        text = agent.run(SEED_HARNESS, row, k=0, attempt=0, seed=0).transcript
+        assert ("CANARY-0xBEEF" in text) == (row["split"] == "test")
+
+
+def test_an_aa_comparison_is_credited_in_about_2_5_percent_of_seeds():
+    agent = sim.preset("tb2")
+    seeds = range(120)
+    runs = run_all(agent, SEED_HARNESS, seeds=seeds, candidate="a")
+    runs += run_all(agent, SEED_HARNESS, seeds=[s + 10_000 for s in seeds], candidate="b")
+    trials = to_trials(runs)
+    rates = trials[trials["infra_ok"]].groupby(["candidate", "task_id"])["passed"].mean()
+    z = []
+    for seed in seeds:
+        both = pd.concat([rates[f"a{seed}"], rates[f"b{seed + 10_000}"]], axis=1).dropna()
+        z.append(stats.ttest_rel(both.iloc[:, 1], both.iloc[:, 0]).statistic)
+    z = np.asarray(z)
+    credited, flagged = np.mean(z >= 1.96), np.mean(np.abs(z) >= 1.96)
+    print(f"A/A on {agent.name}, {len(z)} seeds: credited {credited:.1%}, "
+          f"|z| >= 1.96 {flagged:.1%}, sd(z) {z.std(ddof=1):.2f}")
+    assert credited <= 0.05
+    assert flagged <= 0.09
+    assert abs(z.mean()) < 0.25 and 0.8 < z.std(ddof=1) < 1.2  # z is calibrated, not flattered
+
+
+def test_errors_name_the_argument_and_allowed_values():
+    with pytest.raises(ValueError, match="name must be one of .*tb2"):
+        sim.preset("nope")
+    with pytest.raises(ValueError, match="profile must be one of .*balanced"):
+        sim.preset("tiny", profile="nope")
+    with pytest.raises(ValueError, match="infra_fault_rate"):
+        sim.preset("tiny", infra_fault_rate=1.5)
+    agent = sim.preset("tiny")
+    with pytest.raises(ValueError, match="task_id 'nope'"):
+        agent.run(SEED_HARNESS, {"task_id": "nope"}, k=0, attempt=0, seed=0)
+    with pytest.raises(ValueError, match="split must be one of"):
+        agent.true_rates(SEED_HARNESS, "dev")
