@@ -1,0 +1,375 @@
+import doctest
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy import stats as sps
+from statsmodels.stats.power import TTestPower, normal_power
+
+from gsme import schema, stats
+
+
+def make_trials(outcomes, *, split="train", infra_fail=None):
+    """``outcomes[name]`` is an (n_tasks, K) array of 0/1 (NaN = slot not run)."""
+    rows = []
+    for name, grid in outcomes.items():
+        grid = np.asarray(grid, dtype=float)
+        for task, k in zip(*np.nonzero(~np.isnan(grid))):
+            rows.append({"candidate": name, "task_id": f"t{task:03d}", "split": split,
+                         "k": int(k), "attempt": 0, "passed": bool(grid[task, k]),
+                         "infra_ok": True})
+    frame = pd.DataFrame(rows)
+    if infra_fail is not None:  # a failed first attempt, then a valid re-run
+        failed = frame.sample(frac=infra_fail, random_state=0).index
+        rerun = frame.loc[failed].assign(attempt=1)
+        frame.loc[failed, ["infra_ok", "passed"]] = [False, False]
+        frame = pd.concat([frame, rerun], ignore_index=True)
+    return schema.as_trials(frame)
+
+
+def reference_task_means(trials, name, split="train"):
+    """Per-task means over valid repeats, the slow obvious way."""
+    rows = trials[(trials["candidate"] == name) & (trials["split"] == split) & trials["infra_ok"]]
+    rows = rows.sort_values("attempt").drop_duplicates(["task_id", "k"], keep="first")
+    return rows.groupby("task_id")["passed"].mean()
+
+
+def random_pair(rng, n_tasks=30, k=3, shift=0.15):
+    base = rng.uniform(0.1, 0.9, n_tasks)
+    parent = rng.random((n_tasks, k)) < base[:, None]
+    child = rng.random((n_tasks, k)) < np.clip(base + shift, 0, 1)[:, None]
+    return {"p": parent.astype(float), "c": child.astype(float)}
+
+
+def test_docstring_examples_run():
+    assert doctest.testmod(stats, raise_on_error=False).failed == 0
+
+
+def test_task_rates_exclude_infra_failures_and_score_first_valid_attempt():
+    trials = schema.as_trials(pd.DataFrame({
+        "candidate": "a", "task_id": ["t1"] * 4 + ["t2"], "split": "train",
+        "k": [0, 1, 1, 1, 0], "attempt": [0, 0, 1, 2, 0],
+        "passed": [True, False, True, False], "infra_ok": [True, False, True, True],
+    } | {"passed": [True, False, True, False, False],
+         "infra_ok": [True, False, True, True, False]}))
+    rates = stats.task_rates(trials).set_index("task_id")
+    assert rates.loc["t1", ["n_slots", "n_valid", "n_passed"]].tolist() == [2, 2, 2]
+    assert rates.loc["t1", "rate"] == 1.0  # k=1 scored by attempt 1, not the later attempt 2
+    assert rates.loc["t2", "n_valid"] == 0 and np.isnan(rates.loc["t2", "rate"])
+
+
+def test_task_rates_match_groupby_reference():
+    rng = np.random.default_rng(1)
+    trials = make_trials(random_pair(rng), infra_fail=0.1)
+    rates = stats.task_rates(trials, split="train")
+    for name in ("p", "c"):
+        got = rates[rates["candidate"] == name].set_index("task_id")["rate"].sort_index()
+        pd.testing.assert_series_equal(got, reference_task_means(trials, name),
+                                       check_names=False)
+
+
+def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
+    rng = np.random.default_rng(2)
+    outcomes = random_pair(rng, n_tasks=40)
+    outcomes["c"][3, 2] = np.nan  # unequal K
+    trials = make_trials(outcomes, infra_fail=0.05)
+    row = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    both = pd.concat([reference_task_means(trials, "c"), reference_task_means(trials, "p")],
+                     axis=1, join="inner")
+    expected = sps.ttest_rel(both.iloc[:, 0], both.iloc[:, 1])
+    assert row["z"] == pytest.approx(expected.statistic, rel=1e-9)
+    assert row["p_value"] == pytest.approx(2 * sps.norm.sf(abs(expected.statistic)), rel=1e-9)
+    diff = both.iloc[:, 0] - both.iloc[:, 1]
+    assert row["delta_pp"] == pytest.approx(100 * diff.mean())
+    assert row["se_pp"] == pytest.approx(100 * diff.std(ddof=1) / math.sqrt(len(diff)))
+    assert row["n_changed"] == int((diff.abs() > 1e-12).sum())
+    assert row["rate_child"] - row["rate_parent"] == pytest.approx(diff.mean())
+    t_row = stats.paired_test(trials, parent="p", child="c", reference="t").iloc[0]
+    assert t_row["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+
+
+def test_decision_follows_z_against_critical_value():
+    rng = np.random.default_rng(3)
+    up = stats.paired_test(make_trials(random_pair(rng, 80, shift=0.3)), parent="p", child="c")
+    down = stats.paired_test(make_trials(random_pair(rng, 80, shift=-0.3)), parent="p", child="c")
+    assert up["z"].item() >= 1.96 and up["decision"].item() == "credit"
+    assert down["z"].item() <= -1.96 and down["decision"].item() == "cull"
+    assert up["reason"].isna().all() and down["reason"].isna().all()
+
+
+def test_t_reference_is_stricter_at_small_n():
+    # the normal reference credits about 3.1% of null comparisons at n = 26, not 2.5%
+    assert sps.t.sf(1.96, 25) == pytest.approx(0.031, abs=0.001)
+    n = 26  # per-task differences in thirds chosen so that 1.96 < z < t crit (2.06)
+    diffs = np.r_[np.full(8, 1), np.full(2, -1), np.zeros(16)] / 3
+    z = diffs.mean() / (diffs.std(ddof=1) / np.sqrt(n))
+    assert 1.96 < z < sps.t.isf(0.025, n - 1)
+    parent = np.zeros((n, 3))
+    child = np.zeros((n, 3))
+    child[diffs > 0, 0] = 1
+    parent[diffs < 0, 0] = 1
+    trials = make_trials({"p": parent, "c": child})
+    normal = stats.paired_test(trials, parent="p", child="c")
+    student = stats.paired_test(trials, parent="p", child="c", reference="t")
+    assert normal["decision"].item() == "credit"
+    assert student["decision"].item() == "inconclusive"
+    assert student["z"].item() == pytest.approx(normal["z"].item())
+
+
+def test_no_task_changed_is_inconclusive_with_zero_z():
+    grid = np.tile([[1.0, 0.0, 1.0]], (12, 1))
+    row = stats.paired_test(make_trials({"p": grid, "c": grid}), parent="p", child="c").iloc[0]
+    assert (row["z"], row["p_value"], row["decision"]) == (0.0, 1.0, "inconclusive")
+    assert "no paired task changed" in row["reason"]
+
+
+def sign_flip_p(diffs):
+    """Two-sided exact sign-flip p by enumerating all 2^n sign patterns."""
+    observed = abs(diffs.sum())
+    sums = [abs(np.dot(signs, diffs)) for signs in itertools.product([-1, 1], repeat=len(diffs))]
+    return np.mean(np.array(sums) >= observed - 1e-12)
+
+
+@pytest.mark.parametrize("n, decision", [(5, "inconclusive"), (12, "credit")])
+def test_equal_nonzero_differences_use_exact_sign_flip(n, decision):
+    parent = np.tile([[1.0, 0.0, 0.0]], (n, 1))  # 1/3 each task
+    child = np.tile([[1.0, 1.0, 0.0]], (n, 1))  # 2/3: every difference is 1/3
+    row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c",
+                            min_tasks=2).iloc[0]
+    assert row["p_value"] == pytest.approx(sign_flip_p(np.full(n, 1 / 3)))
+    assert np.isfinite(row["z"]) and row["z"] > 0
+    assert row["p_value"] == pytest.approx(2 * sps.norm.sf(row["z"]))
+    assert row["se_pp"] == 0 and row["decision"] == decision
+    assert "sign-flip" in row["reason"]
+
+
+def test_equal_differences_stay_finite_for_many_tasks():
+    n = 1500
+    parent, child = np.zeros((n, 1)), np.ones((n, 1))
+    row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c").iloc[0]
+    assert np.isfinite(row["z"]) and row["z"] > 30 and row["decision"] == "credit"
+
+
+def test_fewer_than_min_tasks_is_inconclusive_and_says_why():
+    rng = np.random.default_rng(4)
+    trials = make_trials(random_pair(rng, n_tasks=6, shift=0.8))
+    row = stats.paired_test(trials, parent="p", child="c", min_tasks=10).iloc[0]
+    assert row["n_tasks"] == 6 and row["decision"] == "inconclusive"
+    assert "min_tasks=10" in row["reason"]
+
+
+def test_tasks_on_one_side_or_without_valid_repeat_are_dropped_and_counted():
+    rng = np.random.default_rng(5)
+    outcomes = random_pair(rng, n_tasks=20)
+    outcomes["p"][:3] = np.nan  # tasks 0-2: child only
+    outcomes["c"][17:] = np.nan  # tasks 17-19: parent only
+    trials = make_trials(outcomes)
+    trials.loc[(trials["candidate"] == "c") & (trials["task_id"] == "t005"), "infra_ok"] = False
+    trials.loc[~trials["infra_ok"], "passed"] = False
+    row = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    assert (row["n_tasks"], row["n_dropped"]) == (13, 7)
+
+
+def test_unequal_k_weights_tasks_equally():
+    parent = np.array([[0, 0, 0], [0, np.nan, np.nan]] * 6, dtype=float)
+    child = np.array([[1, 1, 0], [1, np.nan, np.nan]] * 6, dtype=float)
+    row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c").iloc[0]
+    assert row["delta_pp"] == pytest.approx(100 * (2 / 3 + 1) / 2)
+    assert row["k"] == 3
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), n_tasks=st.integers(3, 25))
+def test_swapping_parent_and_child_flips_the_test(seed, n_tasks):
+    trials = make_trials(random_pair(np.random.default_rng(seed), n_tasks=n_tasks))
+    ab = stats.paired_test(trials, parent="p", child="c", min_tasks=2).iloc[0]
+    ba = stats.paired_test(trials, parent="c", child="p", min_tasks=2).iloc[0]
+    np.testing.assert_allclose([ba["z"], ba["delta_pp"]], [-ab["z"], -ab["delta_pp"]],
+                               atol=1e-12)
+    assert ba["p_value"] == pytest.approx(ab["p_value"], nan_ok=True)
+    flipped = {"credit": "cull", "cull": "credit", "inconclusive": "inconclusive"}
+    assert ba["decision"] == flipped[ab["decision"]]
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_relabelling_tasks_and_shuffling_rows_changes_nothing(seed):
+    rng = np.random.default_rng(seed)
+    trials = make_trials(random_pair(rng, n_tasks=15), infra_fail=0.1)
+    names = trials["task_id"].unique()
+    renamed = dict(zip(names, rng.permutation([f"x{i}" for i in range(len(names))])))
+    shuffled = trials.assign(task_id=trials["task_id"].map(renamed)).sample(
+        frac=1, random_state=seed).reset_index(drop=True)
+    cols = ["n_tasks", "n_dropped", "n_changed", "k", "delta_pp", "se_pp", "z", "p_value"]
+    a = stats.paired_test(trials, parent="p", child="c")[cols]
+    b = stats.paired_test(shuffled, parent="p", child="c")[cols]
+    pd.testing.assert_frame_equal(a, b, rtol=1e-12)
+
+
+def test_paired_test_rejects_bad_arguments():
+    trials = make_trials(random_pair(np.random.default_rng(6)))
+    with pytest.raises(ValueError, match="reference"):
+        stats.paired_test(trials, parent="p", child="c", reference="z")
+    with pytest.raises(ValueError, match="parent and child must differ"):
+        stats.paired_test(trials, parent="p", child="p")
+    with pytest.raises(ValueError, match="child 'nope' has no trials on split 'train'"):
+        stats.paired_test(trials, parent="p", child="nope")
+    with pytest.raises(ValueError, match="min_tasks"):
+        stats.paired_test(trials, parent="p", child="c", min_tasks=1)
+    with pytest.raises(ValueError, match="z_crit"):
+        stats.paired_test(trials, parent="p", child="c", z_crit=0)
+    with pytest.raises(ValueError, match="split"):
+        stats.paired_test(trials, parent="p", child="c", split="dev")
+    bad = trials.astype({"passed": object})
+    bad.loc[2, "passed"] = np.nan
+    with pytest.raises(schema.FrameError, match="passed"):
+        stats.paired_test(bad, parent="p", child="c")
+
+
+def test_paired_test_does_not_mutate_input():
+    trials = make_trials(random_pair(np.random.default_rng(7)), infra_fail=0.1)
+    before = trials.copy()
+    stats.paired_test(trials, parent="p", child="c")
+    pd.testing.assert_frame_equal(trials, before)
+
+
+def test_paired_tasks_lists_the_pairing():
+    rng = np.random.default_rng(8)
+    outcomes = random_pair(rng, n_tasks=10)
+    outcomes["p"][0] = np.nan
+    trials = make_trials(outcomes)
+    tasks = stats.paired_tasks(trials, parent="p", child="c").set_index("task_id")
+    child, parent = reference_task_means(trials, "c"), reference_task_means(trials, "p")
+    assert sorted(tasks.index) == sorted(set(child.index) & set(parent.index))
+    np.testing.assert_allclose(tasks["diff"], (child - parent).loc[tasks.index])
+    row = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    assert 100 * tasks["diff"].mean() == pytest.approx(row["delta_pp"])
+
+
+def brute_pass_at_k(n, c, k):
+    samples = [1] * c + [0] * (n - c)
+    subsets = list(itertools.combinations(samples, k))
+    return sum(any(s) for s in subsets) / len(subsets)
+
+
+def test_pass_at_k_estimate_matches_subset_enumeration():
+    for n in range(1, 8):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert stats.pass_at_k_estimate(n, c, k) == pytest.approx(
+                    brute_pass_at_k(n, c, k), abs=1e-12)
+
+
+def test_pass_at_k_estimate_is_vectorised_and_stable():
+    n = np.array([3, 200, 10_000])
+    c = np.array([1, 0, 1])
+    got = stats.pass_at_k_estimate(n, c, 1)
+    np.testing.assert_allclose(got, c / n, rtol=1e-12)
+    exact = 1 - math.comb(10_000 - 5, 100) / math.comb(10_000, 100)
+    assert stats.pass_at_k_estimate(10_000, 5, 100) == pytest.approx(exact, rel=1e-10)
+    with pytest.raises(ValueError, match="n >= k=4"):
+        stats.pass_at_k_estimate([3], [1], 4)
+    with pytest.raises(ValueError, match="0 <= c <= n"):
+        stats.pass_at_k_estimate(3, 5, 1)
+    with pytest.raises(ValueError, match="k must be"):
+        stats.pass_at_k_estimate(3, 1, 0)
+
+
+def test_pass_at_k_per_candidate_and_split():
+    rng = np.random.default_rng(9)
+    outcomes = random_pair(rng, n_tasks=12)
+    outcomes["c"][0, 1:] = np.nan  # one task with a single repeat: too few for k = 2
+    trials = make_trials(outcomes)
+    out = stats.pass_at_k(trials, k=2).set_index("candidate")
+    assert out.loc["c", ["n_tasks", "n_dropped", "k"]].tolist() == [11, 1, 2]
+    rates = stats.task_rates(trials)
+    c_rates = rates[(rates["candidate"] == "c") & (rates["n_valid"] >= 2)]
+    expected = np.mean([brute_pass_at_k(n, c, 2)
+                        for n, c in zip(c_rates["n_valid"], c_rates["n_passed"])])
+    assert out.loc["c", "pass_at_k"] == pytest.approx(expected)
+    at_1 = stats.pass_at_k(trials, k=1).set_index("candidate")
+    assert at_1.loc["p", "pass_at_k"] == pytest.approx(reference_task_means(trials, "p").mean())
+
+
+def test_retention_and_p_value():
+    assert stats.retention(6.3, 9.3) == pytest.approx(100 * 9.3 / 6.3)
+    np.testing.assert_allclose(stats.retention([10, 0, -2], [5, 1, 1]), [50, np.nan, np.nan])
+    assert stats.p_value(2.13) == pytest.approx(0.0332, abs=1e-4)
+    assert stats.p_value(6.44) < 1e-4
+    assert stats.p_value(-1.5) == stats.p_value(1.5)
+    assert stats.p_value(2.0, reference="t", df=25) == pytest.approx(2 * sps.t.sf(2.0, 25))
+    with pytest.raises(ValueError, match="df is required"):
+        stats.p_value(2.0, reference="t")
+
+
+@pytest.mark.parametrize("n, effect, k", [(26, 5.0, 3), (167, 8.0, 3), (50, 15.0, 1)])
+def test_power_matches_statsmodels(n, effect, k):
+    repeat_sd, task_sd = 60.0, 10.0
+    sd = math.sqrt(task_sd**2 + repeat_sd**2 / k)
+    alpha = 2 * sps.norm.sf(1.96)
+    got_t = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
+                        task_sd_pp=task_sd, reference="t")
+    assert got_t == pytest.approx(TTestPower().power(effect_size=effect / sd, nobs=n,
+                                                     alpha=alpha), rel=1e-6)
+    got_z = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
+                        task_sd_pp=task_sd)
+    assert got_z == pytest.approx(normal_power(effect / sd, n, alpha), rel=1e-6)
+    mde_t = stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k, task_sd_pp=task_sd, reference="t")
+    expected = TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8) * sd
+    assert mde_t == pytest.approx(expected, rel=1e-4)
+
+
+def test_power_matches_monte_carlo_of_the_paired_test():
+    rng = np.random.default_rng(10)
+    n, k, reps = 40, 3, 3000
+    base = rng.uniform(0.3, 0.7, n)
+    effect = 0.12
+    p_c = base + effect
+    repeat_sd = 100 * np.sqrt(np.mean(base * (1 - base) + p_c * (1 - p_c)))
+    parent = rng.binomial(k, base, size=(reps, n)) / k
+    child = rng.binomial(k, p_c, size=(reps, n)) / k
+    d = child - parent
+    z = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
+    simulated = np.mean(np.abs(z) >= 1.96)
+    analytic = stats.power(n_tasks=n, effect_pp=100 * effect, repeat_sd_pp=repeat_sd, k=k)
+    assert simulated == pytest.approx(analytic, abs=0.04)
+    at_mde = stats.power(n_tasks=n, effect_pp=stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k),
+                         repeat_sd_pp=repeat_sd, k=k)
+    assert at_mde == pytest.approx(0.8, abs=1e-9)
+
+
+def test_power_rejects_bad_design():
+    with pytest.raises(ValueError, match="n_tasks"):
+        stats.power(n_tasks=1, effect_pp=5, repeat_sd_pp=50)
+    with pytest.raises(ValueError, match="not both 0"):
+        stats.power(n_tasks=10, effect_pp=5, repeat_sd_pp=0)
+    with pytest.raises(ValueError, match="power must lie"):
+        stats.mde(n_tasks=10, repeat_sd_pp=50, power=0.01)
+
+
+def test_power_table_is_the_grid_of_power_and_mde():
+    table = stats.power_table(n_tasks=[26, 100], effect_pp=[5, 10], k=[1, 3])
+    assert len(table) == 8
+    row = table[(table["n_tasks"] == 26) & (table["effect_pp"] == 10) & (table["k"] == 3)]
+    sd = 100 * np.sqrt(0.5)
+    assert row["power"].item() == pytest.approx(
+        stats.power(n_tasks=26, effect_pp=10, repeat_sd_pp=sd, k=3))
+    assert row["mde_pp"].item() == pytest.approx(stats.mde(n_tasks=26, repeat_sd_pp=sd, k=3))
+    more_k = table[(table["n_tasks"] == 100) & (table["effect_pp"] == 5)]
+    assert more_k.sort_values("k")["power"].is_monotonic_increasing
+
+
+def test_aa_test_reports_noise_floor():
+    rng = np.random.default_rng(11)
+    base = rng.uniform(0.1, 0.9, 60)
+    outcomes = {name: (rng.random((60, 3)) < base[:, None]).astype(float)
+                for name in ("base", "base-rerun")}
+    out = stats.aa_test(make_trials(outcomes), candidate="base", rerun="base-rerun").iloc[0]
+    assert (out["candidate"], out["parent"]) == ("base-rerun", "base")
+    assert out["decision"] == "inconclusive"
+    assert out["sd_pp"] == pytest.approx(out["se_pp"] * np.sqrt(60))
+    assert out["mde_pp"] == pytest.approx(
+        stats.mde(n_tasks=60, repeat_sd_pp=out["sd_pp"], k=1))
