@@ -1,0 +1,372 @@
+"""Run any executable as a task agent: one process per trial, a JSON result file back.
+
+This is how a user plugs in their own harness runner. For every trial the agent fills a
+command template, runs it (no shell, its own process group, a time limit, a minimal
+environment) and reads ``{out}/result.json``.
+
+Template placeholders
+---------------------
+``{harness}`` harness directory, ``{task_id}``, ``{k}``, ``{attempt}``, ``{seed}``,
+``{out}`` a fresh empty directory for this trial's output, ``{python}`` the running Python
+interpreter. A string template is split with :func:`shlex.split` before the placeholders
+are filled, so a filled value is always one argument. ``{{`` and ``}}`` are literal braces.
+Before the command starts, the task row is written to ``{out}/task.json``.
+
+``result.json``
+---------------
+A JSON object with these fields (any other field makes the result invalid):
+
+=================== ============== ====================================================
+field               type           meaning
+=================== ============== ====================================================
+``passed``          bool, required the task's own grader said pass
+``infra_ok``        bool           false when the environment, not the agent, failed
+                                   (default true)
+``beacons``         list of str    activation beacons that fired (default empty)
+``tokens``          number or null tokens spent (default NaN)
+``cost_usd``        number or null dollars spent (default NaN)
+``transcript``      str            path of a transcript file, relative to ``{out}``
+``transcript_text`` str            the transcript inline (instead of ``transcript``)
+``error``           str or null    what went wrong, if anything
+``pathology``       str or null    a known failure label, if the runner knows one
+=================== ============== ====================================================
+
+Exit codes and timeouts
+-----------------------
+Each exit code maps to an outcome in :data:`OUTCOMES`:
+
+* ``"result"`` — the trial is what ``result.json`` says; a missing or invalid
+  ``result.json`` is an infrastructure failure whose ``error`` gives the reason.
+* ``"failure"`` — an agent failure (``passed`` false, ``infra_ok`` true), unless a valid
+  ``result.json`` says otherwise, in which case it is used.
+* ``"infra"`` — an infrastructure failure: the trial is re-run, never scored.
+
+The defaults are :data:`DEFAULT_EXIT_CODES`: 0 → ``result``, 75 (``EX_TEMPFAIL``) →
+``infra``; every other code, including death by a signal (negative codes), → ``failure``.
+``exit_codes`` entries override the defaults code by code. A timeout kills the whole
+process group and counts as ``timeout_is``: ``"infra"`` (default) or ``"failure"``.
+A command that cannot be started at all is an infrastructure failure.
+
+Environment
+-----------
+The child sees only ``PATH``, ``HOME`` and ``LANG`` (when set), the variables named in
+``pass_env`` (copied from this process; a named variable that is missing makes the trial
+an infrastructure failure) and the values given in ``env``. Nothing else — in particular
+no API key — reaches it unless named.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from gsme._proc import run_limited
+from gsme.agents.base import TaskAgent, Trajectory
+from gsme.schema import SPLITS
+
+__all__ = ["BASE_ENV", "DEFAULT_EXIT_CODES", "OUTCOMES", "PLACEHOLDERS", "CommandAgent"]
+
+OUTCOMES = ("result", "failure", "infra")
+DEFAULT_EXIT_CODES = {0: "result", 75: "infra"}
+PLACEHOLDERS = ("harness", "task_id", "k", "attempt", "seed", "out", "python")
+BASE_ENV = ("PATH", "HOME", "LANG")
+RESULT_FILE = "result.json"
+_RESULT_FIELDS = ("passed", "infra_ok", "beacons", "tokens", "cost_usd", "transcript",
+                  "transcript_text", "error", "pathology")
+_STDERR_TAIL = 500
+
+
+class CommandAgent(TaskAgent):
+    """A task agent that runs an executable once per trial (see the module docstring).
+
+    Parameters
+    ----------
+    command : str or list of str
+        The command template; placeholders as in :data:`PLACEHOLDERS`.
+    tasks : DataFrame, str or Path
+        The tasks: a frame, or a CSV, JSON (records) or JSONL file, with ``task_id``,
+        ``split`` and any feature columns.
+    timeout_s : float
+        Wall-clock limit of one trial.
+    env : mapping of str to str, optional
+        Extra environment variables with explicit values.
+    pass_env : sequence of str
+        Names of variables copied from this process's environment.
+    exit_codes : mapping of int to str, optional
+        Overrides of :data:`DEFAULT_EXIT_CODES`; values from :data:`OUTCOMES`.
+    timeout_is : {"infra", "failure"}
+        What a timeout counts as.
+    workdir : str or Path, optional
+        The directory the command runs in (default: the current directory).
+    health_command : str or list of str, optional
+        Run by :meth:`health_check` (``{python}`` is its only placeholder); healthy when
+        it exits 0 within ``health_timeout_s``.
+    keep_outputs : str or Path, optional
+        Keep each trial's ``{out}`` directory under this folder; by default ``{out}`` is
+        a temporary directory removed once the result is read.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> tasks = pd.DataFrame({"task_id": ["t1"], "split": ["train"]})
+    >>> agent = CommandAgent("{python} run_task.py --harness {harness} --task {task_id} "
+    ...                      "--out {out}", tasks, timeout_s=300)
+    """
+
+    name = "command"
+
+    def __init__(
+        self,
+        command: str | Sequence[str],
+        tasks: pd.DataFrame | str | Path,
+        *,
+        timeout_s: float = 600,
+        env: Mapping[str, str] | None = None,
+        pass_env: Sequence[str] = (),
+        exit_codes: Mapping[int, str] | None = None,
+        timeout_is: str = "infra",
+        workdir: str | Path | None = None,
+        health_command: str | Sequence[str] | None = None,
+        health_timeout_s: float = 60,
+        keep_outputs: str | Path | None = None,
+    ) -> None:
+        self.command = _template(command, "command")
+        self._tasks = _read_tasks(tasks)
+        if not timeout_s > 0 or not health_timeout_s > 0:
+            raise ValueError(
+                f"timeout_s and health_timeout_s must be positive, got {timeout_s!r} and "
+                f"{health_timeout_s!r}"
+            )
+        self.timeout_s = float(timeout_s)
+        self.health_timeout_s = float(health_timeout_s)
+        self.env = _check_env(env)
+        if isinstance(pass_env, str) or not all(isinstance(n, str) and n for n in pass_env):
+            raise TypeError(f"pass_env must be a sequence of variable names, got {pass_env!r}")
+        self.pass_env = tuple(pass_env)
+        self.exit_codes = {**DEFAULT_EXIT_CODES, **_check_exit_codes(exit_codes or {})}
+        if timeout_is not in ("infra", "failure"):
+            raise ValueError(f"timeout_is must be 'infra' or 'failure', got {timeout_is!r}")
+        self.timeout_is = timeout_is
+        self.workdir = Path(workdir) if workdir is not None else None
+        self.health_command = (
+            _template(health_command, "health_command", allowed=("python",))
+            if health_command is not None
+            else None
+        )
+        self.keep_outputs = Path(keep_outputs) if keep_outputs is not None else None
+
+    def tasks(self) -> pd.DataFrame:
+        """The tasks given at construction (a copy)."""
+        return self._tasks.copy()
+
+    def run(
+        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+    ) -> Trajectory:
+        """Run the command once for ``task`` and turn its result into a trajectory."""
+        task_id = str(task["task_id"])
+        out = self._new_out_dir(task_id, k, attempt)
+        try:
+            values = {"harness": str(Path(harness_dir).resolve()), "task_id": task_id, "k": k,
+                      "attempt": attempt, "seed": seed, "out": str(out), "python": sys.executable}
+            argv = [part.format_map(values) for part in self.command]
+            (out / "task.json").write_text(json.dumps(_plain(task), default=str), encoding="utf-8")
+            return self._run(argv, out)
+        finally:
+            if self.keep_outputs is None:
+                shutil.rmtree(out, ignore_errors=True)
+
+    def health_check(self) -> bool:
+        """Run ``health_command``: healthy when it exits 0 in time (always, without one)."""
+        if self.health_command is None:
+            return True
+        argv = [part.format_map({"python": sys.executable}) for part in self.health_command]
+        done = run_limited(argv, timeout_s=self.health_timeout_s, env=self._base_env(),
+                           cwd=self.workdir)
+        return done.returncode == 0
+
+    def _run(self, argv: list[str], out: Path) -> Trajectory:
+        missing = [n for n in self.pass_env if n not in os.environ]
+        if missing:
+            return Trajectory(False, infra_ok=False,
+                              error=f"pass_env names variables that are not set: {missing}")
+        env = {**self._base_env(), **{n: os.environ[n] for n in self.pass_env}, **self.env}
+        try:
+            done = run_limited(argv, timeout_s=self.timeout_s, env=env, cwd=self.workdir)
+        except OSError as exc:
+            return Trajectory(False, infra_ok=False, error=f"could not start {argv[0]!r}: {exc}")
+        stderr = done.stderr[-_STDERR_TAIL:].strip()
+        if done.timed_out:
+            return Trajectory(False, infra_ok=self.timeout_is == "failure", seconds=done.seconds,
+                              error=f"timed out after {self.timeout_s:g} s (counted as "
+                              f"{self.timeout_is})")
+        outcome = self.exit_codes.get(done.returncode, "failure")
+        exited = f"exit code {done.returncode}" + (f"; stderr: {stderr}" if stderr else "")
+        if outcome == "infra":
+            return Trajectory(False, infra_ok=False, seconds=done.seconds,
+                              error=f"{exited} (mapped to infra)")
+        result, problem = _read_result(out)
+        if result is not None:
+            return _trajectory(result, out, done.seconds)
+        if outcome == "result":
+            return Trajectory(False, infra_ok=False, seconds=done.seconds,
+                              error=f"{problem} ({exited})")
+        return Trajectory(False, infra_ok=True, seconds=done.seconds,
+                          error=f"{exited} (agent failure; {problem})")
+
+    def _base_env(self) -> dict[str, str]:
+        return {n: os.environ[n] for n in BASE_ENV if n in os.environ}
+
+    def _new_out_dir(self, task_id: str, k: int, attempt: int) -> Path:
+        parent = self.keep_outputs
+        if parent is not None:
+            parent.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
+        return Path(tempfile.mkdtemp(prefix=f"{safe}-k{k}-a{attempt}-", dir=parent)).resolve()
+
+
+def _read_result(out: Path) -> tuple[dict | None, str | None]:
+    """The validated result, or None and the reason it is missing or invalid."""
+    path = out / RESULT_FILE
+    if not path.is_file():
+        return None, f"no {RESULT_FILE} in the output directory"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return None, f"{RESULT_FILE} is not valid JSON: {exc}"
+    problem = _result_problem(data, out)
+    return (None, f"invalid {RESULT_FILE}: {problem}") if problem else (data, None)
+
+
+def _result_problem(data, out: Path) -> str | None:
+    if not isinstance(data, dict):
+        return f"expected a JSON object, got {type(data).__name__}"
+    unknown = sorted(set(data) - set(_RESULT_FIELDS))
+    if unknown:
+        return f"unknown fields {unknown}; allowed: {list(_RESULT_FIELDS)}"
+    if not isinstance(data.get("passed"), bool):
+        return "field 'passed' is required and must be true or false"
+    if not isinstance(data.get("infra_ok", True), bool):
+        return "field 'infra_ok' must be true or false"
+    beacons = data.get("beacons", [])
+    if not isinstance(beacons, list) or not all(isinstance(b, str) for b in beacons):
+        return "field 'beacons' must be a list of strings"
+    for key in ("tokens", "cost_usd"):
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            return f"field {key!r} must be a number or null"
+    for key in ("transcript", "transcript_text", "error", "pathology"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            return f"field {key!r} must be a string or null"
+    if data.get("transcript") is not None:
+        if data.get("transcript_text") is not None:
+            return "give 'transcript' or 'transcript_text', not both"
+        path = (out / data["transcript"]).resolve()
+        if not path.is_relative_to(out) or not path.is_file():
+            return f"field 'transcript' must name a file inside the output directory, got {data['transcript']!r}"
+    return None
+
+
+def _trajectory(result: dict, out: Path, seconds: float) -> Trajectory:
+    transcript = result.get("transcript_text") or ""
+    if result.get("transcript"):
+        transcript = (out / result["transcript"]).read_text(encoding="utf-8", errors="replace")
+    return Trajectory(
+        passed=result["passed"],
+        infra_ok=result.get("infra_ok", True),
+        beacons=tuple(result.get("beacons", ())),
+        tokens=_number(result.get("tokens")),
+        cost_usd=_number(result.get("cost_usd")),
+        seconds=seconds,
+        transcript=transcript,
+        error=result.get("error"),
+        pathology=result.get("pathology"),
+    )
+
+
+def _number(value) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _template(command, label: str, allowed: Sequence[str] = PLACEHOLDERS) -> tuple[str, ...]:
+    if isinstance(command, str):
+        parts = tuple(shlex.split(command))
+    elif isinstance(command, Sequence) and all(isinstance(p, str) for p in command):
+        parts = tuple(command)
+    else:
+        raise TypeError(f"{label} must be a string or a list of strings, got {command!r}")
+    if not parts:
+        raise ValueError(f"{label} is empty")
+    dummy = dict.fromkeys(allowed, "x")
+    for part in parts:
+        try:
+            part.format_map(dummy)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"{label} part {part!r} has an unknown or malformed placeholder ({exc!r}); "
+                f"allowed: {['{' + name + '}' for name in allowed]}"
+            ) from None
+    return parts
+
+
+def _read_tasks(tasks) -> pd.DataFrame:
+    if isinstance(tasks, (str, Path)):
+        path = Path(tasks)
+        suffix = path.suffix.lower()
+        if suffix == ".csv":
+            frame = pd.read_csv(path, dtype={"task_id": str, "split": str})
+        elif suffix in (".json", ".jsonl"):
+            frame = pd.read_json(path, orient="records", lines=suffix == ".jsonl",
+                                 dtype={"task_id": str, "split": str})
+        else:
+            raise ValueError(f"tasks file must end in .csv, .json or .jsonl, got {path.name!r}")
+    elif isinstance(tasks, pd.DataFrame):
+        frame = tasks.copy()
+    else:
+        raise TypeError(f"tasks must be a DataFrame or a path, got {type(tasks).__name__}")
+    missing = [c for c in ("task_id", "split") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"tasks lack the columns {missing}; they have {list(frame.columns)}")
+    frame["task_id"] = frame["task_id"].astype(str)
+    bad = frame.loc[~frame["split"].isin(SPLITS), "task_id"].tolist()
+    if bad:
+        raise ValueError(f"tasks {bad} have a split outside {list(SPLITS)}")
+    dup = frame.loc[frame["task_id"].duplicated(), "task_id"].tolist()
+    if dup:
+        raise ValueError(f"tasks has duplicate task_id values: {dup}")
+    return frame.reset_index(drop=True)
+
+
+def _check_env(env) -> dict[str, str]:
+    env = dict(env or {})
+    bad = {k: v for k, v in env.items() if not (isinstance(k, str) and isinstance(v, str))}
+    if bad:
+        raise TypeError(f"env must map names to string values; bad entries: {sorted(map(str, bad))}")
+    return env
+
+
+def _check_exit_codes(exit_codes: Mapping) -> dict[int, str]:
+    for code, outcome in exit_codes.items():
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise TypeError(f"exit_codes keys must be ints, got {code!r}")
+        if outcome not in OUTCOMES:
+            raise ValueError(f"exit_codes[{code}] is {outcome!r}; allowed: {list(OUTCOMES)}")
+    return dict(exit_codes)
+
+
+def _plain(task: Mapping) -> dict:
+    """The task row with numpy scalars made plain and missing values made null."""
+    row = {}
+    for key, value in task.items():
+        value = value.item() if hasattr(value, "item") else value
+        missing = value is pd.NA or value is None or (isinstance(value, float) and math.isnan(value))
+        row[str(key)] = None if missing else value
+    return row
