@@ -1,0 +1,275 @@
+"""The GSME archive: one credited elite per (where, why) pathology cell.
+
+Pure functions over the archive frame (``where, why, candidate, rate, delta_pp, z,
+round``, see :mod:`gsme.schema`); none mutates its inputs.
+
+Which cell a candidate competes for:
+
+* a mutation: its own ``(where, why)``;
+* a recombination: the cell of its base (its first parent), found recursively, or, when
+  the base is the baseline, the cell of its first elite. A recombination stacks other
+  cells' patches onto the lineage it extends, so it competes with that lineage's elite;
+  in the usual flow the base is the global best, so a credited recombination replaces
+  it and becomes the global best that :func:`select_parent` extends, while the merged
+  elites keep their own cells.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from gsme.schema import LEVERS, FrameError, empty as empty_frame, join_ids, split_ids, validate
+
+__all__ = ["empty", "insert", "occupancy", "recombinations", "select_parent", "stats"]
+
+OUTCOMES = ("new_cell", "improved", "not_added")
+_COLUMNS = ["where", "why", "candidate", "rate", "delta_pp", "z", "round"]
+
+
+def empty() -> pd.DataFrame:
+    """An archive with no elites (the archive contract's columns and dtypes)."""
+    return empty_frame("archive")
+
+
+def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFrame, *,
+           round: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Offer every decided candidate to the archive; only credited train decisions enter.
+
+    Decisions are taken in their row order. A credited candidate fills an empty cell, or
+    replaces the cell's elite when its ``rate_child`` is strictly higher (a tie keeps the
+    elite). See the module docstring for a recombination's cell.
+
+    Parameters
+    ----------
+    archive, decisions, candidates
+        Frames of their contracts; every decided candidate must be a row of
+        ``candidates``, and a candidate is decided at most once.
+    round
+        The round stored for the entering elites; default each candidate's own round.
+
+    Returns
+    -------
+    tuple of DataFrame
+        The new archive, sorted by ``where, why``; and one outcome per decision with
+        columns ``candidate, where, why, status`` (new_cell, improved or not_added),
+        ``improvement`` (rate minus the elite's rate it was compared with; the rate
+        itself for a new cell; NaN when it was not compared) and ``reason``.
+    """
+    validate(archive, "archive")
+    validate(decisions, "decisions")
+    validate(candidates, "candidates")
+    if round is not None and (isinstance(round, bool) or not isinstance(round, (int, np.integer))
+                              or round < 0):
+        raise ValueError(f"round must be None or a whole number >= 0, got {round!r}")
+    repeated = decisions["candidate"].duplicated(keep=False)
+    if repeated.any():
+        twice = sorted(set(decisions.loc[repeated, "candidate"]))
+        raise FrameError(f"decisions decide candidate(s) {twice} more than once; insert "
+                         f"needs one decision per candidate")
+    rows = candidates.set_index("candidate", drop=False)
+    unknown = sorted(set(decisions["candidate"]) - set(rows.index))
+    if unknown:
+        raise FrameError(f"decided candidate(s) {unknown} are not rows of candidates")
+    cells = {(r["where"], r["why"]): dict(r) for r in archive[_COLUMNS].to_dict("records")}
+    outcomes = []
+    for decision in decisions.to_dict("records"):
+        name = decision["candidate"]
+        cell = _cell(name, rows)
+        outcome = {"candidate": name, "where": cell[0] if cell else None,
+                   "why": cell[1] if cell else None, "status": "not_added",
+                   "improvement": np.nan, "reason": None}
+        outcomes.append(outcome)
+        rate = decision["rate_child"]
+        if decision["decision"] != "credit":
+            outcome["reason"] = f"decision is {decision['decision']}; only credit enters"
+            continue
+        if decision["split"] != "train":
+            outcome["reason"] = f"decided on split {decision['split']}; only train enters"
+            continue
+        if cell is None:
+            outcome["reason"] = "no cell: neither it nor an ancestor names a where and why"
+            continue
+        if pd.isna(rate):
+            raise FrameError(f"credited decision of {name!r} has no rate_child")
+        elite = cells.get(cell)
+        if elite is not None and rate <= elite["rate"]:
+            outcome["improvement"] = rate - elite["rate"]
+            outcome["reason"] = (f"rate {rate:.4g} does not beat elite {elite['candidate']} "
+                                 f"({elite['rate']:.4g})")
+            continue
+        outcome["status"] = "new_cell" if elite is None else "improved"
+        outcome["improvement"] = rate if elite is None else rate - elite["rate"]
+        outcome["reason"] = None if elite is None else f"replaces {elite['candidate']}"
+        cells[cell] = {"where": cell[0], "why": cell[1], "candidate": name, "rate": rate,
+                       "delta_pp": decision["delta_pp"], "z": decision["z"],
+                       "round": int(rows.loc[name, "round"] if round is None else round)}
+    new = _frame(list(cells.values()))
+    report = pd.DataFrame(outcomes, columns=["candidate", "where", "why", "status",
+                                             "improvement", "reason"])
+    report = report.astype({"candidate": object, "where": object, "why": object,
+                            "status": object, "improvement": np.float64, "reason": object})
+    return validate(new, "archive"), report
+
+
+def select_parent(archive: pd.DataFrame, *, rng: np.random.Generator,
+                  baseline: str = "baseline", explore: float = 0.0) -> str:
+    """The candidate the next child extends: the global best, now and then another elite.
+
+    The global best is the elite with the highest ``rate`` (ties: higher ``z``, then
+    earlier ``round``, then candidate id). With probability ``explore`` another elite,
+    drawn uniformly, is returned instead. An empty archive gives ``baseline`` and draws
+    nothing from ``rng``. Called once per child, it checks only the columns it reads
+    (the full contract check costs more than the selection).
+    """
+    if not isinstance(archive, pd.DataFrame):
+        raise TypeError(f"archive must be a pandas DataFrame, got {type(archive).__name__}")
+    missing = [c for c in ("candidate", "rate", "z", "round") if c not in archive.columns]
+    if missing:
+        raise FrameError(f"archive frame is missing column(s) {missing}; it has "
+                         f"{list(archive.columns)}")
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy Generator (np.random.default_rng(seed)), "
+                        f"got {type(rng).__name__}")
+    if not 0.0 <= explore <= 1.0:
+        raise ValueError(f"explore must be a probability in [0, 1], got {explore!r}")
+    if archive.empty:
+        return baseline
+    ranked = _ranked(archive)["candidate"].tolist()
+    if explore > 0 and len(ranked) > 1 and rng.random() < explore:
+        others = sorted(ranked[1:])
+        return others[int(rng.integers(len(others)))]
+    return ranked[0]
+
+
+def recombinations(archive: pd.DataFrame, *, base: str, lineage, proposed=(),
+                   max_size: int = 2, limit: int | None = None) -> pd.DataFrame:
+    """Stacks of elites from distinct cells to merge onto ``base``, best first.
+
+    An elite in ``lineage`` (the base's ancestors, e.g. ``HarnessRepo.lineage(base)``) or
+    equal to ``base`` is left out: its patch is already there. A stack whose
+    ``frozenset({base, *elites})`` is in ``proposed`` is left out too, so no stack is
+    proposed twice onto one base.
+
+    Returns
+    -------
+    DataFrame
+        Columns ``base, elites`` (comma-separated, by score then id), ``cells``
+        (``where/why`` per elite, same order), ``size`` and ``score`` (the sum of the
+        elites' ``delta_pp``: their credited lifts, taken as additive). Sorted by
+        ``score`` descending, then ``size``, then ``elites``; at most ``limit`` rows.
+    """
+    validate(archive, "archive")
+    if isinstance(lineage, str):
+        raise TypeError("lineage must be a list or set of candidate ids, not a string")
+    if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+        raise ValueError(f"max_size must be a whole number >= 1, got {max_size!r}")
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be None or a whole number >= 0, got {limit!r}")
+    seen = {frozenset(p) for p in proposed}
+    skip = set(lineage) | {base}
+    pool = archive.loc[~archive["candidate"].isin(skip)].copy()
+    pool = pool.sort_values(["delta_pp", "candidate"], ascending=[False, True],
+                            na_position="last")
+    elites = pool.to_dict("records")
+    rows = []
+    for size in range(1, min(max_size, len(elites)) + 1):
+        for stack in combinations(elites, size):
+            names = [e["candidate"] for e in stack]
+            if frozenset([base, *names]) in seen:
+                continue
+            rows.append({"base": base, "elites": join_ids(names),
+                         "cells": join_ids(f"{e['where']}/{e['why']}" for e in stack),
+                         "size": size, "score": float(np.nansum([e["delta_pp"] for e in stack]))})
+    out = pd.DataFrame(rows, columns=["base", "elites", "cells", "size", "score"])
+    out = out.astype({"base": object, "elites": object, "cells": object, "size": np.int64,
+                      "score": np.float64})
+    out = out.sort_values(["score", "size", "elites"], ascending=[False, True, True],
+                          kind="stable").reset_index(drop=True)
+    return out if limit is None else out.head(limit)
+
+
+def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None) -> pd.DataFrame:
+    """A where × why table of the elites' rates, for heatmaps.
+
+    Returns
+    -------
+    DataFrame
+        Index ``where`` (``where_levels``), columns ``why`` (``why_levels``, default the
+        archive's labels sorted); each cell the elite's ``rate``, NaN when empty.
+
+    Raises
+    ------
+    ValueError
+        An elite's where or why is not among the levels given.
+    """
+    validate(archive, "archive")
+    where_levels = list(where_levels)
+    why_levels = sorted(set(archive["why"])) if why_levels is None else list(why_levels)
+    for column, levels in (("where", where_levels), ("why", why_levels)):
+        outside = sorted(set(archive[column]) - set(levels))
+        if outside:
+            raise ValueError(f"archive {column} value(s) {outside} are not in {column}_levels "
+                             f"{levels}")
+    table = pd.DataFrame(np.nan, index=pd.Index(where_levels, name="where", dtype=object),
+                         columns=pd.Index(why_levels, name="why", dtype=object))
+    for row in archive.itertuples(index=False):
+        table.loc[row.where, row.why] = row.rate
+    return table
+
+
+def stats(archive: pd.DataFrame, *, n_cells: int | None = None) -> pd.DataFrame:
+    """Summary of the archive in one row.
+
+    Returns
+    -------
+    DataFrame
+        One row: ``num_elites``; ``coverage`` (num_elites / ``n_cells``, NaN when
+        ``n_cells`` is None); ``qd_score`` (sum of the elites' rates); ``best_rate`` and
+        ``best_candidate`` (the global best, as in :func:`select_parent`; NaN/None when
+        empty).
+    """
+    validate(archive, "archive")
+    if n_cells is not None and (isinstance(n_cells, bool) or not isinstance(n_cells, int)
+                                or n_cells < max(1, len(archive))):
+        raise ValueError(f"n_cells must be a whole number >= the {len(archive)} elites "
+                         f"(and >= 1), got {n_cells!r}")
+    best = _ranked(archive).head(1)
+    return pd.DataFrame({
+        "num_elites": pd.Series([len(archive)], dtype=np.int64),
+        "coverage": [len(archive) / n_cells if n_cells else np.nan],
+        "qd_score": [float(archive["rate"].sum())],
+        "best_rate": [float(best["rate"].iloc[0]) if len(best) else np.nan],
+        "best_candidate": pd.Series([best["candidate"].iloc[0] if len(best) else None],
+                                    dtype=object),
+    })
+
+
+def _cell(name: str, rows: pd.DataFrame, seen: frozenset = frozenset()) -> tuple | None:
+    row = rows.loc[name]
+    if row["kind"] != "recombination":
+        return None if pd.isna(row["where"]) or pd.isna(row["why"]) else (row["where"],
+                                                                          row["why"])
+    for parent in split_ids(row["parents"]):  # base first; the baseline has no cell
+        if parent in rows.index and parent not in seen:
+            cell = _cell(parent, rows, seen | {name})
+            if cell is not None:
+                return cell
+    return None
+
+
+def _ranked(archive: pd.DataFrame) -> pd.DataFrame:
+    return archive.sort_values(["rate", "z", "round", "candidate"],
+                               ascending=[False, False, True, True], na_position="last")
+
+
+def _frame(records: list[dict]) -> pd.DataFrame:
+    if not records:
+        return empty()
+    frame = pd.DataFrame(records, columns=_COLUMNS)
+    frame = frame.astype({"where": object, "why": object, "candidate": object,
+                          "rate": np.float64, "delta_pp": np.float64, "z": np.float64,
+                          "round": np.int64})
+    return frame.sort_values(["where", "why"]).reset_index(drop=True)
