@@ -185,6 +185,7 @@ def test_occupancy_shows_rates_and_hatched_empty_cells(ax):
     assert texts == ["0.55", "0.62", "—", "—", "—", "—"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["careless", "runaway", "tooling"]
     assert ax.get_xlabel() == "why" and ax.get_ylabel() == "where"
+    assert all(t.get_rotation() == 0 for t in ax.get_yticklabels())  # levers read across
     mesh = ax.collections[0]
     assert mesh.get_array().count() == 2  # only the occupied cells are coloured
 

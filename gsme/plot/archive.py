@@ -67,6 +67,7 @@ def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None,
         ax.add_patch(Rectangle((j, i), 1, 1, lw=0, gid="empty-cell", **EMPTY_CELL))
         if annot:
             ax.text(j + 0.5, i + 0.5, "—", ha="center", va="center", color="0.45")
+    ax.tick_params(axis="y", rotation=0)
     return finish(ax, xlabel=table.columns.name or "why", ylabel=table.index.name or "where",
                   title=title)
 
@@ -138,7 +139,8 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
         handles.append(Patch(facecolor=UNDECIDED, edgecolor="0.2", label="no decision"))
     handles += [Line2D([], [], ls="", marker=KIND_MARKERS[k], mfc="0.8", mec="0.2", label=k)
                 for k in KIND_MARKERS if (kinds == k).any()]
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.margins(x=0.15, y=0.08)  # room for the labels of the last round
     ax.autoscale_view()
     ax.set_yticks([])
     return finish(ax, xlabel="round", title=title)

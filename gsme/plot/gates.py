@@ -179,7 +179,8 @@ def paired_tasks(
                 Line2D([], [], ls="", marker="o", mfc="0.5", mec="0.3")]
     names += [parent_label, child_label]
     moved = counts["up"] + counts["down"]
-    ax.legend(handles, names, title=f"{moved} of {n} tasks moved", loc="best", fontsize=8)
+    ax.legend(handles, names, title=f"{moved} of {n} tasks moved", fontsize=8,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if n <= 40:
         ax.set_yticks(y, [str(t) for t in data["task_id"]], fontsize=7)
     else:

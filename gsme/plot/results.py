@@ -147,7 +147,9 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
         ax.bar(positions, heights, bottom=bottom, color=palette[kind], label=str(kind),
                **kwargs)
         bottom += heights
-    ax.set_xticks(positions, [str(b) for b in bars])
+    crowded = len(bars) > 6
+    ax.set_xticks(positions, [str(b) for b in bars], rotation=45 if crowded else 0,
+                  ha="right" if crowded else "center")
     ax.legend(title="pathology", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ylabel = "share of failing trials" if value == "share" else f"failing trials ({value})"
     return finish(ax, xlabel=x, ylabel=ylabel, title=title)
