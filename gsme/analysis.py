@@ -10,6 +10,40 @@ from gsme import schema
 UNKNOWN_PATHOLOGY = "unknown"
 
 
+def failing_trials(trials, *, split=None) -> pd.DataFrame:
+    """The trials that failed on a healthy environment: the agent's own failures.
+
+    An infrastructure failure (``infra_ok`` False) is the environment's, not a pathology of
+    the agent, so it is left out.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame (:data:`gsme.schema.TRIALS`); extra columns are kept.
+    split : {"train", "test"}, optional
+        Keep only this split; all splits by default.
+
+    Returns
+    -------
+    DataFrame
+        The validated rows with ``passed`` False and ``infra_ok`` True, index reset.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "c0", "task_id": ["a", "b"], "split": "train",
+    ...                   "k": 0, "passed": [False, False], "infra_ok": [True, False]})
+    >>> failing_trials(t)["task_id"].tolist()
+    ['a']
+    """
+    frame = schema.as_trials(trials)
+    if split is not None and split not in schema.SPLITS:
+        raise ValueError(f"split must be one of {list(schema.SPLITS)} or None, got {split!r}")
+    keep = ~frame["passed"] & frame["infra_ok"]
+    if split is not None:
+        keep &= frame["split"] == split
+    return frame[keep].reset_index(drop=True)
+
+
 def pathology_shares(trials, *, by="candidate", split=None) -> pd.DataFrame:
     """Count the pathologies of failing valid trials and their share within each group.
 
@@ -48,17 +82,12 @@ def pathology_shares(trials, *, by="candidate", split=None) -> pd.DataFrame:
       candidate pathology  n  share
     0        c0  careless  2    1.0
     """
-    frame = schema.as_trials(trials)
-    if by not in frame.columns:
+    failing = failing_trials(trials, split=split)
+    if by not in failing.columns:
         raise schema.FrameError(
-            f"trials have no column {by!r} to group by; it has {list(frame.columns)} "
+            f"trials have no column {by!r} to group by; it has {list(failing.columns)} "
             f"(merge the candidates' 'round' in to group by round)"
         )
-    if split is not None and split not in schema.SPLITS:
-        raise ValueError(f"split must be one of {list(schema.SPLITS)} or None, got {split!r}")
-    failing = frame[~frame["passed"] & frame["infra_ok"]]
-    if split is not None:
-        failing = failing[failing["split"] == split]
     labels = failing["pathology"].astype(object).where(failing["pathology"].notna(),
                                                        UNKNOWN_PATHOLOGY)
     counts = (failing.assign(pathology=labels)

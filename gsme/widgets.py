@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import pandas as pd
 from matplotlib.figure import Figure
 
-from gsme import plot, schema
+from gsme import analysis, plot, schema
 
 
 def explore(run, *, split="train", figsize=(15, 4.5)) -> Explorer:
@@ -64,6 +64,7 @@ class Explorer:
         self.decisions = _with_round(run.decisions(), self.candidates)
         self.decisions = self.decisions[self.decisions["split"] == split]
         self.trials = run.trials(split=split)
+        self.failing = analysis.failing_trials(self.trials)
         rounds = self.candidates["round"].astype(int)
         self.figure = Figure(figsize=figsize, layout="constrained")
         self.axes = self.figure.subplots(1, 3, width_ratios=[1.2, 1, 1])
@@ -140,7 +141,7 @@ class Explorer:
                                        split=self.split)
             plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, ax=ax,
                               title=f"{child} vs {row['parent']}: {row['decision']}")
-            failing = _failing(self.trials, child)
+            failing = _transcripts(self.failing, child)
         with self._quietly():
             self.trial.options = failing
             self.trial.value = failing[0][1] if failing else None
@@ -169,10 +170,9 @@ class Explorer:
             self._quiet = False
 
 
-def _failing(trials: pd.DataFrame, candidate) -> list[tuple[str, str]]:
-    """(label, transcript ref) of the candidate's failing valid trials that kept a transcript."""
-    rows = trials[(trials["candidate"] == candidate) & ~trials["passed"].astype(bool)
-                  & trials["infra_ok"].astype(bool) & trials["trajectory"].notna()]
+def _transcripts(failing: pd.DataFrame, candidate) -> list[tuple[str, str]]:
+    """(label, transcript ref) of the candidate's failing trials that kept a transcript."""
+    rows = failing[(failing["candidate"] == candidate) & failing["trajectory"].notna()]
     rows = rows.sort_values(["task_id", "k", "attempt"])
     return [(f"{r.task_id} k={r.k} · {r.pathology if pd.notna(r.pathology) else 'unlabelled'}",
              r.trajectory) for r in rows.itertuples()]

@@ -58,3 +58,11 @@ def test_input_is_not_mutated_and_errors_name_the_problem():
         analysis.pathology_shares(TRIALS, split="dev")
     with pytest.raises(schema.FrameError, match="passed"):
         analysis.pathology_shares(TRIALS.drop(columns="passed"))
+
+
+def test_failing_trials_keeps_agent_failures_only():
+    out = analysis.failing_trials(TRIALS, split="train")
+    assert list(zip(out["candidate"], out["task_id"])) == [
+        ("c0", "t1"), ("c0", "t1"), ("c0", "t2"), ("c0", "t5"), ("c1", "t1")]
+    assert not out["passed"].any() and out["infra_ok"].all()
+    assert len(analysis.failing_trials(TRIALS)) == 6  # the test-split failure too
