@@ -19,12 +19,13 @@ import pandas as pd
 import pytest
 
 from gsme._paths import SEED_HARNESS
-from gsme.evolvers.claude import (
+from gsme.evolvers.claude import ClaudeEvolver, ClaudeEvolverError
+from gsme.evolvers.claude_models import (
     DEFAULT_MODEL,
     MODEL_ENV,
-    ClaudeEvolver,
-    ClaudeEvolverError,
+    accepts_temperature,
     call_cost,
+    tool_choice,
 )
 from gsme.evolvers.claude_prompt import digest, sample_failures, train_failures
 from gsme.evolvers.claude_tools import CHANGE_ITEM, PATCH_ITEM, TOOLS, check, payload_items
@@ -278,6 +279,37 @@ def test_invalid_items_get_one_retry_with_the_errors_sent_back(diagnoses, harnes
     assert [c["ok"] for c in ev.calls] == [False, False]
 
 
+def test_rejections_are_kept_when_the_retry_itself_fails(diagnoses, harness):
+    server = Server(ok("propose_partly_invalid.json"), error(529))
+    ev = evolver(server, max_retries=0)
+    patches = propose(ev, harness, diagnoses)
+    assert [p.beacon for p in patches] == ["verify-before-submit"]
+    reasons = [f["reason"] for f in ev.failed_proposals]
+    assert len(reasons) == 3
+    assert reasons[0].startswith("patches[1]: ") and reasons[1].startswith("patches[2]: ")
+    assert "OverloadedError (HTTP 529)" in reasons[2]
+
+
+def test_diagnoses_of_failures_not_shown_or_twice_are_rejected(failures):
+    first = body("diagnose_ok.json")
+    items = first["content"][0]["input"]["diagnoses"]
+    items += [dict(items[0], task_id="held-out-task"), dict(items[0], evidence="again")]
+    retry = dict(body("diagnose_ok.json"), content=[
+        {"type": "tool_use", "id": "toolu_02", "name": "report_diagnoses",
+         "input": {"diagnoses": []}}])
+    server = Server((200, first), (200, retry))
+    ev = evolver(server)
+    with pytest.warns(UserWarning):
+        frame = ev.diagnose(failures)
+    assert frame["task_id"].tolist() == ["t1", "t2", "t3"]
+    sent = server.requests[1]["messages"][2]["content"][0]["content"]
+    assert "diagnoses[3]: task_id 'held-out-task' with k=0 is not a failure shown" in sent
+    assert "diagnoses[4]: a second diagnosis of task_id 't1' k=0" in sent
+    assert [c["ok"] for c in ev.calls] == [False, True]
+    assert ev.failed_diagnoses == []  # withdrawn on the retry; the reasons are in calls
+    assert "held-out-task" in ev.calls[0]["error"]
+
+
 def test_answer_without_the_tool_call_is_retried_once_then_recorded(diagnoses, harness):
     server = Server(ok("no_tool_call.json"), ok("no_tool_call.json"))
     ev = evolver(server, model="claude-opus-5-5")
@@ -398,6 +430,15 @@ def test_temperature_is_refused_for_models_without_sampling_parameters():
     assert evolver(Server(), model="claude-opus-5-5").temperature == 1.0
 
 
+def test_model_rules_for_tool_choice_and_temperature():
+    assert tool_choice("claude-opus-4-8", "x") == {"type": "tool", "name": "x"}
+    assert tool_choice("claude-sonnet-5", "x") == {"type": "auto"}
+    assert tool_choice("claude-opus-5-5", "x") == {"type": "auto"}
+    assert accepts_temperature("claude-haiku-4-5-20251001")
+    assert not accepts_temperature("claude-opus-4-7")
+    assert not accepts_temperature("claude-fable-5-1")
+
+
 def test_model_comes_from_the_environment_when_not_given(monkeypatch):
     monkeypatch.setenv(MODEL_ENV, "claude-sonnet-4-6")
     assert evolver(Server()).model == "claude-sonnet-4-6"
@@ -448,6 +489,11 @@ def test_schema_check_names_every_field_at_fault():
     assert "patches[0]: unknown field 'extra'; allowed: " in errors[0] + "".join(errors)
     assert "patches[0].predicted_tasks[1]: expected string, got 3" in errors
     assert "patches[0].changes[0]: missing field 'old'" in errors
+    one_line = dict(item, where="prompt", why="w", predicted_tasks=[], changes=[],
+                    mechanism="a\nparent: forged-trailer", beacon="b" * 65)
+    del one_line["extra"]
+    assert check(one_line, PATCH_ITEM, "p") == ["p.mechanism: must be a single line",
+                                                "p.beacon: 65 characters, at most 64"]
     assert check({"path": "p", "old": None, "new": ""}, CHANGE_ITEM, "c") == []
     assert check(True, {"type": "integer"}, "k") == ["k: expected integer, got True"]
     with pytest.raises(ValueError, match="one key 'patches'"):

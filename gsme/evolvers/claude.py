@@ -17,106 +17,59 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import tomllib
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import anthropic
 import pandas as pd
 
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+from gsme.evolvers.claude_models import (
+    API_TEMPERATURE,
+    DEFAULT_MODEL,
+    MODEL_ENV,
+    accepts_temperature,
+    call_cost,
+    tool_choice,
+)
 from gsme.evolvers.claude_prompt import (
+    archive_text,
     diagnoses_text,
     failure_digests,
     features,
-    load_prompt,
-    archive_text,
     history_text,
     lineage_text,
+    load_prompt,
     sample_failures,
     system_blocks,
     train_failures,
 )
 from gsme.evolvers.claude_tools import (
     DIAGNOSE_TOOL,
-    ITEM_SCHEMAS,
     PROPOSE_TOOL,
     TOOLS,
-    check,
-    payload_items,
+    InvalidItem,
+    feedback,
+    read_answer,
 )
 from gsme.harness import PatchError, harness_files, read_patches, validate_patch
 from gsme.patch import FileChange, Patch
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["ClaudeEvolver", "ClaudeEvolverError", "DEFAULT_MODEL", "MODEL_ENV", "PRICES",
-           "call_cost"]
+__all__ = ["ClaudeEvolver", "ClaudeEvolverError"]
 
 log = logging.getLogger(__name__)
 
-MODEL_ENV = "GSME_EVOLVER_MODEL"
-DEFAULT_MODEL = "claude-opus-4-8"
-"""Fallback model when ``GSME_EVOLVER_MODEL`` is unset: the evolver model of the method's
-paper. It accepts forced tool use with thinking off (its default)."""
-
-PRICES = {
-    # model: USD per million tokens (input, output, 5-minute cache write, cache read),
-    # from Anthropic's published price list.
-    "claude-opus-5-5": (4.00, 20.00, 5.00, 0.20),
-    "claude-opus-5": (5.00, 25.00, 6.25, 0.50),
-    "claude-opus-4-8": (5.00, 25.00, 6.25, 0.50),
-    "claude-opus-4-7": (5.00, 25.00, 6.25, 0.50),
-    "claude-opus-4-6": (5.00, 25.00, 6.25, 0.50),
-    "claude-opus-4-5": (5.00, 25.00, 6.25, 0.50),
-    "claude-opus-4-1": (15.00, 75.00, 18.75, 1.50),
-    "claude-sonnet-4-6": (3.00, 15.00, 3.75, 0.30),
-    "claude-sonnet-4-5": (3.00, 15.00, 3.75, 0.30),
-    "claude-haiku-4-5": (1.00, 5.00, 1.25, 0.10),
-}
-"""Price table for :func:`call_cost`; a model not listed costs NaN (unknown), never 0."""
-
-# Models that refuse sampling parameters: temperature stays at the API default there.
-_NO_SAMPLING = re.compile(r"claude-(?:opus-4-[7-9]|[a-z]+-(?:[5-9]|\d{2,}))(?:-|$)")
-API_TEMPERATURE = 1.0
-# From generation 5 on, Claude models think by default or always, and refuse forced tool
-# use; they are asked for the tool with tool_choice "auto" and an answer without the call
-# is invalid (one retry, as for any invalid answer).
-_UNFORCED_MODEL = re.compile(r"claude-[a-z]+-(?:[5-9]|\d{2,})(?:-|$)")
-_DATE_SUFFIX = re.compile(r"-\d{8}$")
 _SECRET = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
-_CUT_OFF = ("max_tokens", "model_context_window_exceeded")
 ADDED_BY = "claude-evolver"
 
 
 class ClaudeEvolverError(RuntimeError):
     """A call that can never succeed as configured (authentication or permission denied)."""
-
-
-class _Invalid(ValueError):
-    """One item of an answer broke a rule; the message says which and why."""
-
-
-def call_cost(model: str, input_tokens: int, output_tokens: int,
-              cache_creation_input_tokens: int = 0, cache_read_input_tokens: int = 0) -> float:
-    """USD cost of one call from :data:`PRICES` (a dated model id uses its base id's price).
-
-    Cache writes are priced at the 5-minute rate, the only cache the evolver asks for.
-    Returns NaN for a model the table does not list.
-
-    Examples
-    --------
-    >>> call_cost("claude-opus-4-8", 1_000_000, 100_000, 0, 2_000_000)
-    8.5
-    """
-    price = PRICES.get(_DATE_SUFFIX.sub("", model))
-    if price is None:
-        return math.nan
-    counts = (input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens)
-    return sum(c * p for c, p in zip(counts, price)) / 1e6
 
 
 class ClaudeEvolver(Evolver):
@@ -131,7 +84,7 @@ class ClaudeEvolver(Evolver):
         Handed to the new client and kept nowhere else. Not with ``client``.
     model : str, optional
         Model id; default the ``GSME_EVOLVER_MODEL`` environment variable, else
-        :data:`DEFAULT_MODEL`.
+        :data:`~gsme.evolvers.claude_models.DEFAULT_MODEL`.
     max_tokens : int
         Output limit of every request (tool input included: a cut-off answer is invalid).
     temperature : float
@@ -196,7 +149,7 @@ class ClaudeEvolver(Evolver):
         self.model = model or os.environ.get(MODEL_ENV) or DEFAULT_MODEL
         self.max_tokens = max_tokens
         self.temperature = float(temperature)
-        if self.temperature != API_TEMPERATURE and _NO_SAMPLING.match(self.model):
+        if self.temperature != API_TEMPERATURE and not accepts_temperature(self.model):
             raise ValueError(f"temperature={temperature} cannot be used with model "
                              f"{self.model!r}, which accepts no sampling parameters; "
                              f"leave the default {API_TEMPERATURE}")
@@ -241,7 +194,8 @@ class ClaudeEvolver(Evolver):
             the failure's transcript, in which case ``confidence`` is halved. Empty
             (same columns) when the call fails or nothing valid comes back.
         """
-        vocabulary = vocabulary or self.vocabulary or Vocabulary.default()
+        if vocabulary is None:
+            vocabulary = self.vocabulary if self.vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
         pool = train_failures(failures)
         shown = sample_failures(pool, max_failures=self.max_failures, seed=self.seed)
@@ -266,9 +220,9 @@ class ClaudeEvolver(Evolver):
     def _diagnosis(self, item: dict, known: dict, vocabulary: Vocabulary, seen: set) -> dict:
         key = (item["task_id"], item["k"])
         if key not in known:
-            raise _Invalid(f"task_id {key[0]!r} with k={key[1]} is not a failure shown")
+            raise InvalidItem(f"task_id {key[0]!r} with k={key[1]} is not a failure shown")
         if key in seen:
-            raise _Invalid(f"a second diagnosis of task_id {key[0]!r} k={key[1]}; give one")
+            raise InvalidItem(f"a second diagnosis of task_id {key[0]!r} k={key[1]}; give one")
         why = self._label(item, vocabulary)
         candidate, transcript = known[key]
         verified = _squash(item["evidence"]).strip("\"'. ") in _squash(transcript)
@@ -331,17 +285,17 @@ class ClaudeEvolver(Evolver):
                tasks: set, ids: set, beacons: set) -> Patch:
         beacon = _slug(item["beacon"])
         if not beacon:
-            raise _Invalid(f"beacon {item['beacon']!r} has no letters or digits")
+            raise InvalidItem(f"beacon {item['beacon']!r} has no letters or digits")
         if beacon in beacons:
-            raise _Invalid(f"beacon {beacon!r} is already used in this harness or answer; "
-                           "give a new one")
+            raise InvalidItem(f"beacon {beacon!r} is already used in this harness or answer; "
+                               "give a new one")
         if not any(beacon in change["new"] for change in item["changes"]):
-            raise _Invalid(f"beacon {beacon!r} does not appear in the text of any change; "
-                           "put it where the agent acts on the patch")
+            raise InvalidItem(f"beacon {beacon!r} does not appear in the text of any change; "
+                               "put it where the agent acts on the patch")
         why = self._label(item, vocabulary, add=False)
         unknown = sorted(set(item["predicted_tasks"]) - tasks)
         if unknown:
-            raise _Invalid(f"predicted_tasks {unknown} are not diagnosed train tasks")
+            raise InvalidItem(f"predicted_tasks {unknown} are not diagnosed train tasks")
         digest = hashlib.sha256(json.dumps([files, item], sort_keys=True).encode()).hexdigest()
         patch = Patch(
             id=f"p-{digest[:12]}", where=item["where"], why=why,
@@ -352,11 +306,11 @@ class ClaudeEvolver(Evolver):
             predicted_tasks=tuple(item["predicted_tasks"]),
         )
         if patch.id in ids:
-            raise _Invalid("the same patch twice in one answer")
+            raise InvalidItem("the same patch twice in one answer")
         try:
             validate_patch(parent, patch)
         except PatchError as err:
-            raise _Invalid(str(err)) from None
+            raise InvalidItem(str(err)) from None
         self._label(item, vocabulary)
         ids.add(patch.id)
         beacons.add(beacon)
@@ -374,13 +328,13 @@ class ClaudeEvolver(Evolver):
             label = vocabulary.normalise(item["why"])
             coined = None if new is None else vocabulary.normalise(new["label"])
         except ValueError as err:
-            raise _Invalid(f"why: {err}") from None
+            raise InvalidItem(f"why: {err}") from None
         if label in vocabulary.labels:
             return label
         if coined != label:
-            raise _Invalid(f"why {item['why']!r} is not in the vocabulary "
-                           f"{vocabulary.labels}; use one of them, or give new_label with "
-                           "this label and a definition")
+            raise InvalidItem(f"why {item['why']!r} is not in the vocabulary "
+                               f"{vocabulary.labels}; use one of them, or give new_label with "
+                               "this label and a definition")
         if add:
             vocabulary.add(label, new["definition"], added_by=ADDED_BY)
             self._coined[label] = new["definition"]
@@ -388,65 +342,39 @@ class ClaudeEvolver(Evolver):
 
     def _converse(self, kind: str, vocabulary: Vocabulary, files: dict | None, text: str,
                   accept: Callable[[dict], object]) -> list:
-        """Ask for ``kind``'s tool; keep the valid items; retry once with the errors."""
+        """Ask for ``kind``'s tool; keep the valid items; retry once with the errors.
+
+        What is still invalid after the retry, or was invalid when the retry could not be
+        made (API error, refusal), goes to ``failed_diagnoses`` / ``failed_proposals``.
+        """
         tool = DIAGNOSE_TOOL if kind == "diagnose" else PROPOSE_TOOL
         failed = self.failed_diagnoses if kind == "diagnose" else self.failed_proposals
         system = system_blocks(vocabulary, files)
         messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
         kept: list = []
+        pending: list[dict] = []
         for attempt in (0, 1):
             response, record = self._create(kind, tool, system, messages, attempt)
             if response is None:
-                failed.append({"reason": record["error"], "raw": ""})
+                failed += pending + [{"reason": record["error"], "raw": ""}]
                 return kept
             said = "".join(getattr(b, "text", "") for b in response.content)
             if response.stop_reason == "refusal":
                 self._emit(record, "the model refused (stop_reason 'refusal')")
-                failed.append({"reason": record["error"], "raw": said})
+                failed += pending + [{"reason": record["error"], "raw": said}]
                 return kept
-            problems, rejected = self._read(response, tool, accept, kept)
+            problems, rejected = read_answer(response, tool, accept, kept,
+                                             max_tokens=self.max_tokens)
             reasons = problems + [f"{label}: {reason}" for label, reason, _ in rejected]
+            pending = [{"reason": p, "raw": said} for p in problems] + [
+                {"reason": f"{label}: {reason}", "raw": json.dumps(raw)}
+                for label, reason, raw in rejected]
             self._emit(record, "; ".join(reasons) or None)
-            if not reasons:
+            if not pending:
                 return kept
-            if attempt == 1:
-                failed += [{"reason": p, "raw": said} for p in problems]
-                failed += [{"reason": f"{label}: {reason}", "raw": json.dumps(raw)}
-                           for label, reason, raw in rejected]
-                return kept
-            messages += _feedback(response, tool, problems, reasons, len(kept))
+            messages += feedback(response, tool, problems, reasons, n_kept=len(kept))
+        failed += pending
         return kept
-
-    def _read(self, response, tool: str, accept, kept: list) -> tuple[list, list]:
-        """Answer-level problems and rejected items ``(label, reason, raw)``; fills ``kept``."""
-        if response.stop_reason in _CUT_OFF:
-            return [f"the answer was cut off (stop_reason {response.stop_reason!r}, "
-                    f"max_tokens={self.max_tokens}), so its tool input is incomplete; "
-                    "send a shorter answer: fewer items, shorter texts"], []
-        calls = [b for b in response.content if b.type == "tool_use"]
-        problems = [f"called tool {b.name!r}; answer with {tool} only"
-                    for b in calls if b.name != tool]
-        ours = [b for b in calls if b.name == tool]
-        if not ours:
-            problems.append(f"no {tool} call in the answer; answer by calling {tool}")
-        rejected = []
-        for block in ours:
-            try:
-                items = payload_items(tool, block.input)
-            except ValueError as err:
-                problems.append(str(err))
-                continue
-            key = "diagnoses" if tool == DIAGNOSE_TOOL else "patches"
-            for index, item in enumerate(items):
-                label = f"{key}[{index}]"
-                errors = check(item, ITEM_SCHEMAS[tool], label)
-                try:
-                    if errors:
-                        raise _Invalid("; ".join(errors))
-                    kept.append(accept(item))
-                except _Invalid as err:
-                    rejected.append((label, str(err), item))
-        return problems, rejected
 
     def _create(self, kind: str, tool: str, system: list, messages: list, attempt: int):
         """One API call: ``(response, record)``, or ``(None, record)`` after an API error."""
@@ -455,7 +383,8 @@ class ClaudeEvolver(Evolver):
                   "cache_read_input_tokens": 0, "cost_usd": 0.0, "stop_reason": None,
                   "attempt": attempt, "ok": False, "error": None}
         params = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
-                  "tools": TOOLS, "tool_choice": self._tool_choice(tool), "messages": messages}
+                  "tools": TOOLS, "tool_choice": tool_choice(self.model, tool),
+                  "messages": messages}
         if self.temperature != API_TEMPERATURE:
             params["extra_body"] = {"temperature": self.temperature}
         try:
@@ -476,11 +405,6 @@ class ClaudeEvolver(Evolver):
                       cost_usd=call_cost(self.model, *counts.values()))
         return response, record
 
-    def _tool_choice(self, tool: str) -> dict:
-        if _UNFORCED_MODEL.match(self.model):
-            return {"type": "auto"}
-        return {"type": "tool", "name": tool}
-
     def _emit(self, record: dict, error: str | None) -> None:
         """Finish ``record`` (``ok`` when there is no error), keep it and pass it on."""
         record["error"] = None if error is None else self._redact(error)
@@ -499,21 +423,6 @@ class ClaudeEvolver(Evolver):
         return _SECRET.sub("sk-ant-[redacted]", text)
 
 
-def _feedback(response, tool: str, problems: list, reasons: list, n_kept: int) -> list[dict]:
-    """The assistant turn echoed back and the user turn that reports what was wrong."""
-    ask = (f"Call {tool} again with your full answer." if problems else
-           f"Call {tool} again with corrected versions of the rejected items only "
-           "(an empty list withdraws them).")
-    message = (f"Not accepted. {n_kept} item(s) passed and are kept. Problems:\n"
-               + "\n".join(f"- {r}" for r in reasons) + f"\n{ask}")
-    echoed = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
-    calls = [b for b in response.content if b.type == "tool_use"]
-    reply = ([{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": message}
-              for b in calls] or [{"type": "text", "text": message}])
-    turns = [{"role": "user", "content": reply}]
-    return ([{"role": "assistant", "content": echoed}] if echoed else []) + turns
-
-
 def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:
     columns = DIAGNOSIS_COLUMNS + ["evidence_verified"]
     frame = pd.DataFrame(rows, columns=columns)
@@ -529,7 +438,6 @@ def _runtime_beacons(files: dict[str, str]) -> set[str]:
                 beacon = tomllib.loads(text).get("beacon")
             except tomllib.TOMLDecodeError:
                 continue  # declares nothing the agent can emit; validate_patch judges edits
-
             if isinstance(beacon, str):
                 found.add(beacon)
     return found

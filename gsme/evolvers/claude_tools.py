@@ -4,22 +4,40 @@ The JSON schemas below are both what the API is given (``input_schema``) and wha
 answer is checked against, item by item, by :func:`check`: one source of truth. The
 validator covers exactly the subset of JSON Schema the two schemas use (``type`` with
 null unions, ``properties``, ``required``, ``additionalProperties: false``, ``items``,
-``enum``, ``minimum``, ``maximum``, ``minLength``).
+``enum``, ``minimum``, ``maximum``, ``minLength``, ``maxLength``, ``pattern``). Text
+fields that end up in manifests and commit messages are single lines of bounded length.
 """
 
 from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
 
 from gsme.schema import LEVERS
 
 DIAGNOSE_TOOL = "report_diagnoses"
 PROPOSE_TOOL = "propose_patches"
 
-_TEXT = {"type": "string", "minLength": 1}
+_CUT_OFF = ("max_tokens", "model_context_window_exceeded")
+_ONE_LINE = r"^[^\r\n]*$"
+
+
+def _line(max_length: int, **extra) -> dict:
+    """A non-empty one-line string of at most ``max_length`` characters."""
+    return {"type": "string", "minLength": 1, "maxLength": max_length, "pattern": _ONE_LINE,
+            **extra}
+
+
+def _text(max_length: int, **extra) -> dict:
+    return {"type": "string", "minLength": 1, "maxLength": max_length, **extra}
+
+
 _NEW_LABEL = {
     "type": "object",
     "description": "Only for a why that is not in the vocabulary: the new label (equal "
                    "to why) and a one-sentence definition.",
-    "properties": {"label": _TEXT, "definition": _TEXT},
+    "properties": {"label": _line(64), "definition": _text(500)},
     "required": ["label", "definition"],
     "additionalProperties": False,
 }
@@ -27,13 +45,12 @@ _NEW_LABEL = {
 DIAGNOSIS_ITEM = {
     "type": "object",
     "properties": {
-        "task_id": {"type": "string", "minLength": 1,
-                    "description": "task_id of the failure, as shown"},
+        "task_id": _line(200, description="task_id of the failure, as shown"),
         "k": {"type": "integer", "minimum": 0, "description": "repeat index, as shown"},
         "where": {"type": "string", "enum": list(LEVERS)},
-        "why": {"type": "string", "minLength": 1, "description": "a vocabulary label"},
-        "evidence": {"type": "string", "minLength": 1,
-                     "description": "a short verbatim excerpt of this failure's transcript"},
+        "why": _line(64, description="a vocabulary label"),
+        "evidence": _text(1000, description="a short verbatim excerpt of this failure's "
+                                            "transcript"),
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "new_label": _NEW_LABEL,
     },
@@ -44,8 +61,8 @@ DIAGNOSIS_ITEM = {
 CHANGE_ITEM = {
     "type": "object",
     "properties": {
-        "path": {"type": "string", "minLength": 1,
-                 "description": "relative to the harness root, inside the where lever"},
+        "path": _line(300, description="relative to the harness root, inside the where "
+                                       "lever"),
         "old": {"type": ["string", "null"],
                 "description": "exact text occurring once in the file, or null to write "
                                "the whole file"},
@@ -59,15 +76,14 @@ PATCH_ITEM = {
     "type": "object",
     "properties": {
         "where": {"type": "string", "enum": list(LEVERS)},
-        "why": {"type": "string", "minLength": 1, "description": "a vocabulary label"},
-        "mechanism": {"type": "string", "minLength": 1,
-                      "description": "a short name for what the patch does"},
-        "env_gate": {"type": "string", "description": "predicate over task features; "
-                                                      "empty for every task"},
-        "beacon": {"type": "string", "minLength": 1,
-                   "description": "lowercase slug that appears verbatim in the added text"},
-        "rationale": {"type": "string", "minLength": 1},
-        "predicted_tasks": {"type": "array", "items": {"type": "string", "minLength": 1}},
+        "why": _line(64, description="a vocabulary label"),
+        "mechanism": _line(120, description="a short name for what the patch does"),
+        "env_gate": {"type": "string", "maxLength": 500, "pattern": _ONE_LINE,
+                     "description": "predicate over task features; empty for every task"},
+        "beacon": _line(64, description="lowercase slug that appears verbatim in the added "
+                                        "text"),
+        "rationale": _text(2000),
+        "predicted_tasks": {"type": "array", "items": _line(200)},
         "changes": {"type": "array", "items": CHANGE_ITEM},
         "new_label": _NEW_LABEL,
     },
@@ -106,6 +122,75 @@ TOOLS = [
 """Both tools go into every request, in this order, so the cached prefix is shared."""
 
 
+class InvalidItem(ValueError):
+    """One item of an answer broke a rule; the message says which and why."""
+
+
+def read_answer(response, tool: str, accept: Callable[[dict], object], kept: list, *,
+                max_tokens: int) -> tuple[list[str], list[tuple[str, str, object]]]:
+    """Read a Messages API response: answer-level problems and rejected items.
+
+    Each item of every ``tool`` call is checked against its schema, then passed to
+    ``accept``, which returns the item's result (appended to ``kept``) or raises
+    :class:`InvalidItem`. A cut-off answer is read not at all: its tool input may be
+    incomplete.
+
+    Returns
+    -------
+    problems : list of str
+        What is wrong with the answer as a whole (cut off, no call, a wrong tool).
+    rejected : list of (label, reason, item)
+        Every invalid item, labelled like ``patches[2]``.
+    """
+    if response.stop_reason in _CUT_OFF:
+        return [(f"the answer was cut off (stop_reason {response.stop_reason!r}, "
+                 f"max_tokens={max_tokens}), so its tool input is incomplete; send a "
+                 "shorter answer: fewer items, shorter texts")], []
+    calls = [b for b in response.content if b.type == "tool_use"]
+    problems = [f"called tool {b.name!r}; answer with {tool} only"
+                for b in calls if b.name != tool]
+    ours = [b for b in calls if b.name == tool]
+    if not ours:
+        problems.append(f"no {tool} call in the answer; answer by calling {tool}")
+    rejected = []
+    for block in ours:
+        try:
+            items = payload_items(tool, block.input)
+        except ValueError as err:
+            problems.append(str(err))
+            continue
+        for index, item in enumerate(items):
+            label = f"{_PAYLOAD_KEY[tool]}[{index}]"
+            try:
+                errors = check(item, ITEM_SCHEMAS[tool], label)
+                if errors:
+                    raise InvalidItem("; ".join(errors))
+                kept.append(accept(item))
+            except InvalidItem as err:
+                rejected.append((label, str(err), item))
+    return problems, rejected
+
+
+def feedback(response, tool: str, problems: list[str], reasons: list[str], *,
+             n_kept: int) -> list[dict]:
+    """The turns that continue the conversation: the answer echoed, then what was wrong.
+
+    Every ``tool_use`` block of the answer gets an error ``tool_result`` carrying the
+    reasons (a text turn when there is none). After answer-level ``problems`` the model
+    is asked for its full answer again; otherwise for corrected rejected items only.
+    """
+    ask = (f"Call {tool} again with your full answer." if problems else
+           f"Call {tool} again with corrected versions of the rejected items only "
+           "(an empty list withdraws them).")
+    message = (f"Not accepted. {n_kept} item(s) passed and are kept. Problems:\n"
+               + "\n".join(f"- {r}" for r in reasons) + f"\n{ask}")
+    echoed = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
+    reply = [{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": message}
+             for b in response.content if b.type == "tool_use"]
+    turns = [{"role": "user", "content": reply or [{"type": "text", "text": message}]}]
+    return ([{"role": "assistant", "content": echoed}] if echoed else []) + turns
+
+
 def payload_items(tool: str, payload) -> list:
     """The list of items of a tool's input.
 
@@ -142,6 +227,10 @@ def check(value, schema: dict, label: str) -> list[str]:
         errors.append(f"{label}: {_short(value)} is not one of {schema['enum']}")
     if "minLength" in schema and len(value.strip()) < schema["minLength"]:
         errors.append(f"{label}: must not be empty")
+    if "maxLength" in schema and len(value) > schema["maxLength"]:
+        errors.append(f"{label}: {len(value)} characters, at most {schema['maxLength']}")
+    if "pattern" in schema and re.search(schema["pattern"], value) is None:
+        errors.append(f"{label}: must be a single line")
     if "minimum" in schema and value < schema["minimum"]:
         errors.append(f"{label}: {value} is below the minimum {schema['minimum']}")
     if "maximum" in schema and value > schema["maximum"]:
@@ -166,8 +255,8 @@ def _is(value, kind: str) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool) \
-            and value == value  # NaN is not a JSON number
+        return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and math.isfinite(value))  # NaN and infinities are not JSON numbers
     return isinstance(value, {"string": str, "object": dict, "array": list,
                               "null": type(None), "boolean": bool}[kind])
 
