@@ -151,7 +151,7 @@ def test_select_parent(two_rounds):
         return [ar.select_parent(second, rng=rng, explore=0.3) for _ in range(120)]
 
     assert picks(11) == picks(11) and picks(11) != picks(12)
-    assert 0.6 < picks(11).count("c5") / 120 < 0.8  # explore 0.3: the best ~70% of the time
+    assert 0.55 < picks(11).count("c5") / 120 < 0.85  # explore 0.3: the best ~70%, ±3.5 sd
 
 
 def test_select_parent_ties_and_errors():
