@@ -46,6 +46,11 @@ def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
     return True
 
 
+def text(values) -> pd.Series:
+    """``values`` as an object-dtype Series (pandas would infer its ``str`` dtype)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object)
+
+
 def check_choice(name: str, value, allowed) -> None:
     """Raise a ValueError naming ``name`` unless ``value`` is one of ``allowed``."""
     if value not in allowed:
@@ -279,8 +284,8 @@ def add_significance(
     out["se_pp"] = 100.0 * se
     out["z"] = z
     out["p_value"] = p
-    out["decision"] = decision.astype(object)
-    out["reason"] = reason
+    out["decision"] = text(decision)
+    out["reason"] = text(reason)
     return out
 
 
@@ -302,9 +307,9 @@ def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
     n_tasks, n_splits = len(slots.tasks), len(slots.splits)
     return pd.DataFrame(
         {
-            "candidate": slots.candidates.to_numpy()[key // (n_splits * n_tasks)],
-            "task_id": slots.tasks.to_numpy()[key % n_tasks],
-            "split": slots.splits.to_numpy()[(key // n_tasks) % n_splits],
+            "candidate": text(slots.candidates.to_numpy()[key // (n_splits * n_tasks)]),
+            "task_id": text(slots.tasks.to_numpy()[key % n_tasks]),
+            "split": text(slots.splits.to_numpy()[(key // n_tasks) % n_splits]),
         }
     )
 
@@ -325,7 +330,7 @@ def compare(
     described = compare_pairs(slots, count_tasks(slots), child, parent, split)
     tested = add_significance(described, z_crit=z_crit, reference=reference,
                               min_tasks=min_tasks)
-    tested.insert(0, "candidate", child)
-    tested.insert(1, "parent", parent)
-    tested.insert(2, "split", split)
+    tested.insert(0, "candidate", text(child))
+    tested.insert(1, "parent", text(parent))
+    tested.insert(2, "split", text([split] * len(child)))
     return tested[PAIRED_COLUMNS]

@@ -49,9 +49,9 @@ def validity_gate(trials: pd.DataFrame, *, max_reruns: int = 2) -> pd.DataFrame:
     needs_rerun = ~slots.valid & (slots.attempts <= max_reruns)
     return pd.DataFrame(
         {
-            "candidate": slots.candidates.to_numpy()[slots.cand],
-            "task_id": slots.tasks.to_numpy()[slots.task],
-            "split": slots.splits.to_numpy()[slots.split],
+            "candidate": _paired.text(slots.candidates.to_numpy()[slots.cand]),
+            "task_id": _paired.text(slots.tasks.to_numpy()[slots.task]),
+            "split": _paired.text(slots.splits.to_numpy()[slots.split]),
             "k": slots.k.astype(np.int64),
             "attempts": slots.attempts.astype(np.int64),
             "valid": slots.valid,
@@ -213,14 +213,14 @@ def credit(
 
     out = tested.copy()
     out["activation_rate"] = active["activation_rate"].to_numpy()
-    out["gate_failed"] = np.select(
+    out["gate_failed"] = _paired.text(np.select(
         [invalid, inactive, stopped], ["validity", "activation", "significance"], None
-    ).astype(object)
-    out["decision"] = np.select(
-        [invalid, inactive], ["invalid", "inactive"], out["decision"].to_numpy()
-    ).astype(object)
-    out["reason"] = _stop_reasons(out, invalid, inactive, active, max_dropped_frac,
-                                  min_activations)
+    ))
+    out["decision"] = _paired.text(np.select(
+        [invalid, inactive], ["invalid", "inactive"], out["decision"].to_numpy(dtype=object)
+    ))
+    out["reason"] = _paired.text(_stop_reasons(out, invalid, inactive, active, max_dropped_frac,
+                                  min_activations))
     return schema.validate(out[schema.columns("decisions")], "decisions")
 
 
@@ -239,8 +239,8 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
         rate = activations / trials
     return pd.DataFrame(
         {
-            "candidate": names,
-            "kind": kind,
+            "candidate": _paired.text(names),
+            "kind": _paired.text(kind),
             "trials": trials,
             "activations": activations,
             "activation_rate": rate,
@@ -259,8 +259,8 @@ def _parent_pairs(candidates: pd.DataFrame) -> pd.DataFrame:
             f"or recombination needs a parent:\n{children.loc[orphan].head(10)}"
         )
     return pd.DataFrame(
-        {"candidate": children["candidate"].to_numpy(dtype=object),
-         "parent": parents.map(lambda ids: ids[0]).to_numpy(dtype=object)}
+        {"candidate": _paired.text(children["candidate"]),
+         "parent": _paired.text(parents.map(lambda ids: ids[0]))}
     )
 
 
