@@ -21,7 +21,8 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from gsme.schema import LEVERS, FrameError, empty as empty_frame, join_ids, split_ids, validate
+from gsme.schema import LEVERS, FrameError, join_ids, split_ids, validate
+from gsme.schema import empty as empty_frame
 
 __all__ = ["empty", "insert", "occupancy", "recombinations", "select_parent", "stats"]
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["EnvGate", "EnvGateError", "parse", "admitted"]
+__all__ = ["EnvGate", "EnvGateError", "admitted", "parse"]
 
 KEYWORDS = {"and", "or", "not", "in"}
 BOOLS = {"true": True, "True": True, "false": False, "False": False}

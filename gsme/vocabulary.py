@@ -151,7 +151,8 @@ class Vocabulary:
         """
         entries = data.get("labels") if isinstance(data, dict) else None
         if not isinstance(entries, list):
-            raise ValueError(f"vocabulary data must be {{'labels': [...]}}, got {data!r}")
+            raise ValueError(  # noqa: TRY004 - bad stored data, not a caller's type slip
+                f"vocabulary data must be {{'labels': [...]}}, got {data!r}")
         keys = {"label", "definition", "added_by"}
         bad = [i for i, e in enumerate(entries) if not isinstance(e, dict) or set(e) != keys]
         if bad:

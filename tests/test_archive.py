@@ -79,7 +79,7 @@ def test_first_round_outcomes(two_rounds):
 
 
 def test_second_round_replacement_and_recombination_cells(two_rounds):
-    first, _, second, out2 = two_rounds
+    _, _, second, out2 = two_rounds
     assert second[["where", "why", "candidate", "rate", "round"]].values.tolist() == [
         ["config", "thinking-runaway", "c2", 0.55, 1],
         ["prompt", "careless-submit", "c5", 0.7, 7],

@@ -31,10 +31,11 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def make(**kw) -> Patch:
-    base = dict(id="p1", where="config", why="thinking-runaway", mechanism="budget-cap",
-                beacon="budget-cap", env_gate="category == 'math'", rationale="why not",
-                changes=(FileChange("config/agent.toml", "thinking_budget = 2048",
-                                    "thinking_budget = 8192"),))
+    base = {"id": "p1", "where": "config", "why": "thinking-runaway",
+            "mechanism": "budget-cap", "beacon": "budget-cap",
+            "env_gate": "category == 'math'", "rationale": "why not",
+            "changes": (FileChange("config/agent.toml", "thinking_budget = 2048",
+                                   "thinking_budget = 8192"),)}
     return Patch(**{**base, **kw})
 
 
