@@ -68,7 +68,7 @@ def test_task_rates_match_groupby_reference():
     for name in ("p", "c"):
         got = rates[rates["candidate"] == name].set_index("task_id")["rate"].sort_index()
         pd.testing.assert_series_equal(got, reference_task_means(trials, name),
-                                       check_names=False)
+                                       check_names=False, check_index_type=False)
 
 
 def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
