@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from gsme import schema
@@ -18,6 +19,7 @@ from gsme import schema
 FORMATS = ("csv", "parquet")
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _TEXT = ["candidate", "task_id", "split", "beacons", "pathology", "trajectory"]
+_FLOATS = ["tokens", "cost_usd", "seconds"]
 _MISSING_AS_EMPTY = ["tokens", "cost_usd", "seconds", "pathology", "trajectory"]
 
 
@@ -92,14 +94,27 @@ def read_trials(path, *, format: str | None = None) -> pd.DataFrame:
     if kind == "csv":
         frame = pd.read_csv(
             path,
-            dtype={name: object for name in _TEXT},
+            dtype={name: object for name in _TEXT + _FLOATS},
             keep_default_na=False,
             na_values={name: [""] for name in _MISSING_AS_EMPTY},
-            float_precision="round_trip",
         )
+        for name in [name for name in _FLOATS if name in frame.columns]:
+            frame[name] = _exact_floats(frame, name, path)
     else:
         frame = pd.read_parquet(path)
     return schema.as_trials(frame)
+
+
+def _exact_floats(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:
+    """Parse a text column as float64; Python's float() reads a repr back bit for bit."""
+    column = frame[name]
+    bad = pd.to_numeric(column, errors="coerce").isna() & column.notna()
+    if bad.any():
+        raise schema.FrameError(
+            f"column {name!r} of {path} must hold numbers; {int(bad.sum())} row(s) do not:\n"
+            f"{frame.loc[bad].head(10)}"
+        )
+    return column.astype(np.float64)
 
 
 def _format(path: Path, format: str | None) -> str:
