@@ -1,0 +1,370 @@
+"""A minimal real task agent on the ``anthropic`` SDK, steered by the four harness levers.
+
+Per trial the agent reads the harness:
+
+* ``prompt/system.md`` — the system prompt;
+* ``knowledge/*.md`` — appended to the system prompt, in file name order;
+* ``config/agent.toml`` — ``model``, ``max_tokens`` (the visible answer),
+  ``thinking_budget`` (0: no extended thinking; else at least 1024 tokens, added to the
+  request's ``max_tokens``), ``turn_limit`` (model calls per trial) and ``temperature``,
+  which is checked and recorded in the transcript but **not sent**: the Messages API
+  version the SDK speaks (2026-10-21) rejects every sampling parameter;
+* ``runtime/*.toml`` — middleware from :mod:`gsme.agents.middleware`.
+
+It asks the model for the function in one fenced ```python block, lets middleware send it
+back for more turns, then grades the last code with the benchmark's hidden tests in a
+separate process. API errors left after the SDK's own retries make the trial an
+infrastructure failure. The API key never reaches a transcript, a trajectory or an error.
+
+The model is frozen per agent: the ``model`` argument, else ``$GSME_TASK_MODEL``, else
+the harness's ``config/agent.toml`` model (unless it is the placeholder
+``frozen-task-model``), else :data:`DEFAULT_MODEL`.
+
+Cost is ``tokens x`` :data:`PRICES_PER_MTOK` (USD per million input and output tokens of the
+longest model-id prefix listed; cache writes 1.25x and cache reads 0.1x the input price);
+an unlisted model has NaN cost.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import anthropic
+import pandas as pd
+
+from gsme.agents.base import TaskAgent, Trajectory
+from gsme.agents.middleware import Step, load_runtime
+from gsme.bench import pyfunc
+
+__all__ = ["DEFAULT_MODEL", "MODEL_ENV", "PRICES_PER_MTOK", "AgentConfig", "AnthropicAgent",
+           "cost_usd", "extract_code", "read_config"]
+
+DEFAULT_MODEL = "claude-haiku-4-5"
+MODEL_ENV = "GSME_TASK_MODEL"
+PLACEHOLDER_MODEL = "frozen-task-model"
+BENCHMARKS = ("pyfunc",)
+PRICES_PER_MTOK = {  # USD per million tokens: (input, output)
+    "claude-haiku-4-5": (1.0, 5.0),
+    "claude-sonnet-4-5": (3.0, 15.0),
+    "claude-sonnet-4": (3.0, 15.0),
+    "claude-opus-4-5": (5.0, 25.0),
+    "claude-opus-4-1": (15.0, 75.0),
+    "claude-opus-4": (15.0, 75.0),
+    "claude-3-5-haiku": (0.8, 4.0),
+    "claude-3-haiku": (0.25, 1.25),
+}
+CACHE_WRITE, CACHE_READ = 1.25, 0.1
+_CONFIG_KEYS = ("model", "temperature", "max_tokens", "thinking_budget", "turn_limit")
+_FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
+REDACTED = "[redacted]"
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The ``config/agent.toml`` lever: model settings and the turn limit."""
+
+    model: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 4096
+    thinking_budget: int = 0
+    turn_limit: int = 4
+
+
+def read_config(harness_dir: str | Path) -> AgentConfig:
+    """Read and check ``config/agent.toml`` (missing keys take the :class:`AgentConfig` defaults).
+
+    Raises
+    ------
+    ValueError
+        Names the key that is unknown or out of range and what is allowed.
+    """
+    path = Path(harness_dir) / "config" / "agent.toml"
+    data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    unknown = sorted(set(data) - set(_CONFIG_KEYS))
+    if unknown:
+        raise ValueError(f"config/agent.toml: unknown keys {unknown}; allowed: {list(_CONFIG_KEYS)}")
+    config = AgentConfig(**data)
+    checks = [
+        ("model", config.model is None or (isinstance(config.model, str) and config.model), "a model id"),
+        ("temperature", _real(config.temperature) and 0 <= config.temperature <= 1, "a number in [0, 1]"),
+        ("max_tokens", _int(config.max_tokens) and config.max_tokens >= 1, "an int >= 1"),
+        ("thinking_budget", _int(config.thinking_budget)
+         and (config.thinking_budget == 0 or config.thinking_budget >= 1024), "0 or an int >= 1024"),
+        ("turn_limit", _int(config.turn_limit) and config.turn_limit >= 1, "an int >= 1"),
+    ]
+    for key, ok, allowed in checks:
+        if not ok:
+            raise ValueError(f"config/agent.toml: {key} is {getattr(config, key)!r}; must be {allowed}")
+    return config
+
+
+def extract_code(text: str, entry_point: str | None = None) -> str | None:
+    """The code of the answer: the last fenced block defining ``entry_point`` (else the last
+    python block, else the last fenced block), or None when there is no closed fence."""
+    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    if not blocks:
+        return None
+    if entry_point:
+        defining = [b for _, b in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", b)]
+        if defining:
+            return defining[-1]
+    python = [b for lang, b in blocks if lang in ("python", "py", "python3")]
+    return (python or [b for _, b in blocks])[-1]
+
+
+def cost_usd(model: str, usage: Mapping[str, int]) -> float:
+    """Dollar cost of ``usage`` (``input_tokens``, ``output_tokens``, cache counts) for ``model``.
+
+    Examples
+    --------
+    >>> cost_usd("claude-haiku-4-5-20251001", {"input_tokens": 1000, "output_tokens": 200})
+    0.002
+    >>> cost_usd("some-other-model", {"input_tokens": 1})
+    nan
+    """
+    keys = [k for k in PRICES_PER_MTOK if model.startswith(k)]
+    if not keys:
+        return math.nan
+    price_in, price_out = PRICES_PER_MTOK[max(keys, key=len)]
+    dollars = (
+        usage.get("input_tokens", 0) * price_in
+        + usage.get("cache_creation_input_tokens", 0) * price_in * CACHE_WRITE
+        + usage.get("cache_read_input_tokens", 0) * price_in * CACHE_READ
+        + usage.get("output_tokens", 0) * price_out
+    )
+    return round(dollars / 1e6, 10)
+
+
+class AnthropicAgent(TaskAgent):
+    """A real task agent: one Claude model solving pyfunc tasks under a harness.
+
+    Parameters
+    ----------
+    client : anthropic.Anthropic, optional
+        A ready client (tests pass one with a mocked transport). By default one is built
+        on first use from ``api_key`` (else ``$ANTHROPIC_API_KEY``) with ``max_retries``.
+    api_key : str, optional
+        The API key; kept only inside the client.
+    model : str, optional
+        The frozen task model (see the module docstring for the fallbacks).
+    benchmark : {"pyfunc"}
+        The bundled benchmark whose tasks it solves.
+    max_retries : int
+        Retries of the SDK on rate limits, overload and server errors (with backoff).
+    grade_timeout_s : float
+        Time limit of the grading and example processes.
+
+    Examples
+    --------
+    >>> agent = AnthropicAgent(api_key="sk-ant-...")          # doctest: +SKIP
+    >>> agent.run(SEED_HARNESS, agent.tasks().iloc[0], k=0, attempt=0, seed=0)  # doctest: +SKIP
+    """
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        client: anthropic.Anthropic | None = None,
+        api_key: str | None = None,
+        model: str | None = None,
+        benchmark: str = "pyfunc",
+        max_retries: int = 2,
+        grade_timeout_s: float = 10,
+    ) -> None:
+        if benchmark not in BENCHMARKS:
+            raise ValueError(f"benchmark must be one of {list(BENCHMARKS)}, got {benchmark!r}")
+        self.benchmark = benchmark
+        self.model = model
+        self.max_retries = max_retries
+        self.grade_timeout_s = grade_timeout_s
+        self._client = client
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"AnthropicAgent(model={self.model!r}, benchmark={self.benchmark!r})"
+
+    @property
+    def client(self) -> anthropic.Anthropic:
+        """The SDK client, built on first use."""
+        if self._client is None:
+            self._client = anthropic.Anthropic(api_key=self._api_key, max_retries=self.max_retries)
+            self._api_key = None
+        return self._client
+
+    def tasks(self) -> pd.DataFrame:
+        """The benchmark's tasks (``task_id``, ``split`` and features)."""
+        return pyfunc.load_tasks()
+
+    def health_check(self) -> bool:
+        """True when the client has credentials (no request is made)."""
+        return bool(self.client.api_key or self.client.auth_token)
+
+    def resolve_model(self, config: AgentConfig) -> str:
+        """The model a trial uses under ``config`` (see the module docstring)."""
+        configured = config.model if config.model != PLACEHOLDER_MODEL else None
+        return self.model or os.environ.get(MODEL_ENV) or configured or DEFAULT_MODEL
+
+    def run(
+        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+    ) -> Trajectory:
+        """Solve ``task`` once under the harness at ``harness_dir`` and grade the answer."""
+        start = time.perf_counter()
+        harness_dir = Path(harness_dir)
+        config = read_config(harness_dir)
+        middlewares = load_runtime(harness_dir)
+        public = pyfunc.task(str(task["task_id"]))
+        model = self.resolve_model(config)
+        trial = _Trial(self, public, model, config, system_prompt(harness_dir))
+        try:
+            code = trial.converse(middlewares)
+        except anthropic.APIError as exc:
+            trial.log("error", content=self._redact(f"{type(exc).__name__}: {exc}"))
+            return trial.trajectory(False, start, infra_ok=False, error=trial.events[-1]["content"])
+        if code is None:
+            return trial.trajectory(False, start, error="the answer contains no code block")
+        result = pyfunc.grade(public["task_id"], code, timeout_s=self.grade_timeout_s)
+        trial.log("grader", passed=result.passed, n_passed=result.n_passed,
+                  n_total=result.n_total, error=result.error)
+        return trial.trajectory(result.passed, start, error=result.error)
+
+    def _redact(self, text: str) -> str:
+        key = getattr(self._client, "api_key", None) or self._api_key
+        if key:
+            text = text.replace(key, REDACTED)
+        return _KEY_PATTERN.sub(REDACTED, text)
+
+
+class _Trial:
+    """The conversation of one trial: requests, answers, middleware actions, usage."""
+
+    def __init__(self, agent: AnthropicAgent, task: dict, model: str, config: AgentConfig,
+                 system: str) -> None:
+        self.agent, self.task, self.model, self.config, self.system = agent, task, model, config, system
+        self.messages: list[dict] = [{"role": "user", "content": task_prompt(task)}]
+        self.usage = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0}
+        self.beacons: list[str] = []
+        self.events: list[dict] = []
+        self.log("config", model=model, temperature_not_sent=config.temperature,
+                 max_tokens=config.max_tokens, thinking_budget=config.thinking_budget,
+                 turn_limit=config.turn_limit)
+        self.log("system", content=system)
+        self.log("user", content=self.messages[0]["content"])
+
+    def log(self, kind: str, **fields) -> None:
+        self.events.append({"event": kind, **fields})
+
+    def converse(self, middlewares: list) -> str | None:
+        """Talk to the model until no middleware acts or the turn limit; the last code."""
+        thinking = self.config.thinking_budget > 0
+        acted = [0] * len(middlewares)
+        code = None
+        for turn in range(1, self.config.turn_limit + 1):
+            response = self.agent.client.messages.create(**self.request(thinking))
+            text, step = self.record(response, turn)
+            code = step.code or code
+            action = None
+            for i, middleware in enumerate(middlewares):
+                action = middleware.review(step, acted[i])
+                if action is not None:
+                    acted[i] += 1
+                    if middleware.beacon not in self.beacons:
+                        self.beacons.append(middleware.beacon)
+                    self.log("middleware", name=middleware.name, beacon=middleware.beacon,
+                             content=action.message)
+                    break
+            if action is None:
+                return code
+            if turn == self.config.turn_limit:
+                self.log("turn_limit", content=f"turn limit {turn} reached; the last code is graded")
+                return code
+            thinking = thinking and action.thinking
+            self.messages += [{"role": "assistant", "content": text or "(no answer)"},
+                              {"role": "user", "content": action.message}]
+        return code
+
+    def request(self, thinking: bool) -> dict:
+        request = {"model": self.model, "system": self.system, "messages": list(self.messages),
+                   "max_tokens": self.config.max_tokens}
+        if thinking:
+            budget = self.config.thinking_budget
+            request["max_tokens"] += budget
+            request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        return request
+
+    def record(self, response, turn: int) -> tuple[str, Step]:
+        text = "".join(b.text for b in response.content if b.type == "text")
+        thought = "".join(getattr(b, "thinking", "") for b in response.content if b.type == "thinking")
+        usage = response.usage
+        for key in self.usage:
+            self.usage[key] += getattr(usage, key, None) or 0
+        self.log("assistant", turn=turn, content=text, thinking=thought,
+                 stop_reason=response.stop_reason, input_tokens=usage.input_tokens,
+                 output_tokens=usage.output_tokens)
+        step = Step(text=text, code=extract_code(text, self.task["entry_point"]),
+                    stop_reason=response.stop_reason, output_tokens=usage.output_tokens,
+                    turn=turn, check_examples=self.check_examples)
+        return text, step
+
+    def check_examples(self, code: str) -> tuple[bool, str]:
+        result = pyfunc.run_examples(self.task["task_id"], code,
+                                     timeout_s=self.agent.grade_timeout_s)
+        return result.passed, result.error or ""
+
+    def trajectory(self, passed: bool, start: float, *, infra_ok: bool = True,
+                   error: str | None = None) -> Trajectory:
+        transcript = self.agent._redact(json.dumps(self.events, indent=1, ensure_ascii=False))
+        return Trajectory(
+            passed=passed,
+            infra_ok=infra_ok,
+            beacons=tuple(self.beacons),
+            tokens=float(sum(self.usage.values())),
+            cost_usd=cost_usd(self.model, self.usage),
+            seconds=time.perf_counter() - start,
+            transcript=transcript,
+            error=error,
+        )
+
+
+def system_prompt(harness_dir: str | Path) -> str:
+    """``prompt/system.md`` followed by every ``knowledge/*.md`` in file name order."""
+    harness_dir = Path(harness_dir)
+    path = harness_dir / "prompt" / "system.md"
+    if not path.is_file():
+        raise ValueError(f"harness {harness_dir} has no prompt/system.md")
+    parts = [path.read_text(encoding="utf-8").strip()]
+    parts += [p.read_text(encoding="utf-8").strip()
+              for p in sorted((harness_dir / "knowledge").glob("*.md"))]
+    return "\n\n".join(p for p in parts if p)
+
+
+def task_prompt(task: Mapping) -> str:
+    """The user message for a public pyfunc task: statement, signature, examples."""
+    lines = ["Write a Python function for this task.", "", task["statement"].strip(), "",
+             "Signature:", "```python", task["signature"], "```"]
+    if task["examples"]:
+        lines += ["", "Examples:"]
+        for ex in task["examples"]:
+            outcome = ex["expected"] if "expected" in ex else f"raises {ex['raises']}"
+            lines += [f">>> {ex['call']}", outcome]
+    lines += ["", "Reply with the complete function, and any imports it needs, in one "
+              "```python code block."]
+    return "\n".join(lines)
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

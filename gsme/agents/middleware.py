@@ -1,0 +1,224 @@
+"""Declarative runtime middleware for the real task agents, chosen by name with parameters.
+
+A harness installs middleware through files ``runtime/<file>.toml``, one middleware each::
+
+    name = "submit-verify"     # which middleware of the library (see LIBRARY)
+    beacon = "submit-verify"   # the activation beacon it emits when it acts (default: name)
+    [params]                   # its parameters (see each class; unknown keys are errors)
+    max_retries = 2
+
+After every model answer the agent shows the answer to each installed middleware, in file
+name order; the first one that *acts* returns an :class:`Action` — a message sent back to
+the model for another turn — and its beacon fires. When none acts, the answer is final.
+A middleware acts at most ``max_retries`` times per trial.
+
+Library
+-------
+``runaway-guard``
+    Acts when an answer has no code and either was cut off (``stop_reason`` is
+    ``max_tokens``) or spent more than ``max_output_tokens`` output tokens (thinking
+    included): asks for a concise answer and, with ``thinking_off``, turns extended
+    thinking off for the rest of the trial.
+``submit-verify``
+    Acts when the answer's code fails the task's visible examples (run in a separate
+    process): feeds the failures back and asks for a fix.
+``syntax-retry``
+    Acts when the answer has no code block or its code does not parse: feeds the syntax
+    error back and asks for the corrected function.
+"""
+
+from __future__ import annotations
+
+import abc
+import ast
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, ClassVar, Mapping
+
+__all__ = ["LIBRARY", "Action", "Middleware", "RunawayGuard", "Step", "SubmitVerify",
+           "SyntaxRetry", "load_runtime"]
+
+_FILE_KEYS = ("name", "beacon", "params")
+
+
+@dataclass(frozen=True)
+class Step:
+    """One model answer, as middleware sees it.
+
+    ``code`` is the code extracted from ``text`` (None when there is none);
+    ``check_examples(code)`` runs the task's visible examples in a separate process and
+    returns ``(passed, feedback)``.
+    """
+
+    text: str
+    code: str | None
+    stop_reason: str | None
+    output_tokens: int
+    turn: int
+    check_examples: Callable[[str], tuple[bool, str]] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Action:
+    """What an acting middleware does: send ``message`` and maybe turn thinking off."""
+
+    message: str
+    thinking: bool = True
+
+
+class Middleware(abc.ABC):
+    """A library middleware with its beacon and validated parameters.
+
+    Subclasses set ``name`` and ``DEFAULTS`` (every parameter with its default; a value
+    given in the TOML file must have the default's type) and implement :meth:`review`.
+    """
+
+    name: ClassVar[str]
+    DEFAULTS: ClassVar[Mapping[str, int | bool]]
+
+    def __init__(self, *, beacon: str | None = None, **params) -> None:
+        unknown = sorted(set(params) - set(self.DEFAULTS))
+        if unknown:
+            raise ValueError(
+                f"middleware {self.name!r}: unknown params {unknown}; allowed: {sorted(self.DEFAULTS)}"
+            )
+        for key, value in params.items():
+            kind = type(self.DEFAULTS[key])
+            if type(value) is not kind or (kind is int and value < 0):
+                raise ValueError(
+                    f"middleware {self.name!r}: param {key!r} must be a "
+                    f"{'non-negative int' if kind is int else kind.__name__}, got {value!r}"
+                )
+        self.beacon = beacon if beacon is not None else self.name
+        if not isinstance(self.beacon, str) or not self.beacon:
+            raise ValueError(f"middleware {self.name!r}: beacon must be a non-empty string")
+        self.params = {**self.DEFAULTS, **params}
+
+    def review(self, step: Step, acted: int) -> Action | None:
+        """An :class:`Action` when this middleware acts on ``step``, else None.
+
+        ``acted`` is how often it has already acted in this trial.
+        """
+        if acted >= self.params["max_retries"]:
+            return None
+        return self._review(step)
+
+    @abc.abstractmethod
+    def _review(self, step: Step) -> Action | None: ...
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(beacon={self.beacon!r}, params={self.params})"
+
+
+class SubmitVerify(Middleware):
+    """Run the visible examples before submitting; on failure ask for a fix."""
+
+    name = "submit-verify"
+    DEFAULTS = {"max_retries": 2}
+
+    def _review(self, step: Step) -> Action | None:
+        if step.code is None:
+            return None
+        passed, feedback = step.check_examples(step.code)
+        if passed:
+            return None
+        return Action(
+            "Before submitting, your function was run on the examples from the task and "
+            f"failed: {feedback}\nFix it and reply with the complete corrected function in "
+            "one ```python code block."
+        )
+
+
+class SyntaxRetry(Middleware):
+    """Ask again when the answer has no code block or its code does not parse."""
+
+    name = "syntax-retry"
+    DEFAULTS = {"max_retries": 1}
+
+    def _review(self, step: Step) -> Action | None:
+        if step.code is None:
+            problem = "your answer has no ```python code block"
+        else:
+            problem = _syntax_error(step.code)
+            if problem is None:
+                return None
+        return Action(
+            f"Your answer cannot be used: {problem}. Reply with the complete function in one "
+            "```python code block."
+        )
+
+
+class RunawayGuard(Middleware):
+    """Recover from a reasoning runaway: an answer cut off or too long, with no code."""
+
+    name = "runaway-guard"
+    DEFAULTS = {"max_retries": 1, "max_output_tokens": 0, "thinking_off": True}
+
+    def _review(self, step: Step) -> Action | None:
+        cap = self.params["max_output_tokens"]
+        runaway = step.stop_reason == "max_tokens" or (cap and step.output_tokens > cap)
+        if step.code is not None or not runaway:
+            return None
+        return Action(
+            "You ran out of room before giving an answer. Stop deliberating and reply now "
+            "with only the complete function in one ```python code block, no explanation.",
+            thinking=not self.params["thinking_off"],
+        )
+
+
+LIBRARY: dict[str, type[Middleware]] = {
+    cls.name: cls for cls in (RunawayGuard, SubmitVerify, SyntaxRetry)
+}
+
+
+def load_runtime(harness_dir: str | Path) -> list[Middleware]:
+    """The middleware the harness at ``harness_dir`` declares, in file name order.
+
+    Raises
+    ------
+    ValueError
+        For a file that is not valid TOML, an unknown key, an unknown middleware name
+        (the message lists the library), a name declared twice, or bad params.
+
+    Examples
+    --------
+    >>> from gsme._paths import SEED_HARNESS
+    >>> load_runtime(SEED_HARNESS)
+    []
+    """
+    runtime = Path(harness_dir) / "runtime"
+    installed: list[Middleware] = []
+    for path in sorted(runtime.glob("*.toml")):
+        where = f"runtime/{path.name}"
+        try:
+            spec = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{where} is not valid TOML: {exc}") from None
+        unknown = sorted(set(spec) - set(_FILE_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {unknown}; allowed: {list(_FILE_KEYS)}")
+        name = spec.get("name")
+        if name not in LIBRARY:
+            raise ValueError(f"{where}: unknown middleware name {name!r}; known: {sorted(LIBRARY)}")
+        if any(m.name == name for m in installed):
+            raise ValueError(f"{where}: middleware {name!r} is declared twice")
+        params = spec.get("params", {})
+        if not isinstance(params, dict):
+            raise ValueError(f"{where}: 'params' must be a table")
+        try:
+            installed.append(LIBRARY[name](beacon=spec.get("beacon"), **params))
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    return installed
+
+
+def _syntax_error(code: str) -> str | None:
+    """The syntax error of ``code`` (parsed, never executed), or None."""
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return f"{type(exc).__name__} while parsing the code"
+    return None

@@ -1,0 +1,218 @@
+"""The Anthropic task agent against a mocked HTTP transport (no network, no real key)."""
+
+import json
+import math
+import shutil
+import tomllib
+from pathlib import Path
+
+import anthropic
+import httpx2
+import pytest
+
+from gsme._paths import SEED_HARNESS
+from gsme.agents import anthropic_agent as aa
+from gsme.agents.anthropic_agent import AnthropicAgent, cost_usd, extract_code
+from gsme.bench import pyfunc
+
+DATA = Path(__file__).parent / "data" / "anthropic_agent"
+KEY = "sk-ant-api03-TESTSECRET-0123456789"
+LCM = {"task_id": "lcm", "split": "train"}
+
+
+class Replay:
+    """A mocked Messages API: answers each request with the next recorded response."""
+
+    def __init__(self, *responses):
+        self.responses = list(responses)
+        self.requests = []
+
+    def __call__(self, request):
+        self.requests.append(request)
+        status, name = self.responses.pop(0)
+        body = json.loads((DATA / name).read_text())
+        return httpx2.Response(status, json=body, headers={"retry-after-ms": "1"})
+
+    def bodies(self):
+        return [json.loads(r.content) for r in self.requests]
+
+
+def make_agent(replay, **kwargs):
+    http = httpx2.Client(transport=httpx2.MockTransport(replay))
+    client = anthropic.Anthropic(api_key=KEY, http_client=http, max_retries=1)
+    return AnthropicAgent(client=client, **kwargs)
+
+
+@pytest.fixture
+def harness(tmp_path):
+    h = Path(shutil.copytree(SEED_HARNESS, tmp_path / "h"))
+    (h / "config" / "agent.toml").write_text(
+        'model = "claude-haiku-4-5-20251001"\ntemperature = 0.3\nmax_tokens = 1000\n'
+        "thinking_budget = 0\nturn_limit = 3\n"
+    )
+    return h
+
+
+def add_middleware(harness, name, beacon, **params):
+    lines = [f'name = "{name}"', f'beacon = "{beacon}"', "[params]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in params.items()]
+    (harness / "runtime" / f"{name}.toml").write_text("\n".join(lines) + "\n")
+
+
+def test_request_carries_the_harness_levers_and_only_public_task_content(harness):
+    (harness / "knowledge" / "zz_tips.md").write_text("Tip: mind zero and negative inputs.\n")
+    replay = Replay((200, "lcm_right.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=1)
+    (request,) = replay.requests
+    assert request.url.path == "/v1/messages"
+    assert KEY in (request.headers.get("authorization", "") + request.headers.get("x-api-key", ""))
+    body = json.loads(request.content)
+    assert set(body) == {"model", "system", "messages", "max_tokens"}  # no sampling parameters
+    assert (body["model"], body["max_tokens"]) == ("claude-haiku-4-5-20251001", 1000)
+    assert body["system"] == (
+        (harness / "prompt" / "system.md").read_text().strip() + "\n\n"
+        + (harness / "knowledge" / "notes.md").read_text().strip()
+        + "\n\nTip: mind zero and negative inputs."
+    )
+    (message,) = body["messages"]
+    assert message["role"] == "user"
+    assert message["content"] == aa.task_prompt(pyfunc.task("lcm"))
+    assert ">>> lcm(4, 6)\n12" in message["content"]
+    hidden = tomllib.loads((pyfunc.TASK_DIR / "lcm.toml").read_text())["tests"]
+    assert not any(case["call"] in request.content.decode() for case in hidden)
+    assert (traj.passed, traj.infra_ok, traj.beacons, traj.error) == (True, True, (), None)
+    assert traj.tokens == 530 + 77
+    assert traj.cost_usd == pytest.approx((530 * 1.0 + 77 * 5.0) / 1e6)
+    events = json.loads(traj.transcript)
+    assert [e["event"] for e in events] == ["config", "system", "user", "assistant", "grader"]
+    assert events[0]["temperature_not_sent"] == 0.3 and events[1]["content"] == body["system"]
+    assert events[-1] == {"event": "grader", "passed": True, "n_passed": 6, "n_total": 6, "error": None}
+
+
+def test_thinking_budget_and_model_fallbacks(monkeypatch):
+    replay = Replay((200, "lcm_right.json"), (200, "lcm_right.json"))
+    agent = make_agent(replay)
+    monkeypatch.setenv(aa.MODEL_ENV, "claude-haiku-4-5-20251001")
+    agent.run(SEED_HARNESS, LCM, k=0, attempt=0, seed=0)
+    monkeypatch.delenv(aa.MODEL_ENV)
+    agent.run(SEED_HARNESS, LCM, k=0, attempt=0, seed=0)
+    first, second = replay.bodies()
+    assert first["model"] == "claude-haiku-4-5-20251001" and second["model"] == aa.DEFAULT_MODEL
+    assert first["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    assert first["max_tokens"] == 4096 + 8192
+    assert AnthropicAgent(client=agent.client, model="claude-opus-4-5").resolve_model(aa.read_config(SEED_HARNESS)) == "claude-opus-4-5"
+
+
+def test_without_middleware_a_wrong_answer_is_graded_as_is(harness):
+    replay = Replay((200, "lcm_wrong.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert len(replay.requests) == 1
+    assert (traj.passed, traj.infra_ok, traj.beacons) == (False, True, ())
+    assert traj.error == "3 of 6 hidden tests failed (wrong answer: 3)"
+
+
+def test_submit_verify_feeds_back_failing_examples_and_fires_its_beacon(harness):
+    add_middleware(harness, "submit-verify", "sv-beacon", max_retries=1)
+    replay = Replay((200, "lcm_wrong.json"), (200, "lcm_right.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert (traj.passed, traj.beacons) == (True, ("sv-beacon",))
+    retry = replay.bodies()[1]["messages"]
+    assert [m["role"] for m in retry] == ["user", "assistant", "user"]
+    assert "return a * b" in retry[1]["content"]
+    assert "lcm(4, 6) returned 24; expected 12" in retry[2]["content"]
+    assert traj.tokens == 412 + 41 + 530 + 77
+    events = [e for e in json.loads(traj.transcript) if e["event"] == "middleware"]
+    assert [(e["name"], e["beacon"]) for e in events] == [("submit-verify", "sv-beacon")]
+
+
+def test_turn_limit_stops_retries_and_grades_the_last_code(harness):
+    add_middleware(harness, "submit-verify", "sv", max_retries=5)
+    (harness / "config" / "agent.toml").write_text("thinking_budget = 0\nturn_limit = 2\n")
+    replay = Replay((200, "lcm_wrong.json"), (200, "lcm_wrong.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert len(replay.requests) == 2 and traj.passed is False and traj.beacons == ("sv",)
+    assert json.loads(traj.transcript)[-2]["event"] == "turn_limit"
+
+
+def test_syntax_retry_asks_again_after_a_syntax_error(harness):
+    add_middleware(harness, "syntax-retry", "syntax")
+    replay = Replay((200, "lcm_syntax_error.json"), (200, "lcm_right.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert (traj.passed, traj.beacons) == (True, ("syntax",))
+    assert "SyntaxError: expected ':' (line 1)" in replay.bodies()[1]["messages"][2]["content"]
+
+
+def test_runaway_guard_asks_for_a_concise_answer_without_thinking(harness):
+    (harness / "config" / "agent.toml").write_text("max_tokens = 4096\nthinking_budget = 8192\n")
+    add_middleware(harness, "runaway-guard", "runaway")
+    replay = Replay((200, "lcm_runaway.json"), (200, "lcm_right.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    first, second = replay.bodies()
+    assert "thinking" in first and "thinking" not in second
+    assert second["max_tokens"] == 4096
+    assert "Stop deliberating" in second["messages"][2]["content"]
+    assert (traj.passed, traj.beacons) == (True, ("runaway",))
+
+
+def test_overload_is_retried_by_the_sdk(harness):
+    replay = Replay((529, "overloaded_529.json"), (200, "lcm_right.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert len(replay.requests) == 2 and traj.passed and traj.infra_ok
+
+
+def test_server_errors_after_retries_are_infra_failures(harness):
+    replay = Replay((500, "server_error_500.json"), (500, "server_error_500.json"))
+    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    assert len(replay.requests) == 2
+    assert (traj.passed, traj.infra_ok) == (False, False)
+    assert traj.error.startswith("InternalServerError: Error code: 500")
+    assert traj.tokens == 0 and traj.cost_usd == 0
+
+
+def test_api_key_never_reaches_trajectory_or_transcript(harness, tmp_path):
+    add_middleware(harness, "submit-verify", "sv")
+    echo = tmp_path / "echo.json"
+    echo.write_text(json.dumps({"type": "error", "error": {"type": "authentication_error",
+                                                           "message": f"invalid x-api-key {KEY}"}}))
+    replay = Replay((200, "lcm_wrong.json"), (401, str(echo)))
+    agent = make_agent(replay)
+    traj = agent.run(harness, LCM, k=0, attempt=0, seed=0)
+    assert traj.infra_ok is False and aa.REDACTED in traj.error
+    assert KEY not in repr(traj) and "TESTSECRET" not in repr(traj)
+    assert KEY not in repr(agent)
+
+
+def test_cost_and_code_extraction():
+    assert cost_usd("claude-opus-4-1-20250805", {"output_tokens": 1_000_000}) == 75.0
+    assert cost_usd("claude-opus-4-5", {"input_tokens": 1_000_000, "cache_read_input_tokens": 1_000_000}) == 5.5
+    assert math.isnan(cost_usd("gpt-x", {"input_tokens": 5}))
+    text = "```\nhelper = 1\n```\n```python\ndef lcm(a, b):\n    return 0\n```\n```python\nprint(1)\n```"
+    assert extract_code(text, "lcm") == "def lcm(a, b):\n    return 0\n"
+    assert extract_code(text) == "print(1)\n"
+    assert extract_code("```python\ndef lcm(a, b):") is None
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ({"runtime/x.toml": 'name = "retry-forever"\n'}, r"unknown middleware name 'retry-forever'; known: \['runaway-guard', 'submit-verify', 'syntax-retry'\]"),
+        ({"runtime/x.toml": 'name = "submit-verify"\n[params]\nmax_checks = 1\n'}, r"unknown params \['max_checks'\]; allowed: \['max_retries'\]"),
+        ({"runtime/x.toml": 'name = "syntax-retry"\n[params]\nmax_retries = -1\n'}, "must be a non-negative int"),
+        ({"runtime/x.toml": 'name = "syntax-retry"\nenv_gate = "x"\n'}, r"unknown keys \['env_gate'\]"),
+        ({"config/agent.toml": "thinking_budget = 100\n"}, "thinking_budget is 100; must be 0 or an int >= 1024"),
+        ({"config/agent.toml": "top_p = 0.9\n"}, r"unknown keys \['top_p'\]"),
+        ({"config/agent.toml": "temperature = 2\n"}, r"temperature is 2; must be a number in \[0, 1\]"),
+    ],
+)
+def test_bad_harness_files_are_named(harness, files, message):
+    for rel, text in files.items():
+        (harness / rel).write_text(text)
+    with pytest.raises(ValueError, match=message):
+        make_agent(Replay()).run(harness, LCM, k=0, attempt=0, seed=0)
+
+
+def test_tasks_and_arguments():
+    agent = make_agent(Replay())
+    assert agent.tasks().equals(pyfunc.load_tasks()) and agent.health_check()
+    with pytest.raises(ValueError, match=r"benchmark must be one of \['pyfunc'\]"):
+        AnthropicAgent(benchmark="swe")
