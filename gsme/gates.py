@@ -229,11 +229,12 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
     split_code = slots.splits.get_indexer([split])[0]
     counted = slots.valid & (slots.split == split_code)
     size = len(slots.candidates)
-    n_trials = np.bincount(slots.cand[counted], minlength=size)
-    n_active = np.bincount(slots.cand[counted & slots.activated], minlength=size)
+    # one extra bin at the end, where candidates without trials (code -1) land
+    n_trials = np.bincount(slots.cand[counted], minlength=size + 1)
+    n_active = np.bincount(slots.cand[counted & slots.activated], minlength=size + 1)
     code = slots.candidates.get_indexer(pd.Index(names, dtype=object))
-    trials = np.where(code >= 0, n_trials[code], 0).astype(np.int64)
-    activations = np.where(code >= 0, n_active[code], 0).astype(np.int64)
+    trials = n_trials[code].astype(np.int64)
+    activations = n_active[code].astype(np.int64)
     kind = candidates["kind"].to_numpy(dtype=object)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = activations / trials

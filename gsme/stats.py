@@ -273,10 +273,9 @@ def pass_at_k_estimate(n, c, k: int):
     flat_n, flat_c = n_arr.ravel(), c_arr.ravel()
     step = np.arange(flat_c.max(initial=0))
     i = (flat_n - flat_c + 1)[:, None] + step[None, :]
-    with np.errstate(divide="ignore"):
-        logs = np.where(i > k, np.log1p(-k / np.maximum(i, k + 1)), -np.inf)
+    logs = np.where(i > k, np.log1p(-k / np.maximum(i, k + 1)), -np.inf)
     logs = np.where(step[None, :] < flat_c[:, None], logs, 0.0)
-    estimate = (-np.expm1(logs.sum(axis=1))).reshape(n_arr.shape)
+    estimate = (0.0 - np.expm1(logs.sum(axis=1))).reshape(n_arr.shape)  # no -0.0
     return float(estimate) if estimate.ndim == 0 else estimate
 
 

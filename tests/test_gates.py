@@ -197,3 +197,12 @@ def test_normal_reference_over_credits_null_pairs_at_small_n():
     false_t = (student["decision"] == "credit").mean()
     assert false_t <= false_normal
     assert 0.01 < false_normal < 0.05 and false_t < 0.04
+
+
+def test_credit_on_a_run_without_trials_is_invalid_not_an_error():
+    candidates = make_candidates([("base", "", "baseline"), ("c1", "base", "mutation")])
+    out = gates.credit(schema.empty("trials"), candidates)
+    assert out[["decision", "gate_failed", "n_tasks"]].values.tolist() == [
+        ["invalid", "validity", 0]]
+    assert gates.validity_gate(schema.empty("trials")).empty
+    assert gates.activation_gate(schema.empty("trials"), candidates)["trials"].tolist() == [0, 0]

@@ -264,6 +264,7 @@ def test_pass_at_k_estimate_matches_subset_enumeration():
 
 
 def test_pass_at_k_estimate_is_vectorised_and_stable():
+    assert str(stats.pass_at_k_estimate(5, 0, 2)) == "0.0"
     n = np.array([3, 200, 10_000])
     c = np.array([1, 0, 1])
     got = stats.pass_at_k_estimate(n, c, 1)
