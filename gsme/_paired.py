@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats as sps
+from scipy import special
+from scipy import stats as sps
 
 from gsme import schema
 

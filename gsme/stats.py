@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import optimize, stats as sps
+from scipy import optimize
+from scipy import stats as sps
 
 from gsme import _paired, schema
+
 
 def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFrame:
     """Pass rate of every candidate on every task, over the valid repeats only.
@@ -260,9 +262,8 @@ def pass_at_k_estimate(n, c, k: int):
     k = _paired.check_int("k", k, 1)
     n_arr, c_arr = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     for name, values in (("n", n_arr), ("c", c_arr)):
-        if values.size and not np.issubdtype(values.dtype, np.integer):
-            if not np.all(np.mod(values, 1) == 0):
-                raise ValueError(f"{name} must hold whole numbers, got {values!r}")
+        if not np.issubdtype(values.dtype, np.integer) and not np.all(np.mod(values, 1) == 0):
+            raise ValueError(f"{name} must hold whole numbers, got {values!r}")
     n_arr, c_arr = n_arr.astype(np.int64), c_arr.astype(np.int64)
     bad = (c_arr < 0) | (c_arr > n_arr) | (n_arr < k)
     if bad.any():

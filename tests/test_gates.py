@@ -77,7 +77,7 @@ def test_activation_gate_counts_valid_trials_and_exempts_baseline():
     assert out["passed"].to_dict() == {"base": True, "c1": True, "c2": False, "c3": False}
     assert out.loc["c3", "trials"] == 0 and np.isnan(out.loc["c3", "activation_rate"])
     stricter = gates.activation_gate(trials, candidates, min_activations=3)
-    assert stricter.set_index("candidate").loc["c1", "passed"] == False  # noqa: E712
+    assert not stricter.set_index("candidate").loc["c1", "passed"]
 
 
 def test_significance_gate_equals_paired_test_pair_by_pair():

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as sps
 from statsmodels.stats.power import TTestPower, normal_power
 
