@@ -13,6 +13,7 @@ import pytest
 from gsme._paths import SEED_HARNESS
 from gsme.agents import anthropic_agent as aa
 from gsme.agents.anthropic_agent import AnthropicAgent, cost_usd, extract_code
+from gsme.agents.middleware import load_runtime
 from gsme.bench import pyfunc
 
 DATA = Path(__file__).parent / "data" / "anthropic_agent"
@@ -216,3 +217,23 @@ def test_tasks_and_arguments():
     assert agent.tasks().equals(pyfunc.load_tasks()) and agent.health_check()
     with pytest.raises(ValueError, match=r"benchmark must be one of \['pyfunc'\]"):
         AnthropicAgent(benchmark="swe")
+
+
+def test_runtime_loads_in_file_name_order_with_defaults(harness):
+    add_middleware(harness, "syntax-retry", "b-syntax")
+    (harness / "runtime" / "a.toml").write_text('name = "submit-verify"\n')
+    loaded = load_runtime(harness)
+    assert [(m.name, m.beacon, m.params) for m in loaded] == [
+        ("submit-verify", "submit-verify", {"max_retries": 2}),
+        ("syntax-retry", "b-syntax", {"max_retries": 1}),
+    ]
+    (harness / "runtime" / "c.toml").write_text('name = "syntax-retry"\n')
+    with pytest.raises(ValueError, match="runtime/syntax-retry.toml: middleware 'syntax-retry' is declared twice"):
+        load_runtime(harness)
+
+
+def test_agents_are_exported_lazily():
+    import gsme.agents
+
+    assert gsme.agents.AnthropicAgent is AnthropicAgent
+    assert gsme.agents.CommandAgent.__module__ == "gsme.agents.command"

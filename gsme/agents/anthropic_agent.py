@@ -33,9 +33,9 @@ import os
 import re
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 import anthropic
 import pandas as pd
@@ -357,8 +357,8 @@ def task_prompt(task: Mapping) -> str:
         for ex in task["examples"]:
             outcome = ex["expected"] if "expected" in ex else f"raises {ex['raises']}"
             lines += [f">>> {ex['call']}", outcome]
-    lines += ["", "Reply with the complete function, and any imports it needs, in one "
-              "```python code block."]
+    lines += ["", ("Reply with the complete function, and any imports it needs, in one "
+                   "```python code block.")]
     return "\n".join(lines)
 
 

@@ -32,9 +32,10 @@ from __future__ import annotations
 import abc
 import ast
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ClassVar, Mapping
+from typing import ClassVar
 
 __all__ = ["LIBRARY", "Action", "Middleware", "RunawayGuard", "Step", "SubmitVerify",
            "SyntaxRetry", "load_runtime"]
@@ -115,7 +116,7 @@ class SubmitVerify(Middleware):
     """Run the visible examples before submitting; on failure ask for a fix."""
 
     name = "submit-verify"
-    DEFAULTS = {"max_retries": 2}
+    DEFAULTS: ClassVar[Mapping[str, int | bool]] = {"max_retries": 2}
 
     def _review(self, step: Step) -> Action | None:
         if step.code is None:
@@ -134,7 +135,7 @@ class SyntaxRetry(Middleware):
     """Ask again when the answer has no code block or its code does not parse."""
 
     name = "syntax-retry"
-    DEFAULTS = {"max_retries": 1}
+    DEFAULTS: ClassVar[Mapping[str, int | bool]] = {"max_retries": 1}
 
     def _review(self, step: Step) -> Action | None:
         if step.code is None:
@@ -153,7 +154,9 @@ class RunawayGuard(Middleware):
     """Recover from a reasoning runaway: an answer cut off or too long, with no code."""
 
     name = "runaway-guard"
-    DEFAULTS = {"max_retries": 1, "max_output_tokens": 0, "thinking_off": True}
+    DEFAULTS: ClassVar[Mapping[str, int | bool]] = {
+        "max_retries": 1, "max_output_tokens": 0, "thinking_off": True
+    }
 
     def _review(self, step: Step) -> Action | None:
         cap = self.params["max_output_tokens"]
@@ -205,7 +208,7 @@ def load_runtime(harness_dir: str | Path) -> list[Middleware]:
             raise ValueError(f"{where}: middleware {name!r} is declared twice")
         params = spec.get("params", {})
         if not isinstance(params, dict):
-            raise ValueError(f"{where}: 'params' must be a table")
+            raise ValueError(f"{where}: 'params' must be a table")  # noqa: TRY004 (file content)
         try:
             installed.append(LIBRARY[name](beacon=spec.get("beacon"), **params))
         except ValueError as exc:

@@ -238,7 +238,7 @@ def _validated(path: Path) -> dict:
 
 def _check_case(where: str, case) -> None:
     if not isinstance(case, dict) or not isinstance(case.get("call"), str):
-        raise ValueError(f"{where} must be a table with a string 'call'")
+        raise ValueError(f"{where} must be a table with a string 'call'")  # noqa: TRY004
     outcome = {"expected", "raises"} & set(case)
     if len(outcome) != 1 or set(case) - {"call", "expected", "raises"}:
         raise ValueError(f"{where} must have 'call' and exactly one of 'expected' or 'raises'")
