@@ -5,7 +5,6 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
 from gsme import sim
 from gsme._paths import SEED_HARNESS
@@ -13,6 +12,7 @@ from gsme.agents import TrialSpec, to_trials
 from gsme.harness import apply_patch
 from gsme.patch import FileChange, Patch
 from gsme.sim.benchmark import PRESET_SPECS
+from gsme.stats import paired_test
 
 
 def harness(tmp_path, name, *patches):
@@ -211,11 +211,11 @@ def test_an_aa_comparison_is_credited_in_about_2_5_percent_of_seeds():
     runs = run_all(agent, SEED_HARNESS, seeds=seeds, candidate="a")
     runs += run_all(agent, SEED_HARNESS, seeds=[s + 10_000 for s in seeds], candidate="b")
     trials = to_trials(runs)
-    rates = trials[trials["infra_ok"]].groupby(["candidate", "task_id"])["passed"].mean()
+    by_candidate = dict(tuple(trials.groupby("candidate")))
     z = []
     for seed in seeds:
-        both = pd.concat([rates[f"a{seed}"], rates[f"b{seed + 10_000}"]], axis=1).dropna()
-        z.append(stats.ttest_rel(both.iloc[:, 1], both.iloc[:, 0]).statistic)
+        pair = pd.concat([by_candidate[f"a{seed}"], by_candidate[f"b{seed + 10_000}"]])
+        z.append(paired_test(pair, parent=f"a{seed}", child=f"b{seed + 10_000}")["z"].iloc[0])
     z = np.asarray(z)
     credited, flagged = np.mean(z >= 1.96), np.mean(np.abs(z) >= 1.96)
     print(f"A/A on {agent.name}, {len(z)} seeds: credited {credited:.1%}, "

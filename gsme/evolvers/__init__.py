@@ -5,8 +5,9 @@
 """
 
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+from gsme.evolvers.rule import RuleEvolver
 
-__all__ = ["DIAGNOSIS_COLUMNS", "ClaudeEvolver", "Evolver"]
+__all__ = ["DIAGNOSIS_COLUMNS", "ClaudeEvolver", "Evolver", "RuleEvolver"]
 
 
 def __getattr__(name: str):

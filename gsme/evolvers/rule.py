@@ -23,18 +23,16 @@ from gsme.patch import Patch
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
     ("thinking-runaway", "runtime",
-     re.compile(r"reasoning budget exhausted[^\n]*|thinking exceeded the budget[^\n]*")),
+     re.compile(r"reasoning budget exhausted|thinking exceeded the budget")),
     ("looping", "runtime", re.compile(r"(call: [^\n]+\n)\1{3,}")),
-    ("context-overflow", "runtime",
-     re.compile(r"[^\n]*(?:context truncated|context window)[^\n]*")),
-    ("tool-misuse", "knowledge", re.compile(r"ToolError: [^\n]+")),
-    ("format-error", "runtime", re.compile(
-        r"[^\n]*(?:could not parse the answer|malformed answer|missing its closing tag)[^\n]*")),
-    ("careless-submit", "runtime", re.compile(
-        r"[^\n]*(?:without running the tests|no need to run the checks|tests were not "
-        r"executed)[^\n]*")),
+    ("context-overflow", "runtime", re.compile(r"context truncated|context window")),
+    ("tool-misuse", "knowledge", re.compile(r"ToolError: ")),
+    ("format-error", "runtime",
+     re.compile(r"could not parse the answer|malformed answer|missing its closing tag")),
+    ("careless-submit", "runtime",
+     re.compile(r"without running the tests|no need to run the checks|tests were not executed")),
     ("premature-finalization", "prompt",
-     re.compile(r"[^\n]*(?:I'll stop here|Finalizing now|after partial work)[^\n]*")),
+     re.compile(r"I'll stop here|Finalizing now|after partial work")),
 )
 KNOWN_WHYS = tuple(why for why, _, _ in SIGNATURES)
 UNMATCHED = "wrong-answer"
@@ -169,7 +167,7 @@ class RuleEvolver(Evolver):
             why = others[int(rng.integers(len(others)))]
             where = next(lever for w, lever, _ in SIGNATURES if w == why)
         return dict(candidate=row.candidate, task_id=row.task_id, k=int(row.k), where=where,
-                    why=why, evidence=match.group(0).strip()[:160],
+                    why=why, evidence=_evidence(text, match),
                     confidence=0.8 if len(found) == 1 else 0.5)
 
     def _build(self, template, why: str, rows: pd.DataFrame, files) -> Patch:
@@ -221,6 +219,13 @@ def _known_label(why: str, vocabulary, added_by: str) -> str:
         return why
     definition = UNMATCHED_DEFINITION if why == UNMATCHED else f"Failures diagnosed as {why}."
     return vocabulary.add(why, definition, added_by)
+
+
+def _evidence(text: str, match: re.Match) -> str:
+    """The quoted snippet: the line(s) of ``text`` holding ``match``, at most 160 characters."""
+    start = text.rfind("\n", 0, match.start()) + 1
+    end = text.find("\n", match.end() - 1 if match.group(0).endswith("\n") else match.end())
+    return text[start:end if end >= 0 else len(text)].strip()[:160]
 
 
 def _stable(text: str) -> int:
