@@ -253,7 +253,9 @@ def _as_object_strings(frame: pd.DataFrame, schema: pa.DataFrameSchema) -> pd.Da
     text = [
         name
         for name, col in schema.columns.items()
-        if str(col.dtype) == "object" and pd.api.types.is_string_dtype(frame[name].dtype)
+        if str(col.dtype) == "object"
+        and frame[name].dtype != object  # already object: nothing to convert
+        and pd.api.types.is_string_dtype(frame[name].dtype)
     ]
     if not text:
         return frame
