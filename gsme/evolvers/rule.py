@@ -18,6 +18,7 @@ import pandas as pd
 
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
+from gsme.harness import PatchError, harness_files, read_patches, validate_patch
 from gsme.patch import Patch
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
@@ -118,8 +119,6 @@ class RuleEvolver(Evolver):
         :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` is not
         consulted: the rule evolver aims at the parent's own failures.
         """
-        from gsme.harness import PatchError, harness_files, read_patches, validate_patch
-
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be a whole number >= 0, got {n!r}")
         if "why" not in getattr(diagnoses, "columns", []):
@@ -151,14 +150,14 @@ class RuleEvolver(Evolver):
                 break
         return patches
 
-    def _diagnose_one(self, row) -> dict:
+    def _diagnose_one(self, row) -> tuple:
+        """One diagnosis, in the order of ``DIAGNOSIS_COLUMNS``."""
         text = str(row.transcript)
         found = [(why, where, m) for why, where, pattern in SIGNATURES
                  if (m := pattern.search(text)) is not None]
         if not found:
             tail = text.strip().splitlines()[-1] if text.strip() else ""
-            return dict(candidate=row.candidate, task_id=row.task_id, k=int(row.k),
-                        where="prompt", why=UNMATCHED, evidence=tail[:160], confidence=0.3)
+            return (row.candidate, row.task_id, int(row.k), "prompt", UNMATCHED, tail[:160], 0.3)
         why, where, match = found[0]
         rng = np.random.default_rng([self.seed, _stable(f"{row.candidate}|{row.task_id}"),
                                      int(row.k)])
@@ -166,9 +165,8 @@ class RuleEvolver(Evolver):
             others = [w for w in KNOWN_WHYS if w != why]
             why = others[int(rng.integers(len(others)))]
             where = next(lever for w, lever, _ in SIGNATURES if w == why)
-        return dict(candidate=row.candidate, task_id=row.task_id, k=int(row.k), where=where,
-                    why=why, evidence=_evidence(text, match),
-                    confidence=0.8 if len(found) == 1 else 0.5)
+        return (row.candidate, row.task_id, int(row.k), where, why, _evidence(text, match),
+                0.8 if len(found) == 1 else 0.5)
 
     def _build(self, template, why: str, rows: pd.DataFrame, files) -> Patch:
         token = f"{int(self._rng.integers(16**6)):06x}"

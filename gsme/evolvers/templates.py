@@ -9,9 +9,9 @@ A template turns into concrete file changes on one lever of the parent harness.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import tomli_w
 

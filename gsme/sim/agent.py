@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import math
 import os
 import struct
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from gsme.agents.base import TaskAgent, Trajectory
+from gsme.envgate import parse
+from gsme.harness import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
 from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
@@ -106,12 +109,12 @@ class SimAgent(TaskAgent):
         fingerprint, model = self._harness(harness_dir)
         spec = self.benchmark.spec
         key = f"{seed}|{self._task_keys[i]}|{k}|{attempt}"
-        if _uniforms(key + "|infra")[0] < self.infra_fault_rate:
+        if _uniforms(key + "|infra", 1)[0] < self.infra_fault_rate:
             return Trajectory(
                 passed=False, infra_ok=False, tokens=0.0, cost_usd=0.0, seconds=5.0,
                 transcript=f"task: {self._content[i]}\n[environment] health check failed",
                 error="simulated infrastructure fault: health check failed")
-        u = _uniforms(f"{key}|{fingerprint}")
+        u = _uniforms(f"{key}|{fingerprint}", 7)
         onset = bisect.bisect_right(model.onset_cumulative[i], u[0])
         onset = onset if onset < len(WHYS) else -1
         failed = onset >= 0 and u[1] < model.fail_given_onset[i, onset]
@@ -122,7 +125,7 @@ class SimAgent(TaskAgent):
         fired = tuple(b.name for b in model.beacons if b.admitted[i] and (
             b.trigger in ("always", "named") or (b.trigger == "submit" and submitted)
             or (b.trigger == "onset" and b.why == onset)))
-        tokens = spec.tokens * model.cost[i] * np.exp(0.8 * (u[3] - 0.5))
+        tokens = spec.tokens * model.cost[i] * math.exp(0.8 * (u[3] - 0.5))
         if why is not None:
             tokens *= _TOKEN_SCALE.get(why, 1.0)
         if why == "thinking-runaway":
@@ -188,23 +191,23 @@ class SimAgent(TaskAgent):
     def _compile(self, harness_dir: Path, stats) -> HarnessModel:
         patches = []
         if stats:
-            from gsme.harness import read_patches
-
             patches = read_patches(harness_dir)
         return compile_harness(patches, self.benchmark, self._onset, self._gate_mask)
 
     def _gate_mask(self, expr: str) -> np.ndarray:
         if expr not in self._gates:
-            from gsme.envgate import parse
-
             self._gates[expr] = np.asarray(parse(expr).mask(self._tasks), dtype=bool)
         return self._gates[expr]
 
 
-def _uniforms(key: str) -> tuple[float, ...]:
-    """Eight uniforms in [0, 1) from a stable hash of ``key`` (a counter-based generator)."""
-    words = struct.unpack("<8Q", hashlib.blake2b(key.encode(), digest_size=64).digest())
-    return tuple((w >> 11) * 2.0**-53 for w in words)
+def _uniforms(key: str, n: int) -> list[float]:
+    """``n`` (at most 8) uniforms in [0, 1) from a stable hash of ``key``.
+
+    A counter-based generator: the same key always gives the same numbers, in any order
+    and any thread, and different keys give independent ones.
+    """
+    digest = hashlib.blake2b(key.encode(), digest_size=8 * n).digest()
+    return [(w >> 11) * 2.0**-53 for w in struct.unpack(f"<{n}Q", digest)]
 
 
 def _bounded_put(cache: dict, key, value) -> None:

@@ -8,9 +8,9 @@ per-pathology susceptibility stay private to the simulator.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 import pandas as pd

@@ -27,9 +27,9 @@ hash of the mechanism name, trigger ``always``: the same name always does the sa
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 TRIGGERS = ("always", "submit", "onset", "named")
 

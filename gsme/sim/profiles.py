@@ -7,9 +7,9 @@ thinking-runaway pathology, a balanced model), not measured on any real model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 WHYS = (
     "thinking-runaway",
