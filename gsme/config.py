@@ -87,7 +87,11 @@ def build_agent(spec: dict):
         if kind == "sim":
             from gsme import sim
 
-            return sim.preset(spec.pop("preset", "tiny"), **spec)
+            name = spec.pop("preset", "tiny")
+            if name not in sim.PRESETS:
+                raise ConfigError(f"[agent] preset must be one of {list(sim.PRESETS)}, "
+                                  f"got {name!r}")
+            return sim.preset(name, **spec)
         if kind == "command":
             from gsme.agents.command import CommandAgent
 
@@ -96,7 +100,7 @@ def build_agent(spec: dict):
             from gsme.agents.anthropic_agent import AnthropicAgent
 
             return AnthropicAgent(**spec)
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ConfigError(f"[agent] kind = {kind!r}: {err}") from None
     raise ConfigError(f"[agent] kind must be 'sim', 'command' or 'anthropic', got {kind!r}")
 
@@ -114,6 +118,6 @@ def build_evolver(spec: dict):
             from gsme.evolvers.claude import ClaudeEvolver
 
             return ClaudeEvolver(**spec)
-    except TypeError as err:
+    except (TypeError, ValueError) as err:
         raise ConfigError(f"[evolver] kind = {kind!r}: {err}") from None
     raise ConfigError(f"[evolver] kind must be 'rule' or 'claude', got {kind!r}")

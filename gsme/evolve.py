@@ -103,10 +103,10 @@ def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> pd.Dat
     for patch in patches:
         try:
             made.append(run.repo.add_mutation(parent, patch, round=round))
-            rows.append({"kind": "mutation", "candidate": made[-1], "elites": parent,
+            rows.append({"kind": "mutation", "candidate": made[-1], "parents": parent,
                          "ok": True, "reason": None})
         except PatchError as err:
-            rows.append({"kind": "mutation", "candidate": None, "elites": parent,
+            rows.append({"kind": "mutation", "candidate": None, "parents": parent,
                          "ok": False, "reason": f"{patch.id}: {err}"})
     return _record_candidates(run, made, rows, round)
 
@@ -117,7 +117,7 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> pd.DataFrame:
     if n <= 0:
         return _record_candidates(run, [], [], round)
     tried = run.ledger.frame("proposals", "kind = 'recombination'")
-    proposed = {frozenset(schema.split_ids(e)) for e in tried["elites"]}
+    proposed = {frozenset(schema.split_ids(p)) for p in tried["parents"]}
     options = archive_lib.recombinations(run.archive(), base=base,
                                          lineage=run.repo.lineage(base), proposed=proposed)
     made, rows = [], []
@@ -125,7 +125,8 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> pd.DataFrame:
         cand, reason = run.repo.recombine(base, schema.split_ids(elites), round=round)
         if cand is not None:
             made.append(cand)
-        rows.append({"kind": "recombination", "candidate": cand, "elites": elites,
+        rows.append({"kind": "recombination", "candidate": cand,
+                     "parents": schema.join_ids([base, *schema.split_ids(elites)]),
                      "ok": cand is not None, "reason": reason})
     return _record_candidates(run, made, rows, round)
 
@@ -209,6 +210,7 @@ def evolve(run: Run, *, rounds: int, children_per_round: int = 3,
     DataFrame
         Every decision of the run (the ledger's decisions with ``round``).
     """
+    cold_start(run, executor=executor, progress=progress)
     while next_round(run) <= rounds:
         if trial_budget is not None and run.trials_spent() >= trial_budget:
             run.ledger.event("budget_reached", next_round(run), spent=run.trials_spent())
@@ -243,9 +245,8 @@ def _discard_round(run: Run, r: int) -> None:
     for table in ("diagnoses", "proposals"):
         run.ledger.delete(table, '"round" = ?', (r,))
     stale = run.repo.candidates()
-    for cand in stale.loc[stale["round"] == r, "candidate"]:
-        run.repo.discard(cand)
-    run.ledger.delete("candidates", '"round" = ?', (r,))
+    for cand in reversed(list(stale.loc[stale["round"] == r, "candidate"])):
+        run.discard(cand)
 
 
 def _jsonable(row: dict) -> dict:

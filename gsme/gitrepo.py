@@ -243,6 +243,22 @@ class HarnessRepo:
                             trailers)
         return candidate, None
 
+    def discard(self, candidate: str) -> None:
+        """Delete a candidate's branch and note (for a round that is being redone).
+
+        The baseline cannot be discarded, nor a candidate another candidate builds on.
+        """
+        if candidate == BASELINE:
+            raise RepoError("the baseline cannot be discarded")
+        commit = self.commit_of(candidate)
+        children = [n for n in self._names() if n != candidate
+                    and candidate in split_ids(self._trailers(n).get("Gsme-Parent"))]
+        if children:
+            raise RepoError(f"candidate {candidate!r} is the parent of {children}; "
+                            "discard those first")
+        self.repo.git.notes("--ref", NOTES_REF, "remove", "--ignore-missing", commit)
+        self.repo.delete_head(f"{BRANCH_PREFIX}{candidate}", force=True)
+
     # ------------------------------------------------------------------ notes
 
     def annotate(self, candidate: str, record: dict) -> dict:

@@ -30,7 +30,7 @@ _FRAME_TABLES = {
     ),
     "diagnoses": (DIAGNOSIS_COLUMNS + ["round"], None),
     "archive": (schema.columns("archive") + ["snapshot"], ["snapshot", "where", "why"]),
-    "proposals": (["round", "kind", "candidate", "elites", "ok", "reason"], None),
+    "proposals": (["round", "kind", "candidate", "parents", "ok", "reason"], None),
 }
 
 _SQL_TYPES = {
@@ -108,7 +108,8 @@ class Ledger:
         sql = f"SELECT {_quoted(cols)} FROM {table}" + (f" WHERE {where}" if where else "")
         sql += f" ORDER BY {_quoted(key)}" if key else " ORDER BY rowid"
         data = self._db.execute(sql, params).fetchall()
-        out = pd.DataFrame.from_records(data, columns=cols)
+        out = pd.DataFrame(np.array(data, dtype=object).reshape(len(data), len(cols)),
+                           columns=cols, dtype=object)
         return _typed(out, table)
 
     def count(self, table: str, where: str = "", params: tuple = ()) -> int:
@@ -214,15 +215,13 @@ _BOOL = {
 def _typed(frame: pd.DataFrame, table: str) -> pd.DataFrame:
     for col in frame.columns:
         kind = _SQL_TYPES.get(col, _TEXT)
+        values = frame[col]
         if col in _BOOL.get(table, ()):
-            frame[col] = frame[col].astype(bool)
+            frame[col] = values.astype(bool)
         elif kind == _INT:
-            frame[col] = pd.to_numeric(frame[col]).astype(np.int64) if frame[col].notna().all() \
-                else pd.to_numeric(frame[col]).astype("Int64")
+            frame[col] = values.astype(np.int64 if values.notna().all() else "Int64")
         elif kind == _REAL:
-            frame[col] = pd.to_numeric(frame[col]).astype(np.float64)
-        else:
-            frame[col] = frame[col].astype(object).where(frame[col].notna(), None)
+            frame[col] = values.astype(np.float64)
     if table == "trials":
         frame["beacons"] = frame["beacons"].fillna("")
     return frame

@@ -55,3 +55,77 @@ def _rounding_tolerance(table: pd.DataFrame) -> np.ndarray:
     sealed = table["sealed_delta_pp"].to_numpy(np.float64)
     ratio = 100.0 * np.abs(sealed / train)
     return ratio * (0.05 / np.abs(sealed) + 0.05 / np.abs(train)) + 0.5
+
+
+def run_table(run) -> pd.DataFrame:
+    """The paper's row for one sealed run: train and sealed Δ, z, p, retention, pass@k.
+
+    Train statistics compare the selected harness with the baseline on the train split,
+    sealed ones on the test split scored once by :meth:`gsme.run.Run.finalize`. For a
+    simulated agent the true effects from its ground truth stand beside the measured ones
+    (``true_train_delta_pp``, ``true_sealed_delta_pp``); for other agents they are NaN.
+
+    Returns
+    -------
+    DataFrame
+        One row: ``benchmark, simulated, policy, selected, n_train, n_test, rate_train_base,
+        rate_train_selected, train_delta_pp, train_z, train_p, rate_sealed_base,
+        rate_sealed_selected, sealed_delta_pp, sealed_z, sealed_p, sealed_decision,
+        retention_pct, pass3_train_base, pass3_train_selected, pass3_test_base,
+        pass3_test_selected, trials_spent, trials_borrowed, candidates, credited,
+        true_train_delta_pp, true_sealed_delta_pp``.
+
+    Raises
+    ------
+    RuntimeError
+        When the run is not sealed yet (call ``run.finalize()`` first).
+    """
+    chosen = run.ledger.get("sealed_candidate")
+    if chosen is None or run.ledger.get("sealed_result") is None:
+        raise RuntimeError("the run is not sealed: call run.finalize() before run_table(run)")
+    cfg = run.config
+    trials = run.trials()
+    row = {"benchmark": run.agent.name, "simulated": bool(run.agent.simulated),
+           "policy": cfg.policy, "selected": chosen,
+           "n_train": len(run.tasks("train")), "n_test": len(run.tasks("test"))}
+    for split, name in (("train", "train"), ("test", "sealed")):
+        test = _versus_baseline(trials, chosen, split, cfg)
+        row[f"rate_{name}_base"] = test["rate_parent"]
+        row[f"rate_{name}_selected"] = test["rate_child"]
+        row[f"{name}_delta_pp"] = test["delta_pp"]
+        row[f"{name}_z"] = test["z"]
+        row[f"{name}_p"] = test["p_value"]
+        if name == "sealed":
+            row["sealed_decision"] = test["decision"]
+    row["retention_pct"] = stats.retention(row["train_delta_pp"], row["sealed_delta_pp"])
+    at3 = stats.pass_at_k(trials[trials["candidate"].isin(["baseline", chosen])], k=cfg.k)
+    at3 = at3.set_index(["candidate", "split"])["pass_at_k"]
+    for split in ("train", "test"):
+        row[f"pass3_{split}_base"] = at3.get(("baseline", split), np.nan)
+        row[f"pass3_{split}_selected"] = at3.get((chosen, split), np.nan)
+    row["trials_spent"] = run.trials_spent()
+    row["trials_borrowed"] = int(trials["borrowed_from"].notna().sum())
+    row["candidates"] = len(run.candidates()) - 1
+    row["credited"] = int((run.decisions()["decision"] == "credit").sum())
+    row.update(_true_effects(run, chosen))
+    return pd.DataFrame([row])
+
+
+def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, cfg) -> pd.Series:
+    """The paired test of ``chosen`` against the baseline; a null row when it is the baseline."""
+    if chosen != "baseline":
+        return stats.paired_test(trials, parent="baseline", child=chosen, split=split,
+                                 z_crit=cfg.z_crit, reference=cfg.reference,
+                                 min_tasks=cfg.min_tasks).iloc[0]
+    rates = stats.task_rates(trials[trials["candidate"] == "baseline"], split=split)
+    rate = float(rates["rate"].mean())
+    return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "z": 0.0,
+                      "p_value": 1.0, "decision": "inconclusive"})
+
+
+def _true_effects(run, chosen: str) -> dict:
+    if not hasattr(run.agent, "true_effect"):
+        return {"true_train_delta_pp": np.nan, "true_sealed_delta_pp": np.nan}
+    child, base = run.harness_dir(chosen), run.harness_dir("baseline")
+    return {"true_train_delta_pp": run.agent.true_effect(child, base, "train"),
+            "true_sealed_delta_pp": run.agent.true_effect(child, base, "test")}

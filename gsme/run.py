@@ -221,13 +221,24 @@ class Run:
         """A checked-out working tree of ``candidate``'s harness (made once, then reused)."""
         target = self.path / "worktrees" / candidate
         stamp = target.with_suffix(".commit")
-        commit = self.repo.commit_of(candidate)
-        if not (stamp.is_file() and stamp.read_text() == commit and target.is_dir()):
-            if target.exists():
-                shutil.rmtree(target)
-            self.repo.checkout(candidate, target)
-            stamp.write_text(commit)
+        if stamp.is_file() and target.is_dir():
+            return target
+        if target.exists():
+            shutil.rmtree(target)
+        self.repo.checkout(candidate, target)
+        stamp.write_text(self.repo.commit_of(candidate))
         return target
+
+    def discard(self, candidate: str) -> None:
+        """Remove a candidate that was never scored (its branch, row and working tree)."""
+        self._require_open()
+        if self.ledger.count("trials", "candidate = ?", (candidate,)):
+            raise RunError(f"candidate {candidate!r} has trials; scored candidates stay")
+        self.repo.discard(candidate)
+        self.ledger.delete("candidates", "candidate = ?", (candidate,))
+        target = self.path / "worktrees" / candidate
+        target.with_suffix(".commit").unlink(missing_ok=True)
+        shutil.rmtree(target, ignore_errors=True)
 
     # -- scoring ------------------------------------------------------------------------
     def score(self, candidates, *, split: str = "train", k: int | None = None,

@@ -46,26 +46,43 @@ def test_bad_config_exits_2_without_traceback(tmp_path):
     result = _gsme("run", bad)
     assert result.returncode == 2
     assert "policy" in result.stderr and "Traceback" not in result.stderr
-    missing = _gsme("run", tmp_path / "nope.toml")
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
-def test_damaged_run_directory_exits_2(tmp_path):
+@pytest.mark.parametrize("text, message", [
+    (None, "does not exist"),
+    ("[run\n", "not valid TOML"),
+    ('[run]\nrounds = 2\n', "needs dir"),
+    ('[run]\ndir = "x"\n[agent]\nkind = "robot"\n', "kind must be"),
+    ('[run]\ndir = "x"\n[agent]\nkind = "sim"\npreset = "nope"\n', "preset"),
+    ('[run]\ndir = "x"\n[extra]\n', "unknown table"),
+])
+def test_config_errors_name_what_is_wrong(tmp_path, capsys, text, message):
+    path = tmp_path / "c.toml"
+    if text is not None:
+        path.write_text(text)
+    assert main(["run", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("gsme: error:")
+
+
+def test_damaged_run_directory_exits_2(tmp_path, capsys):
     (tmp_path / "junk").mkdir()
     for command in ("resume", "status", "report"):
-        result = _gsme(command, tmp_path / "junk")
-        assert result.returncode == 2, command
-        assert "not a gsme run directory" in result.stderr
-        assert "Traceback" not in result.stderr
+        assert main([command, str(tmp_path / "junk")]) == 2, command
+        assert "not a gsme run directory" in capsys.readouterr().err
 
 
-def test_status_and_report_read_a_finished_run(tmp_path):
+def test_status_and_report_read_a_finished_run(tmp_path, capsys):
     cfg = _config(tmp_path / "c.toml", tmp_path / "run", rounds=1, preset="tiny")
-    assert _gsme("run", cfg, "--quiet").returncode == 0
-    status = _gsme("status", tmp_path / "run")
-    assert status.returncode == 0 and "rounds done: 1 of 1" in status.stdout
-    report = _gsme("report", tmp_path / "run")
-    assert report.returncode == 0 and "train_delta_pp" in report.stdout
+    assert main(["run", str(cfg), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["status", str(tmp_path / "run")]) == 0
+    assert "rounds done: 1 of 1" in capsys.readouterr().out
+    assert main(["report", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "train_delta_pp" in out and "SIMULATED" in out
+    assert main(["run", str(cfg)]) == 2
+    assert "gsme resume" in capsys.readouterr().err
 
 
 def _ledger_state(path):

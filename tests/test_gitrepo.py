@@ -256,3 +256,18 @@ def test_baseline_working_tree_is_clean_and_untouched(run):
     assert not (run.path / "prompt" / "verify.md").exists()
     with pytest.raises(RepoError, match="is not empty"):
         run.checkout("c0001", run.path)
+
+
+def test_discard_removes_a_leaf_candidate_and_its_id_is_reused(tmp_path):
+    repo = HarnessRepo.init(tmp_path / "r")
+    first = repo.add_mutation("baseline", VERIFY, round=1)
+    child = repo.add_mutation(first, CAP, round=2)
+    repo.annotate(child, {"gate": "credit"})
+    with pytest.raises(RepoError, match="parent of"):
+        repo.discard(first)
+    with pytest.raises(RepoError, match="baseline"):
+        repo.discard("baseline")
+    repo.discard(child)
+    assert repo.candidates()["candidate"].tolist() == ["baseline", first]
+    assert repo.add_mutation(first, CAP, round=2) == child
+    assert repo.notes(child) == {}
