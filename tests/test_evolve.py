@@ -59,8 +59,15 @@ def test_infra_faults_change_no_decision(tmp_path):
     trials = faulty.trials()
     assert (~trials["infra_ok"]).mean() > 0.1
     assert not trials.loc[~trials["infra_ok"], "passed"].any()
+    assert (clean.decisions()["decision"] == "credit").any()  # the comparison has teeth
     decided = ["candidate", "parent", "decision"]
     pd.testing.assert_frame_equal(_decisions(clean)[decided], _decisions(faulty)[decided])
+    # where no slot ran out of re-runs, every statistic is the same to the last bit
+    valid = trials.groupby(["candidate", "task_id", "k"])["infra_ok"].any()
+    lost = set(valid[~valid].index.get_level_values("candidate"))
+    same = ~_decisions(faulty)["candidate"].isin(lost) & ~_decisions(faulty)["parent"].isin(lost)
+    pd.testing.assert_frame_equal(_decisions(clean)[same], _decisions(faulty)[same])
+    assert same.any()
 
 
 class RecordingEvolver(RuleEvolver):

@@ -76,6 +76,21 @@ def test_a_trial_is_reproducible_and_depends_on_its_seed():
     assert len(others) > 5
 
 
+def test_a_rerun_after_a_fault_yields_what_the_faulted_attempt_would_have():
+    faulty, clean = sim.preset("tiny", infra_fault_rate=0.5), sim.preset("tiny",
+                                                                         infra_fault_rate=0.0)
+    reruns = 0
+    for _, task in faulty.tasks().iterrows():
+        for k in range(3):
+            attempt = 0
+            while not (traj := faulty.run(SEED_HARNESS, task, k=k, attempt=attempt,
+                                          seed=1)).infra_ok:
+                attempt += 1
+            reruns += attempt
+            assert traj == clean.run(SEED_HARNESS, task, k=k, attempt=0, seed=1)
+    assert reruns > 10
+
+
 def test_sampled_pass_rates_match_the_true_rates(tmp_path):
     agent = sim.preset("tiny", infra_fault_rate=0.0, profile="qwen-runaway")
     h = harness(tmp_path, "h", ("thinking-off", "thinking-runaway", "", ()),

@@ -41,9 +41,11 @@ class SimAgent(TaskAgent):
 
     A trial is random given (harness, task, k, attempt, seed) and reproducible: its random
     numbers are a blake2b hash of ``seed``, the content fingerprint of the harness's
-    ``patches/`` folder, the task, ``k`` and ``attempt`` (a counter-based generator), so two
-    different harnesses never share random numbers. Infrastructure faults come from a hash
-    that leaves the harness out, so they do not depend on it. Only the patch manifests
+    ``patches/`` folder, the task and ``k`` (a counter-based generator), so two different
+    harnesses never share random numbers. Infrastructure faults come from a hash of
+    ``seed``, the task, ``k`` and ``attempt`` that leaves the harness out, so they do not
+    depend on it; the outcome leaves ``attempt`` out, so a re-run after a fault yields what
+    the faulted attempt would have yielded (faults delay a result, never change it). Only the patch manifests
     matter: a patch acts through its ``mechanism`` (looked up in the hidden catalogue), its
     ``env_gate`` and, for hints, the task ids it names.
 
@@ -108,8 +110,8 @@ class SimAgent(TaskAgent):
         i = self._row(task)
         fingerprint, model = self._harness(harness_dir)
         spec = self.benchmark.spec
-        key = f"{seed}|{self._task_keys[i]}|{k}|{attempt}"
-        if _uniforms(key + "|infra", 1)[0] < self.infra_fault_rate:
+        key = f"{seed}|{self._task_keys[i]}|{k}"
+        if _uniforms(f"{key}|{attempt}|infra", 1)[0] < self.infra_fault_rate:
             return Trajectory(
                 passed=False, infra_ok=False, tokens=0.0, cost_usd=0.0, seconds=5.0,
                 transcript=f"task: {self._content[i]}\n[environment] health check failed",
