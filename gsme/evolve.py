@@ -78,9 +78,11 @@ def failures(run: Run, parent: str, *, round: int) -> pd.DataFrame:
     return out.drop(columns="trajectory").reset_index(drop=True)
 
 
-def diagnose(run: Run, failed: pd.DataFrame, *, round: int) -> pd.DataFrame:
-    """Ask the evolver what went wrong; the diagnoses are recorded in the ledger."""
-    result = run.evolver.diagnose(failed)
+def diagnose(run: Run, failed: pd.DataFrame, *, parent: str, round: int) -> pd.DataFrame:
+    """Ask the evolver what went wrong with ``parent``; the diagnoses go to the ledger."""
+    vocabulary = run.vocabulary
+    result = run.evolver.diagnose(failed, parent=run.harness_dir(parent), vocabulary=vocabulary)
+    run.save_vocabulary(vocabulary)
     if result.empty:
         return result
     run.ledger.append("diagnoses", result.assign(round=round))
@@ -91,9 +93,31 @@ def propose(run: Run, parent: str, diagnoses: pd.DataFrame, *, n: int, round: in
     """Ask the evolver for up to ``n`` patches of ``parent`` (vocabulary changes are kept)."""
     vocabulary = run.vocabulary
     patches = run.evolver.propose(run.harness_dir(parent), diagnoses, run.archive(),
-                                  vocabulary, n=n)
+                                  vocabulary, n=n, history=history(run))
     run.save_vocabulary(vocabulary)
     return list(patches)[:n]
+
+
+def history(run: Run) -> pd.DataFrame:
+    """What the run has tried so far and how the gates judged it.
+
+    Returns
+    -------
+    DataFrame
+        One row per decided mutation: ``candidate, mechanism, where, why, decision,
+        delta_pp`` (recombinations add no mechanism of their own and are left out).
+    """
+    decided = run.decisions()
+    cands = run.candidates()
+    mutations = cands[(cands["kind"] == "mutation")
+                      & cands["candidate"].isin(decided["candidate"])]
+    rows = []
+    for cand, parent in zip(mutations["candidate"], mutations["parents"]):
+        own = {p.id for p in run.repo.patches_of(parent)}
+        rows += [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
+                 for p in run.repo.patches_of(cand) if p.id not in own]
+    tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"])
+    return tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
 
 
 def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> pd.DataFrame:
@@ -184,7 +208,7 @@ def run_round(run: Run, *, children: int = 3, recombinations: int = 1, executor=
         run.evolver.reseed(int(np.random.default_rng([run.config.seed, r, 0]).integers(2**31)))
         parent = select(run, round=r)
         run.ledger.event("round_started", r, parent=parent)
-        diagnosed = diagnose(run, failures(run, parent, round=r), round=r)
+        diagnosed = diagnose(run, failures(run, parent, round=r), parent=parent, round=r)
         patches = propose(run, parent, diagnosed, n=children, round=r)
         cands = pd.concat([commit(run, parent, patches, round=r),
                            recombine(run, parent, n=recombinations, round=r)],

@@ -76,15 +76,18 @@ class RecordingEvolver(RuleEvolver):
     def __init__(self, **kw):
         super().__init__(**kw)
         self.seen = []
+        self.histories = []
 
-    def diagnose(self, failures):
+    def diagnose(self, failures, **kwargs):
         self.seen.append(failures.to_csv())
-        return super().diagnose(failures)
+        return super().diagnose(failures, **kwargs)
 
-    def propose(self, parent, diagnoses, archive, vocabulary, *, n):
+    def propose(self, parent, diagnoses, archive, vocabulary, *, n, history=None):
         from gsme.harness import harness_files
 
-        self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness_files(parent))]
+        self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness_files(parent)),
+                      history.to_csv()]
+        self.histories.append(history)
         return super().propose(parent, diagnoses, archive, vocabulary, n=n)
 
 
@@ -97,6 +100,10 @@ def test_evolver_never_sees_the_test_split(tmp_path):
     seen = "\n".join(evolver.seen)
     assert evolver.seen and canary not in seen
     assert not any(f",{t}," in seen for t in test_ids)
+    last = evolver.histories[-1]  # shown in round 2: round 1's mutations and their verdicts
+    round_one = run.candidates().query("round == 1 and kind == 'mutation'")["candidate"]
+    assert len(last) and set(last["candidate"]) == set(round_one)
+    assert last["mechanism"].notna().all() and last["decision"].notna().all()
     test_refs = run.trials(split="test")["trajectory"]
     assert any(canary in run.transcript(ref) for ref in test_refs)  # the canary was planted
 

@@ -23,8 +23,13 @@ class Evolver(abc.ABC):
     name: str = "evolver"
 
     @abc.abstractmethod
-    def diagnose(self, failures: pd.DataFrame) -> pd.DataFrame:
-        """One row per failure: ``candidate, task_id, k, where, why, evidence, confidence``."""
+    def diagnose(self, failures: pd.DataFrame, *, parent: Path | None = None,
+                 vocabulary=None) -> pd.DataFrame:
+        """One row per failure: ``candidate, task_id, k, where, why, evidence, confidence``.
+
+        ``parent`` is the checked-out harness that failed and ``vocabulary`` the run's why
+        vocabulary (a new label may be added to it); evolvers that need neither ignore them.
+        """
 
     @abc.abstractmethod
     def propose(
@@ -35,8 +40,14 @@ class Evolver(abc.ABC):
         vocabulary,
         *,
         n: int,
+        history: pd.DataFrame | None = None,
     ) -> list[Patch]:
-        """Up to ``n`` patches for the harness checked out at ``parent``."""
+        """Up to ``n`` patches for the harness checked out at ``parent``.
+
+        ``history`` holds what the run already tried and how the gates judged it
+        (``candidate, mechanism, where, why, decision, delta_pp``), so an evolver need not
+        repeat a failure.
+        """
 
     def reseed(self, seed: int) -> None:
         """Restart the evolver's randomness from ``seed``.

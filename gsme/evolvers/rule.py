@@ -80,8 +80,11 @@ class RuleEvolver(Evolver):
         """Restart the proposal generator from ``seed``."""
         self._rng = np.random.default_rng(seed)
 
-    def diagnose(self, failures: pd.DataFrame) -> pd.DataFrame:
+    def diagnose(self, failures: pd.DataFrame, *, parent: Path | None = None,
+                 vocabulary=None) -> pd.DataFrame:
         """Diagnose each failure from its ``transcript`` text alone.
+
+        ``parent`` and ``vocabulary`` are not needed and are ignored.
 
         Parameters
         ----------
@@ -108,7 +111,7 @@ class RuleEvolver(Evolver):
         return out
 
     def propose(self, parent: Path, diagnoses: pd.DataFrame, archive: pd.DataFrame,
-                vocabulary, *, n: int) -> list[Patch]:
+                vocabulary, *, n: int, history: pd.DataFrame | None = None) -> list[Patch]:
         """Up to ``n`` patches for the dominant diagnosed failure modes of ``parent``.
 
         Failure modes are served in order of how many diagnoses name them, round-robin;
@@ -116,8 +119,8 @@ class RuleEvolver(Evolver):
         parent's lineage (its ``patches/`` manifests) nor in this batch. A label unknown to
         ``vocabulary`` is added to it first. The env gate is derived from the features of
         the failing tasks (see :func:`derive_gate`). Every patch is checked with
-        :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` is not
-        consulted: the rule evolver aims at the parent's own failures.
+        :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` and ``history``
+        are not consulted: the rule evolver aims at the parent's own failures.
         """
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be a whole number >= 0, got {n!r}")
