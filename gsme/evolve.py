@@ -39,7 +39,7 @@ def cold_start(run: Run, *, executor=None, progress: bool = True) -> pd.DataFram
     """Score the baseline on the full train split at K (idempotent); return its trials."""
     trials = run.score([BASELINE], executor=executor, progress=progress, round=0)
     if not run.events("cold_start").shape[0]:
-        run.ledger.event("cold_start", 0, trials=int(len(trials)))
+        run.ledger.event("cold_start", 0, trials=len(trials))
     return trials
 
 

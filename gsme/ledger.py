@@ -160,10 +160,14 @@ class Ledger:
         stmts = [
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
             "CREATE TABLE IF NOT EXISTS transcripts (ref TEXT PRIMARY KEY, text BLOB)",
-            "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "ts TEXT DEFAULT CURRENT_TIMESTAMP, kind TEXT, round INTEGER, payload TEXT)",
-            "CREATE TABLE IF NOT EXISTS evolver_calls "
-            "(id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT)",
+            (
+                "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+                "ts TEXT DEFAULT CURRENT_TIMESTAMP, kind TEXT, round INTEGER, payload TEXT)"
+            ),
+            (
+                "CREATE TABLE IF NOT EXISTS evolver_calls "
+                "(id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT)"
+            ),
         ]
         for table, (cols, key) in _FRAME_TABLES.items():
             defs = ", ".join(f'"{c}" {_SQL_TYPES.get(c, _TEXT)}' for c in cols)

@@ -63,7 +63,7 @@ class RunConfig:
             raise ValueError(f"max_reruns must be >= 0, got {self.max_reruns}")
 
     @classmethod
-    def from_dict(cls, values: dict) -> "RunConfig":
+    def from_dict(cls, values: dict) -> RunConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
@@ -98,7 +98,7 @@ class Run:
         config: RunConfig | dict | None = None,
         agent_spec: dict | None = None,
         evolver_spec: dict | None = None,
-    ) -> "Run":
+    ) -> Run:
         """Create a run directory at ``path`` (which must not exist or be empty).
 
         ``agent_spec``/``evolver_spec`` (see :mod:`gsme.config`) let :meth:`open` rebuild

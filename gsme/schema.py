@@ -174,7 +174,8 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
             f"it has {list(frame.columns)}, the contract is {list(schema.columns)}"
         )
     try:
-        schema.validate(_as_object_strings(frame.reset_index(drop=True), schema), lazy=True)
+        positional = frame if _has_positional_index(frame) else frame.reset_index(drop=True)
+        schema.validate(_as_object_strings(positional, schema), lazy=True, inplace=True)
     except SchemaErrors as err:
         raise FrameError(_describe(kind, frame, err.failure_cases)) from None
     return frame
@@ -248,6 +249,11 @@ def _dtype(col: pa.Column):
     return {"object": object, "int64": np.int64, "float64": np.float64, "bool": bool}[dtype]
 
 
+def _has_positional_index(frame: pd.DataFrame) -> bool:
+    index = frame.index
+    return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+
+
 def _as_object_strings(frame: pd.DataFrame, schema: pa.DataFrameSchema) -> pd.DataFrame:
     """Accept pandas' string dtypes where the contract says ``object`` (text columns)."""
     text = [
@@ -269,7 +275,7 @@ def _as_bool(frame: pd.DataFrame, name: str) -> pd.Series:
     col = frame[name]
     if col.dtype == bool:
         return col
-    mapping = {True: True, False: False, 1: True, 0: False, "true": True, "false": False,
+    mapping = {1: True, 0: False, "true": True, "false": False,  # 1/0 also cover True/False
                "True": True, "False": False, "1": True, "0": False}
     mapped = col.map(lambda v: mapping.get(v, None) if not _isna(v) else None)
     bad = mapped.isna()

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import envgate, schema
-from gsme.agents.base import TrialSpec, Trajectory, trial_row
+from gsme.agents.base import Trajectory, TrialSpec, trial_row
 
 if TYPE_CHECKING:
     from gsme.run import Run
@@ -38,7 +38,7 @@ class Plan:
     borrowed: pd.DataFrame
 
 
-def plan(run: "Run", candidates: list[str], *, split: str, k: int) -> Plan:
+def plan(run: Run, candidates: list[str], *, split: str, k: int) -> Plan:
     """Work out the trials ``candidates`` still need on ``split`` at ``k`` repeats.
 
     Returns a :class:`Plan`: trial specs to run (missing slots, and the next attempt of
@@ -79,7 +79,7 @@ def plan(run: "Run", candidates: list[str], *, split: str, k: int) -> Plan:
     return Plan(specs=specs, borrowed=lent)
 
 
-def execute(run: "Run", specs: list[TrialSpec], *, executor=None, progress=True, round=0) -> int:
+def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, round=0) -> int:
     """Run ``specs`` through ``executor`` (threads by default), committing each trial.
 
     The agent's health check runs before and after each batch; a failed check after a batch
@@ -133,7 +133,7 @@ def _run_one(agent, harness_dir, task: dict, spec: TrialSpec, seed: int) -> Traj
     started = time.perf_counter()
     try:
         return agent.run(harness_dir, task, k=spec.k, attempt=spec.attempt, seed=seed)
-    except Exception as err:  # the agent's own crash must not stop the run
+    except Exception as err:  # noqa: BLE001 - an agent's crash is an infra failure, not a stop
         return Trajectory(
             passed=False, infra_ok=False, seconds=time.perf_counter() - started,
             error=f"{type(err).__name__}: {err}", transcript=f"agent raised {type(err).__name__}",
@@ -149,7 +149,7 @@ def _open_slots(slots: pd.DataFrame, mine: pd.DataFrame, max_reruns: int) -> pd.
     ).reset_index()
     merged = slots.merge(agg, on=["task_id", "k"], how="left")
     fresh = merged["valid"].isna()
-    rerun = (merged["valid"] == False) & (merged["attempts"] < max_reruns)  # noqa: E712
+    rerun = (merged["valid"] == False) & (merged["attempts"] < max_reruns)
     merged["attempt"] = np.where(fresh, 0, merged["attempts"].fillna(-1) + 1).astype(np.int64)
     return merged.loc[fresh | rerun, ["task_id", "k", "attempt"]].reset_index(drop=True)
 
@@ -159,12 +159,12 @@ def _parent(row: pd.Series) -> str | None:
     return parents[0] if parents else None
 
 
-def _new_patches(run: "Run", cand: str, parent: str):
+def _new_patches(run: Run, cand: str, parent: str):
     own = {p.id for p in run.repo.patches_of(parent)}
     return [p for p in run.repo.patches_of(cand) if p.id not in own]
 
 
-def _admitted(run: "Run", cand: str, parent: str, tasks: pd.DataFrame) -> np.ndarray:
+def _admitted(run: Run, cand: str, parent: str, tasks: pd.DataFrame) -> np.ndarray:
     """Tasks on which at least one of the child's new patches can act."""
     mask = np.zeros(len(tasks), dtype=bool)
     for patch in _new_patches(run, cand, parent):
@@ -172,7 +172,7 @@ def _admitted(run: "Run", cand: str, parent: str, tasks: pd.DataFrame) -> np.nda
     return mask
 
 
-def _beacons(run: "Run", cand: str, parent: str | None) -> str | None:
+def _beacons(run: Run, cand: str, parent: str | None) -> str | None:
     if parent is None:
         return None
     return schema.join_ids(p.beacon for p in _new_patches(run, cand, parent)) or None
@@ -193,14 +193,14 @@ def _task_record(tasks: pd.DataFrame, task_id: str) -> dict:
     return record
 
 
-def _healthy(run: "Run") -> bool:
+def _healthy(run: Run) -> bool:
     try:
         return bool(run.agent.health_check())
-    except Exception:
+    except Exception:  # noqa: BLE001 - a health check that raises is a failed health check
         return False
 
 
-def _require_health(run: "Run") -> None:
+def _require_health(run: Run) -> None:
     for attempt in range(HEALTH_TRIES):
         if _healthy(run):
             return

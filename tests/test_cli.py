@@ -18,7 +18,7 @@ KEY = ["candidate", "task_id", "split", "k", "attempt"]
 
 def _gsme(*args, timeout=300):
     return subprocess.run([sys.executable, "-m", "gsme.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
+                          check=False, capture_output=True, text=True, timeout=timeout)
 
 
 def _config(path, run_dir, rounds=3, preset="tb2"):

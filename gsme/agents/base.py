@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import abc
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import pandas as pd
 
