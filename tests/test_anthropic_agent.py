@@ -12,7 +12,7 @@ import pytest
 
 from gsme._paths import SEED_HARNESS
 from gsme.agents import anthropic_agent as aa
-from gsme.agents.anthropic_agent import AnthropicAgent, cost_usd, extract_code
+from gsme.agents.anthropic_agent import AnthropicAgent, extract_code
 from gsme.agents.middleware import load_runtime
 from gsme.bench import pyfunc
 
@@ -183,10 +183,13 @@ def test_api_key_never_reaches_trajectory_or_transcript(harness, tmp_path):
     assert KEY not in repr(agent)
 
 
-def test_cost_and_code_extraction():
-    assert cost_usd("claude-opus-4-1-20250805", {"output_tokens": 1_000_000}) == 75.0
-    assert cost_usd("claude-opus-4-5", {"input_tokens": 1_000_000, "cache_read_input_tokens": 1_000_000}) == 5.5
-    assert math.isnan(cost_usd("gpt-x", {"input_tokens": 5}))
+def test_cost_is_nan_for_a_model_without_a_price(harness):
+    replay = Replay((200, "lcm_right.json"))
+    traj = make_agent(replay, model="claude-unlisted-9").run(harness, LCM, k=0, attempt=0, seed=0)
+    assert traj.passed and traj.tokens == 530 + 77 and math.isnan(traj.cost_usd)
+
+
+def test_code_extraction():
     text = "```\nhelper = 1\n```\n```python\ndef lcm(a, b):\n    return 0\n```\n```python\nprint(1)\n```"
     assert extract_code(text, "lcm") == "def lcm(a, b):\n    return 0\n"
     assert extract_code(text) == "print(1)\n"
@@ -217,6 +220,20 @@ def test_tasks_and_arguments():
     assert agent.tasks().equals(pyfunc.load_tasks()) and agent.health_check()
     with pytest.raises(ValueError, match=r"benchmark must be one of \['pyfunc'\]"):
         AnthropicAgent(benchmark="swe")
+
+
+def test_tasks_filter_keeps_the_named_tasks_with_their_splits():
+    subset = AnthropicAgent(api_key=KEY, tasks=["lcm", "digit_sum", "lcm"]).tasks()
+    everything = pyfunc.load_tasks().set_index("task_id")
+    assert subset["task_id"].tolist() == ["digit_sum", "lcm"]
+    assert subset["split"].tolist() == everything.loc[["digit_sum", "lcm"], "split"].tolist()
+    assert subset.equals(everything.loc[["digit_sum", "lcm"]].reset_index())
+    assert "tasks=2" in repr(AnthropicAgent(api_key=KEY, tasks=["lcm", "digit_sum"]))
+    with pytest.raises(ValueError, match=r"tasks names unknown pyfunc task id\(s\) \['nope'\]"):
+        AnthropicAgent(tasks=["lcm", "nope"])
+    for bad in ("lcm", [], [3]):
+        with pytest.raises(ValueError, match="tasks must be a non-empty sequence"):
+            AnthropicAgent(tasks=bad)
 
 
 def test_runtime_loads_in_file_name_order_with_defaults(harness):

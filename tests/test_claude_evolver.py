@@ -20,13 +20,7 @@ import pytest
 
 from gsme._paths import SEED_HARNESS
 from gsme.evolvers.claude import ClaudeEvolver, ClaudeEvolverError
-from gsme.evolvers.claude_models import (
-    DEFAULT_MODEL,
-    MODEL_ENV,
-    accepts_temperature,
-    call_cost,
-    tool_choice,
-)
+from gsme.evolvers.claude_models import DEFAULT_MODEL, MODEL_ENV, accepts_temperature, tool_choice
 from gsme.evolvers.claude_prompt import digest, sample_failures, train_failures
 from gsme.evolvers.claude_tools import CHANGE_ITEM, PATCH_ITEM, TOOLS, check, payload_items
 from gsme.harness import apply_patch, read_patches, validate_patch
@@ -470,9 +464,11 @@ def test_usage_and_cost_are_recorded_per_call_and_passed_to_on_call(failures, di
     assert first["call_id"] != second["call_id"] and second["error"] is None
 
 
-def test_cost_of_an_unknown_model_is_nan_and_dated_ids_use_their_base_price():
-    assert math.isnan(call_cost("claude-unknown-9", 10, 10))
-    assert call_cost("claude-haiku-4-5-20251001", 1_000_000, 0) == pytest.approx(1.0)
+def test_cost_of_an_unlisted_model_is_nan(diagnoses, harness):
+    ev = evolver(Server(ok("propose_ok.json")), model="claude-unlisted-9")
+    propose(ev, harness, diagnoses)
+    (call,) = ev.calls
+    assert call["ok"] and call["output_tokens"] == 1200 and math.isnan(call["cost_usd"])
 
 
 # ------------------------------------------------------ validation and prompt pieces

@@ -20,20 +20,18 @@ The model is frozen per agent: the ``model`` argument, else ``$GSME_TASK_MODEL``
 the harness's ``config/agent.toml`` model (unless it is the placeholder
 ``frozen-task-model``), else :data:`DEFAULT_MODEL`.
 
-Cost is ``tokens x`` :data:`PRICES_PER_MTOK` (USD per million input and output tokens of the
-longest model-id prefix listed; cache writes 1.25x and cache reads 0.1x the input price);
-an unlisted model has NaN cost.
+A trial's cost is :func:`gsme.prices.call_cost` of its summed token usage; a model the
+price table does not list has NaN cost.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,25 +41,15 @@ import pandas as pd
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.agents.middleware import Step, load_runtime
 from gsme.bench import pyfunc
+from gsme.prices import call_cost
 
-__all__ = ["DEFAULT_MODEL", "MODEL_ENV", "PRICES_PER_MTOK", "AgentConfig", "AnthropicAgent",
-           "cost_usd", "extract_code", "read_config"]
+__all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AgentConfig", "AnthropicAgent", "extract_code",
+           "read_config"]
 
 DEFAULT_MODEL = "claude-haiku-4-5"
 MODEL_ENV = "GSME_TASK_MODEL"
 PLACEHOLDER_MODEL = "frozen-task-model"
 BENCHMARKS = ("pyfunc",)
-PRICES_PER_MTOK = {  # USD per million tokens: (input, output)
-    "claude-haiku-4-5": (1.0, 5.0),
-    "claude-sonnet-4-5": (3.0, 15.0),
-    "claude-sonnet-4": (3.0, 15.0),
-    "claude-opus-4-5": (5.0, 25.0),
-    "claude-opus-4-1": (15.0, 75.0),
-    "claude-opus-4": (15.0, 75.0),
-    "claude-3-5-haiku": (0.8, 4.0),
-    "claude-3-haiku": (0.25, 1.25),
-}
-CACHE_WRITE, CACHE_READ = 1.25, 0.1
 _CONFIG_KEYS = ("model", "temperature", "max_tokens", "thinking_budget", "turn_limit")
 _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
@@ -121,29 +109,6 @@ def extract_code(text: str, entry_point: str | None = None) -> str | None:
     return (python or [b for _, b in blocks])[-1]
 
 
-def cost_usd(model: str, usage: Mapping[str, int]) -> float:
-    """Dollar cost of ``usage`` (``input_tokens``, ``output_tokens``, cache counts) for ``model``.
-
-    Examples
-    --------
-    >>> cost_usd("claude-haiku-4-5-20251001", {"input_tokens": 1000, "output_tokens": 200})
-    0.002
-    >>> cost_usd("some-other-model", {"input_tokens": 1})
-    nan
-    """
-    keys = [k for k in PRICES_PER_MTOK if model.startswith(k)]
-    if not keys:
-        return math.nan
-    price_in, price_out = PRICES_PER_MTOK[max(keys, key=len)]
-    dollars = (
-        usage.get("input_tokens", 0) * price_in
-        + usage.get("cache_creation_input_tokens", 0) * price_in * CACHE_WRITE
-        + usage.get("cache_read_input_tokens", 0) * price_in * CACHE_READ
-        + usage.get("output_tokens", 0) * price_out
-    )
-    return round(dollars / 1e6, 10)
-
-
 class AnthropicAgent(TaskAgent):
     """A real task agent: one Claude model solving pyfunc tasks under a harness.
 
@@ -158,6 +123,8 @@ class AnthropicAgent(TaskAgent):
         The frozen task model (see the module docstring for the fallbacks).
     benchmark : {"pyfunc"}
         The bundled benchmark whose tasks it solves.
+    tasks : sequence of str, optional
+        Task ids to keep (each with its own split), e.g. a small run; default all tasks.
     max_retries : int
         Retries of the SDK on rate limits, overload and server errors (with backoff).
     grade_timeout_s : float
@@ -178,12 +145,14 @@ class AnthropicAgent(TaskAgent):
         api_key: str | None = None,
         model: str | None = None,
         benchmark: str = "pyfunc",
+        tasks: Sequence[str] | None = None,
         max_retries: int = 2,
         grade_timeout_s: float = 10,
     ) -> None:
         if benchmark not in BENCHMARKS:
             raise ValueError(f"benchmark must be one of {list(BENCHMARKS)}, got {benchmark!r}")
         self.benchmark = benchmark
+        self.task_ids = None if tasks is None else _known_tasks(tasks)
         self.model = model
         self.max_retries = max_retries
         self.grade_timeout_s = grade_timeout_s
@@ -191,7 +160,8 @@ class AnthropicAgent(TaskAgent):
         self._api_key = api_key
 
     def __repr__(self) -> str:
-        return f"AnthropicAgent(model={self.model!r}, benchmark={self.benchmark!r})"
+        subset = "" if self.task_ids is None else f", tasks={len(self.task_ids)}"
+        return f"AnthropicAgent(model={self.model!r}, benchmark={self.benchmark!r}{subset})"
 
     @property
     def client(self) -> anthropic.Anthropic:
@@ -202,8 +172,11 @@ class AnthropicAgent(TaskAgent):
         return self._client
 
     def tasks(self) -> pd.DataFrame:
-        """The benchmark's tasks (``task_id``, ``split`` and features)."""
-        return pyfunc.load_tasks()
+        """The benchmark's tasks (``task_id``, ``split`` and features), only ``tasks`` if given."""
+        tasks = pyfunc.load_tasks()
+        if self.task_ids is None:
+            return tasks
+        return tasks[tasks["task_id"].isin(self.task_ids)].reset_index(drop=True)
 
     def health_check(self) -> bool:
         """True when the client has credentials (no request is made)."""
@@ -329,7 +302,7 @@ class _Trial:
             infra_ok=infra_ok,
             beacons=tuple(self.beacons),
             tokens=float(sum(self.usage.values())),
-            cost_usd=cost_usd(self.model, self.usage),
+            cost_usd=call_cost(self.model, **self.usage),
             seconds=time.perf_counter() - start,
             transcript=transcript,
             error=error,
@@ -360,6 +333,17 @@ def task_prompt(task: Mapping) -> str:
     lines += ["", ("Reply with the complete function, and any imports it needs, in one "
                    "```python code block.")]
     return "\n".join(lines)
+
+
+def _known_tasks(tasks) -> tuple[str, ...]:
+    """``tasks`` as a sorted tuple of pyfunc task ids; ValueError names any unknown one."""
+    if isinstance(tasks, str) or not tasks or not all(isinstance(t, str) for t in tasks):
+        raise ValueError(f"tasks must be a non-empty sequence of task id strings, got {tasks!r}")
+    unknown = sorted(set(tasks) - set(pyfunc.load_tasks()["task_id"]))
+    if unknown:
+        raise ValueError(f"tasks names unknown pyfunc task id(s) {unknown}; see "
+                         "gsme.bench.pyfunc.load_tasks()")
+    return tuple(sorted(set(tasks)))
 
 
 def _int(value) -> bool:

@@ -33,7 +33,6 @@ from gsme.evolvers.claude_models import (
     DEFAULT_MODEL,
     MODEL_ENV,
     accepts_temperature,
-    call_cost,
     tool_choice,
 )
 from gsme.evolvers.claude_prompt import (
@@ -58,6 +57,7 @@ from gsme.evolvers.claude_tools import (
 )
 from gsme.harness import PatchError, harness_files, read_patches, validate_patch
 from gsme.patch import FileChange, Patch
+from gsme.prices import call_cost
 from gsme.vocabulary import Vocabulary
 
 __all__ = ["ClaudeEvolver", "ClaudeEvolverError"]
