@@ -22,12 +22,14 @@ Specs are stored in the run's ledger so ``gsme resume DIR`` can rebuild both.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gsme.run import RunConfig
 
+_SECRET = re.compile(r"api_?key|secret|token$|password", re.IGNORECASE)
 LOOP_KEYS = ("dir", "rounds", "children_per_round", "recombinations_per_round", "trial_budget")
 
 
@@ -72,11 +74,23 @@ def load(path) -> RunSpec:
         raise ConfigError(f"{path}: [run] {err}") from None
     agent = data.get("agent", {"kind": "sim", "preset": "tiny"})
     evolver = data.get("evolver", {"kind": "rule"})
+    check_no_secrets(agent, "agent")
+    check_no_secrets(evolver, "evolver")
     build_agent(agent)  # fail now, not mid-run
     build_evolver(evolver)
     base = path.parent
     return RunSpec(dir=(base / loop.pop("dir")).resolve(), config=config, agent=agent,
                    evolver=evolver, **loop)
+
+
+def check_no_secrets(spec: dict | None, table: str) -> None:
+    """Refuse a spec that holds a credential: specs are stored in the run's ledger."""
+    secret = [k for k in (spec or {}) if _SECRET.search(k)]
+    if secret:
+        raise ConfigError(
+            f"[{table}] {secret[0]}: credentials never go in a config or a run's ledger; "
+            "set them in the environment (e.g. ANTHROPIC_API_KEY)"
+        )
 
 
 def build_agent(spec: dict):

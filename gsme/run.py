@@ -84,8 +84,14 @@ class Run:
         self.repo = HarnessRepo.open(self.path / "harness")
         self.config = RunConfig.from_dict(ledger.get("config"))
         self._tasks = _tasks_from_json(ledger.get("tasks"))
+        # the round evolver calls are recorded with; gsme.evolve.run_round sets it
+        self.round_in_progress: int | None = None
         if evolver is not None and hasattr(evolver, "on_call"):
-            evolver.on_call = ledger.add_call
+            evolver.on_call = self._add_call
+
+    def _add_call(self, record: dict) -> None:
+        """Write one evolver call's record to the ledger with ``round_in_progress``."""
+        self.ledger.add_call({**record, "round": self.round_in_progress})
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
@@ -104,6 +110,10 @@ class Run:
         ``agent_spec``/``evolver_spec`` (see :mod:`gsme.config`) let :meth:`open` rebuild
         the agent and evolver on its own; without them, pass them to :meth:`open`.
         """
+        from gsme.config import check_no_secrets
+
+        check_no_secrets(agent_spec, "agent")
+        check_no_secrets(evolver_spec, "evolver")
         path = Path(path)
         if path.exists() and any(path.iterdir()):
             raise RunError(f"{path} exists and is not empty; choose a new run directory (to continue a run: gsme resume DIR)")

@@ -55,6 +55,7 @@ def test_bad_config_exits_2_without_traceback(tmp_path):
     ('[run]\ndir = "x"\n[agent]\nkind = "robot"\n', "kind must be"),
     ('[run]\ndir = "x"\n[agent]\nkind = "sim"\npreset = "nope"\n', "preset"),
     ('[run]\ndir = "x"\n[extra]\n', "unknown table"),
+    ('[run]\ndir = "x"\n[evolver]\nkind = "claude"\napi_key = "sk-ant-x"\n', "environment"),
 ])
 def test_config_errors_name_what_is_wrong(tmp_path, capsys, text, message):
     path = tmp_path / "c.toml"
@@ -63,6 +64,7 @@ def test_config_errors_name_what_is_wrong(tmp_path, capsys, text, message):
     assert main(["run", str(path)]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("gsme: error:")
+    assert "sk-ant" not in err
 
 
 def test_damaged_run_directory_exits_2(tmp_path, capsys):
