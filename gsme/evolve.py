@@ -181,8 +181,13 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
 
 
 def insert(run: Run, decided: pd.DataFrame, *, round: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Insert the kept children into the archive; snapshot it for ``round``."""
-    as_credit = decided.assign(decision=np.where(decided["kept"], "credit", "cull"))
+    """Insert the kept children into the archive; snapshot it for ``round``.
+
+    A kept child enters as credited whatever its gate decision (``greedy`` and ``peak``
+    keep uncredited gains); every other child keeps its own decision in the outcomes.
+    """
+    as_credit = decided.assign(decision=np.where(decided["kept"], "credit",
+                                                 decided["decision"]))
     new, outcomes = archive_lib.insert(run.archive(), as_credit, run.candidates(), round=round)
     run.ledger.delete("archive", "snapshot = ?", (round,))
     run.ledger.append("archive", new.assign(snapshot=round))

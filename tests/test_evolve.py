@@ -146,6 +146,17 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
         assert rates[chosen] == rates.max()
 
 
+def test_archive_outcomes_name_each_childs_own_decision(tmp_path):
+    run = _run(tmp_path / "r")
+    result = evolve.run_round(run, children=3, recombinations=0, progress=False)
+    outcomes = result.outcomes.merge(result.decisions[["candidate", "decision", "kept"]])
+    dropped = outcomes[~outcomes["kept"]]
+    assert len(dropped)
+    assert (dropped["status"] == "not_added").all()
+    assert [r.startswith(f"decision is {d};") for r, d
+            in zip(dropped["reason"], dropped["decision"])] == [True] * len(dropped)
+
+
 def test_dask_executor_gives_the_same_trials_as_threads(tmp_path):
     distributed = pytest.importorskip("distributed")
     threads = _run(tmp_path / "threads")
