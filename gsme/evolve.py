@@ -213,6 +213,7 @@ def run_round(run: Run, *, children: int = 3, recombinations: int = 1, executor=
         run.evolver.reseed(int(np.random.default_rng([run.config.seed, r, 0]).integers(2**31)))
         parent = select(run, round=r)
         run.ledger.event("round_started", r, parent=parent)
+        run.round_in_progress = r
         diagnosed = diagnose(run, failures(run, parent, round=r), parent=parent, round=r)
         patches = propose(run, parent, diagnosed, n=children, round=r)
         cands = pd.concat([commit(run, parent, patches, round=r),

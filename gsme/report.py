@@ -129,3 +129,57 @@ def _true_effects(run, chosen: str) -> dict:
     child, base = run.harness_dir(chosen), run.harness_dir("baseline")
     return {"true_train_delta_pp": run.agent.true_effect(child, base, "train"),
             "true_sealed_delta_pp": run.agent.true_effect(child, base, "test")}
+
+
+_CALL_COUNTS = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                "output_tokens", "cost_usd"]
+
+
+def cost_table(run) -> pd.DataFrame:
+    """What a run spent, round by round: evolver calls and the trials actually run.
+
+    Rounds are those of the ledger: 0 is the cold start (the baseline on the train split),
+    1, 2, ... the evolution rounds, -1 the sealed test scored by
+    :meth:`gsme.run.Run.finalize`; evolver calls recorded outside a round have round NA.
+    Borrowed trials cost nothing and are not counted. A cost the ledger does not know
+    (NaN: a model without a price, an agent that reports none) makes its sums NaN, never
+    a silent 0.
+
+    Returns
+    -------
+    DataFrame
+        One row per round that spent anything, in the order 0, 1, 2, ..., -1, NA:
+        ``round`` (Int64), ``evolver_calls``, ``evolver_input_tokens`` (uncached input,
+        cache writes and cache reads), ``evolver_output_tokens``, ``evolver_usd``,
+        ``trials`` (run, not borrowed), ``trial_tokens``, ``trial_usd`` and
+        ``total_usd``.
+
+    Examples
+    --------
+    >>> cost_table(run)[["round", "trials", "total_usd"]]  # doctest: +SKIP
+    """
+    calls = run.ledger.calls().reindex(columns=["round", *_CALL_COUNTS])
+    counts = calls[_CALL_COUNTS].astype(np.float64)
+    trials = run.trials()
+    trials = trials[trials["borrowed_from"].isna()]
+    rows = pd.concat([
+        pd.DataFrame({"round": calls["round"], "evolver_calls": 1,
+                      "evolver_input_tokens": counts[_CALL_COUNTS[:3]].sum(axis=1, skipna=False),
+                      "evolver_output_tokens": counts["output_tokens"],
+                      "evolver_usd": counts["cost_usd"], "trials": 0, "trial_tokens": 0.0,
+                      "trial_usd": 0.0}),
+        pd.DataFrame({"round": trials["round"], "evolver_calls": 0, "evolver_input_tokens": 0.0,
+                      "evolver_output_tokens": 0.0, "evolver_usd": 0.0, "trials": 1,
+                      "trial_tokens": trials["tokens"], "trial_usd": trials["cost_usd"]}),
+    ], ignore_index=True).astype({"round": "Int64", "evolver_calls": np.int64,
+                                  "trials": np.int64})
+    table = (rows.groupby("round", dropna=False)
+             .agg(lambda column: column.sum(skipna=False)).reset_index())
+    table["total_usd"] = table["evolver_usd"] + table["trial_usd"]
+    return table.sort_values("round", key=_round_order, ignore_index=True)
+
+
+def _round_order(rounds: pd.Series) -> pd.Series:
+    """Sort keys putting rounds 0, 1, 2, ... first, then the sealed test (-1), then NA."""
+    keys = rounds.astype(np.float64)
+    return keys.where(keys >= 0, keys.max() + 1 - keys)
