@@ -55,7 +55,7 @@ def main() -> None:
     print(f"no-op agent: {n} trials in {seconds:.2f} s -> {1e3 * seconds / n:.3f} ms per trial "
           f"of orchestration (ledger writes included; target < 1 ms)")
 
-    preset = "tb2"
+    preset = "omni-math"
     threads = Run.create(root / "threads", agent=sim.preset(preset), config=RunConfig())
     n_t, s_t = _time_score(threads, args.k)
     print(f"simulated {preset}, threads: {n_t} trials in {s_t:.2f} s -> {n_t / s_t:,.0f} trials/s")

@@ -79,20 +79,19 @@ class Ledger:
                 f"INSERT OR REPLACE INTO {table} ({_quoted(cols)}) VALUES ({marks})", rows
             )
 
-    def add_trial(self, row: dict, transcript: str | None) -> None:
-        """Commit one trial row and its transcript together."""
+    def add_trials(self, rows: list[tuple[dict, str | None]]) -> None:
+        """Commit trial rows with their transcripts in one transaction."""
         cols, _ = _FRAME_TABLES["trials"]
+        insert = (f"INSERT OR REPLACE INTO trials ({_quoted(cols)}) VALUES "
+                  f"({','.join('?' * len(cols))})")
         with self._transaction():
-            self._db.execute(
-                f"INSERT OR REPLACE INTO trials ({_quoted(cols)}) VALUES "
-                f"({','.join('?' * len(cols))})",
-                tuple(_to_sql(row.get(c)) for c in cols),
-            )
-            if transcript is not None and row.get("trajectory"):
-                self._db.execute(
-                    "INSERT OR REPLACE INTO transcripts (ref, text) VALUES (?, ?)",
-                    (row["trajectory"], zlib.compress(transcript.encode())),
-                )
+            for row, transcript in rows:
+                self._db.execute(insert, tuple(_to_sql(row.get(c)) for c in cols))
+                if transcript is not None and row.get("trajectory"):
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO transcripts (ref, text) VALUES (?, ?)",
+                        (row["trajectory"], zlib.compress(transcript.encode())),
+                    )
 
     def mark_infra_failed(self, keys: list[tuple]) -> None:
         """Set ``infra_ok`` and ``passed`` to false for the trials with these keys."""

@@ -53,6 +53,7 @@ class RunConfig:
     explore: float = 0.0
     batch_size: int = 64
     workers: int = 4
+    remote_chunk: int = 32
 
     def __post_init__(self):
         if self.policy not in POLICIES:

@@ -82,6 +82,11 @@ def plan(run: Run, candidates: list[str], *, split: str, k: int) -> Plan:
 def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, round=0) -> int:
     """Run ``specs`` through ``executor`` (threads by default), committing each trial.
 
+    With the default thread pool every trial is its own task and is committed as it
+    completes. Any other executor (a Dask cluster, a process pool) receives chunks of
+    ``config.remote_chunk`` trials, so the agent is shipped once per chunk rather than once
+    per trial; a chunk is committed in one transaction when it completes. Harness
+    directories are paths, so remote workers need the run directory on a shared filesystem.
     The agent's health check runs before and after each batch; a failed check after a batch
     marks that batch's trials as infrastructure failures, so they are re-run, never scored.
 
@@ -94,28 +99,26 @@ def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, r
         return 0
     own_pool = executor is None
     pool = executor or cf.ThreadPoolExecutor(max_workers=run.config.workers)
+    chunk = 1 if own_pool else run.config.remote_chunk
     tasks = run.tasks().set_index("task_id")
     bar = _progress(len(specs), progress, desc=f"round {round}: scoring")
     try:
-        size = run.config.batch_size
+        size = max(run.config.batch_size, chunk)
         for start in range(0, len(specs), size):
             batch = specs[start : start + size]
             _require_health(run)
             futures = {
-                pool.submit(
-                    _run_one, run.agent, run.harness_dir(s.candidate),
-                    _task_record(tasks, s.task_id), s, run.config.seed,
-                ): s
-                for s in batch
+                pool.submit(_run_chunk, run.agent, [
+                    (run.harness_dir(s.candidate), _task_record(tasks, s.task_id), s)
+                    for s in part
+                ], run.config.seed): part
+                for part in (batch[i : i + chunk] for i in range(0, len(batch), chunk))
             }
             for future in cf.as_completed(futures):
-                spec = futures[future]
-                traj = future.result()
-                ref = "/".join([spec.split, spec.candidate, spec.task_id, f"k{spec.k}a{spec.attempt}"])
-                row = trial_row(spec, traj, ref)
-                row.update(borrowed_from=None, round=round)
-                run.ledger.add_trial(row, traj.transcript)
-                bar.update(1)
+                done = list(zip(futures[future], future.result(), strict=True))
+                run.ledger.add_trials([(_row(spec, traj, round), traj.transcript)
+                                       for spec, traj in done])
+                bar.update(len(done))
             if not _healthy(run):
                 run.ledger.mark_infra_failed(
                     [(s.candidate, s.task_id, s.split, s.k, s.attempt) for s in batch]
@@ -126,6 +129,15 @@ def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, r
         if own_pool:
             pool.shutdown()
     return len(specs)
+
+
+def _row(spec: TrialSpec, traj: Trajectory, round: int) -> dict:
+    ref = "/".join([spec.split, spec.candidate, spec.task_id, f"k{spec.k}a{spec.attempt}"])
+    return {**trial_row(spec, traj, ref), "borrowed_from": None, "round": round}
+
+
+def _run_chunk(agent, items, seed: int) -> list[Trajectory]:
+    return [_run_one(agent, harness_dir, task, spec, seed) for harness_dir, task, spec in items]
 
 
 def _run_one(agent, harness_dir, task: dict, spec: TrialSpec, seed: int) -> Trajectory:

@@ -167,3 +167,14 @@ def test_dask_executor_gives_the_same_trials_as_threads(tmp_path):
             distributed.Client(cluster) as client:
         dask_run.score("baseline", executor=client.get_executor(), progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(dask_run))
+
+
+def test_a_process_pool_gives_the_same_trials_as_threads(tmp_path):
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads = _run(tmp_path / "threads", fault=0.1)
+    threads.score("baseline", progress=False)
+    procs = _run(tmp_path / "procs", fault=0.1)
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        procs.score("baseline", executor=pool, progress=False)
+    pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(procs))

@@ -252,3 +252,15 @@ def test_errors_name_the_argument_and_allowed_values():
         agent.run(SEED_HARNESS, {"task_id": "nope"}, k=0, attempt=0, seed=0)
     with pytest.raises(ValueError, match="split must be one of"):
         agent.true_rates(SEED_HARNESS, "dev")
+
+
+def test_an_agent_pickles_small_and_runs_the_same_after():
+    import pickle
+
+    agent = sim.preset("tiny", seed=3, infra_fault_rate=0.3, test_canary="CANARY")
+    copy = pickle.loads(pickle.dumps(agent))
+    assert len(pickle.dumps(agent)) < 1000
+    assert copy.name == agent.name and copy.tasks().equals(agent.tasks())
+    for _, task in agent.tasks().iterrows():
+        assert copy.run(SEED_HARNESS, task, k=2, attempt=1, seed=9) == agent.run(
+            SEED_HARNESS, task, k=2, attempt=1, seed=9)

@@ -83,6 +83,7 @@ class SimAgent(TaskAgent):
             raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
         if not 0.0 <= infra_fault_rate < 1.0:
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
+        self._args = (benchmark, profile, int(seed), float(infra_fault_rate), test_canary)
         self.benchmark = build_benchmark(spec, seed=seed)
         self.profile = PROFILES[profile]
         self.seed = int(seed)
@@ -99,6 +100,11 @@ class SimAgent(TaskAgent):
         self._by_stat: dict = {}
         self._by_fingerprint: dict[str, HarnessModel] = {}
         self._gates: dict[str, np.ndarray] = {}
+
+    def __reduce__(self):
+        """Pickle as the constructor's arguments: small, and picklable by any executor."""
+        benchmark, profile, seed, rate, canary = self._args
+        return _rebuild, (benchmark, profile, seed, rate, canary)
 
     def tasks(self) -> pd.DataFrame:
         """``task_id, split, category, has_tests, needs_tools, long_context, hard, content``."""
@@ -200,6 +206,11 @@ class SimAgent(TaskAgent):
         if expr not in self._gates:
             self._gates[expr] = np.asarray(parse(expr).mask(self._tasks), dtype=bool)
         return self._gates[expr]
+
+
+def _rebuild(benchmark, profile, seed, infra_fault_rate, test_canary) -> SimAgent:
+    return SimAgent(benchmark, profile=profile, seed=seed, infra_fault_rate=infra_fault_rate,
+                    test_canary=test_canary)
 
 
 def _uniforms(key: str, n: int) -> list[float]:
