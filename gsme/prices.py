@@ -21,8 +21,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
-__all__ = ["FIXTURE_USAGE", "PRICES", "Price", "base_model", "call_cost",
-           "estimate_round_cost"]
+__all__ = ["EVOLVER_CALLS", "FIXTURE_USAGE", "PRICES", "TASK_CALLS", "Price", "base_model",
+           "call_cost", "estimate_round_cost"]
 
 
 class Price(NamedTuple):
@@ -67,7 +67,9 @@ FIXTURE_USAGE: dict[str, dict[str, int]] = {
 """Token counts per call of the hand-written responses in ``tests/data`` (not live calls)."""
 
 TASK_CALLS = ("task_right", "task_wrong", "task_syntax_error")
+"""The :data:`FIXTURE_USAGE` entries of task-model calls (a trial costs their mean)."""
 EVOLVER_CALLS = ("evolver_diagnose", "evolver_propose")
+"""The :data:`FIXTURE_USAGE` entries of the evolver's calls in one round."""
 _COUNTS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
            "cache_read_input_tokens")
 _DATE_SUFFIX = re.compile(r"-\d{8}$")
