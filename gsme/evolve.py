@@ -126,12 +126,16 @@ def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> pd.Dat
     made, rows = [], []
     for patch in patches:
         try:
-            made.append(run.repo.add_mutation(parent, patch, round=round))
-            rows.append({"kind": "mutation", "candidate": made[-1], "parents": parent,
-                         "ok": True, "reason": None})
+            cand = run.repo.add_mutation(parent, patch, round=round)
         except PatchError as err:
             rows.append({"kind": "mutation", "candidate": None, "parents": parent,
                          "ok": False, "reason": f"{patch.id}: {err}"})
+            continue
+        refused = _refused_by_agent(run, cand)
+        made += [] if refused else [cand]
+        rows.append({"kind": "mutation", "candidate": None if refused else cand,
+                     "parents": parent, "ok": not refused,
+                     "reason": refused and f"{patch.id}: {refused}"})
     return _record_candidates(run, made, rows, round)
 
 
@@ -147,6 +151,8 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> pd.DataFrame:
     made, rows = [], []
     for elites in options["elites"].head(n):
         cand, reason = run.repo.recombine(base, schema.split_ids(elites), round=round)
+        if cand is not None and (reason := _refused_by_agent(run, cand)):
+            cand = None
         if cand is not None:
             made.append(cand)
         rows.append({"kind": "recombination", "candidate": cand,
@@ -224,6 +230,7 @@ def run_round(run: Run, *, children: int = 3, recombinations: int = 1, executor=
     decided = credit(run, cands, round=r)
     new, outcomes = insert(run, decided, round=r)
     run.ledger.event("round_done", r, parent=parent, spent=run.trials_spent())
+    run.round_in_progress = None
     return RoundResult(r, parent, cands, decided, new, outcomes)
 
 
@@ -268,6 +275,16 @@ def _record_candidates(run: Run, made: list[str], rows: list[dict], round: int) 
     cands = cands[cands["candidate"].isin(made)].reset_index(drop=True)
     run.ledger.append("candidates", cands)
     return cands
+
+
+def _refused_by_agent(run: Run, cand: str) -> str | None:
+    """The agent's reason for refusing ``cand``'s harness (then the candidate is discarded)."""
+    try:
+        run.agent.check_harness(run.harness_dir(cand))
+    except ValueError as err:
+        run.discard(cand)
+        return f"the agent cannot run this harness: {err}"
+    return None
 
 
 def _discard_round(run: Run, r: int) -> None:

@@ -211,8 +211,17 @@ def test_code_extraction():
 def test_bad_harness_files_are_named(harness, files, message):
     for rel, text in files.items():
         (harness / rel).write_text(text)
+    replay = Replay()
     with pytest.raises(ValueError, match=message):
-        make_agent(Replay()).run(harness, LCM, k=0, attempt=0, seed=0)
+        make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    with pytest.raises(ValueError, match=message):
+        make_agent(replay).check_harness(harness)
+    assert replay.requests == []
+
+
+def test_check_harness_accepts_the_seed_and_library_middleware(harness):
+    add_middleware(harness, "submit-verify", "verify", max_retries=2)
+    assert make_agent(Replay()).check_harness(harness) is None
 
 
 def test_tasks_and_arguments():

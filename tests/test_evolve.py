@@ -178,3 +178,27 @@ def test_a_process_pool_gives_the_same_trials_as_threads(tmp_path):
     with ProcessPoolExecutor(max_workers=2) as pool:
         procs.score("baseline", executor=pool, progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(procs))
+
+
+class NoRuntimeAgent(sim.SimAgent):
+    """A simulated agent whose runtime accepts no middleware files."""
+
+    def check_harness(self, harness_dir):
+        files = sorted(p.name for p in (harness_dir / "runtime").glob("*.toml"))
+        if files:
+            raise ValueError(f"unknown middleware file(s) {files}")
+
+
+def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path):
+    agent = NoRuntimeAgent("tiny", seed=1, infra_fault_rate=0.0)
+    run = Run.create(tmp_path / "r", agent=agent, evolver=RuleEvolver(seed=1),
+                     config=RunConfig(seed=1))
+    for _ in range(3):
+        evolve.run_round(run, children=4, recombinations=0, progress=False)
+    proposals = run.ledger.frame("proposals")
+    refused = proposals[~proposals["ok"]]
+    assert refused["reason"].str.contains("cannot run this harness: unknown middleware").any()
+    kept = run.candidates()
+    assert "runtime" not in set(kept["where"].dropna())
+    assert list(kept["candidate"]) == list(run.repo.candidates()["candidate"])
+    assert set(run.trials()["candidate"]) <= set(kept["candidate"])

@@ -187,6 +187,11 @@ class AnthropicAgent(TaskAgent):
         configured = config.model if config.model != PLACEHOLDER_MODEL else None
         return self.model or os.environ.get(MODEL_ENV) or configured or DEFAULT_MODEL
 
+    def check_harness(self, harness_dir: Path) -> None:
+        """Refuse a harness whose config or runtime middleware this agent cannot load."""
+        read_config(harness_dir)
+        load_runtime(harness_dir)
+
     def run(
         self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
     ) -> Trajectory:

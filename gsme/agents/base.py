@@ -70,6 +70,14 @@ class TaskAgent(abc.ABC):
         """True when the environment is healthy enough to run trials."""
         return True
 
+    def check_harness(self, harness_dir: Path) -> None:
+        """Raise ``ValueError`` naming the problem if this agent cannot run the harness.
+
+        The loop calls it on every new candidate before scoring, so a patch whose files
+        this agent's runtime rejects (an unknown middleware, a bad config value) is refused
+        with its reason instead of failing every trial. The default accepts any harness.
+        """
+
 
 def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
     """One trials row (a plain dict, unvalidated) for ``spec`` and what it produced.
