@@ -5,8 +5,9 @@ Each function drives the embedded simulator (:mod:`gsme.sim`) through the ordina
 beside the simulator's ground truth (:meth:`gsme.sim.SimAgent.true_effect`), which the loop
 itself never sees. Every result is simulated; every function returns one tidy DataFrame.
 
-Runs are written under ``root`` (a fresh temporary directory when None), one
-sub-directory per run, so any of them can be reopened with :meth:`gsme.run.Run.open`.
+Runs are written under ``root`` (a fresh temporary directory when None): each call makes
+its own new sub-directory there (``<experiment>-<random>``), one directory per run inside
+it, so calls never collide and any run can be reopened with :meth:`gsme.run.Run.open`.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     """
     agent = sim.preset(preset, seed=seed, profile=profile)
     profile_name = agent.profile.name
-    path = _root(root) / f"{preset}-{profile_name}-{policy}-s{seed}"
+    path = _root(root, None) / f"{preset}-{profile_name}-{policy}-s{seed}"
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
                      config=RunConfig(seed=seed, policy=policy),
                      agent_spec={"kind": "sim", "preset": preset, "seed": seed,
@@ -175,7 +176,7 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
     >>> preset_table(["tiny"], rounds=1, progress=False)["preset"].tolist()
     ['tiny']
     """
-    root = _root(root)
+    root = _root(root, "preset_table")
     rows = []
     for name in tqdm(list(presets), desc="presets", disable=not progress):
         run = simulated_run(name, root=root, seed=seed, rounds=rounds, children=children,
@@ -219,9 +220,10 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, rounds:
         but not on test), see :func:`audit_decisions`; ``false_credit_share``
         (false_credits / kept, NaN when none was kept); ``train_delta_pp,
         sealed_delta_pp, retention_pct, sealed_decision`` (measured, selected harness vs
-        baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``.
+        baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``;
+        ``run_dir``.
     """
-    root = _root(root)
+    root = _root(root, "compare_policies")
     unknown = sorted(set(policies) - set(POLICIES))
     if unknown:
         raise ValueError(f"policies must be among {list(POLICIES)}, got unknown {unknown}")
@@ -243,6 +245,7 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, rounds:
             **{c: table[c] for c in ("train_delta_pp", "sealed_delta_pp", "retention_pct",
                                      "sealed_decision", "true_train_delta_pp",
                                      "true_sealed_delta_pp", "trials_spent")},
+            "run_dir": str(run.path),
         })
     return pd.DataFrame(rows)
 
@@ -381,7 +384,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
     >>> table[["mechanism", "kind"]].values.tolist()
     [['submit-verify', 'targeted']]
     """
-    root = _root(root)
+    root = _root(root, "ablation")
     rows = []
     for seed in tqdm([int(s) for s in seeds], desc=f"{preset}: ablation",
                      disable=not progress):
@@ -424,7 +427,7 @@ def baseline_pathologies(preset: str = "appworld", *, profiles=tuple(sim.PROFILE
     >>> float(shares["share"].sum())
     1.0
     """
-    root = _root(root)
+    root = _root(root, "baseline_pathologies")
     frames = []
     for name in tqdm(list(profiles), desc=f"{preset}: baselines", disable=not progress):
         run = Run.create(root / f"baseline-{preset}-{name}-s{seed}",
@@ -460,7 +463,7 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
         winner_z`` (measured against its parent), ``winner_true_delta_pp`` and
         ``true_train_delta_pp`` (selected harness vs baseline, ground truth).
     """
-    root = _root(root)
+    root = _root(root, "pathology_matching")
     grid = [(p, int(s)) for p in profiles for s in seeds]
     rows = []
     for name, seed in tqdm(grid, desc=f"{preset}: profile × seed", disable=not progress):
@@ -516,7 +519,7 @@ def aa_noise(preset: str = "appworld", *, reruns: int = 5, seed: int = 0, root=N
     """
     if reruns < 1:
         raise ValueError(f"reruns must be at least 1, got {reruns!r}")
-    root = _root(root)
+    root = _root(root, "aa_noise")
     scored = []
     for s in tqdm(range(seed, seed + reruns + 1), desc=f"{preset}: A/A re-runs",
                   disable=not progress):
@@ -534,8 +537,13 @@ def aa_noise(preset: str = "appworld", *, reruns: int = 5, seed: int = 0, root=N
                                           if c not in ("preset", "rerun_seed")]]]
 
 
-def _root(root) -> Path:
-    return Path(tempfile.mkdtemp(prefix="gsme-experiments-")) if root is None else Path(root)
+def _root(root, experiment: str | None) -> Path:
+    """``root`` (a new temporary directory when None), or a new ``experiment-*`` folder in it."""
+    root = Path(tempfile.mkdtemp(prefix="gsme-experiments-")) if root is None else Path(root)
+    if experiment is None:
+        return root
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{experiment}-", dir=root))
 
 
 def _baseline_shares(trials: pd.DataFrame) -> pd.DataFrame:
