@@ -8,10 +8,11 @@ from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run, RunConfig
 
 KEY = ["candidate", "task_id", "split", "k", "attempt"]
+SEED = 9  # a tiny run whose three rounds credit, cull and leave inconclusive
 OUTCOME = KEY + ["passed", "infra_ok", "activated", "beacons"]
 
 
-def _run(path, *, seed=1, fault=0.0, canary=None, policy="gated", evolver=None):
+def _run(path, *, seed=SEED, fault=0.0, canary=None, policy="gated", evolver=None):
     agent = sim.SimAgent("tiny", seed=seed, infra_fault_rate=fault, test_canary=canary)
     return Run.create(path, agent=agent, evolver=evolver or RuleEvolver(seed=seed),
                       config=RunConfig(seed=seed, policy=policy))
@@ -62,12 +63,11 @@ def test_infra_faults_change_no_decision(tmp_path):
     assert (clean.decisions()["decision"] == "credit").any()  # the comparison has teeth
     decided = ["candidate", "parent", "decision"]
     pd.testing.assert_frame_equal(_decisions(clean)[decided], _decisions(faulty)[decided])
-    # where no slot ran out of re-runs, every statistic is the same to the last bit
-    valid = trials.groupby(["candidate", "task_id", "k"])["infra_ok"].any()
-    lost = set(valid[~valid].index.get_level_values("candidate"))
-    same = ~_decisions(faulty)["candidate"].isin(lost) & ~_decisions(faulty)["parent"].isin(lost)
-    pd.testing.assert_frame_equal(_decisions(clean)[same], _decisions(faulty)[same])
-    assert same.any()
+    # every slot the faulty run scored holds the outcome the clean run got there
+    slot = ["candidate", "task_id", "k"]
+    valid = trials[trials["infra_ok"]].set_index(slot)["passed"]
+    assert len(valid) > 0.95 * len(clean.trials())  # at 20% faults, 3 in a row are rare
+    pd.testing.assert_series_equal(valid, clean.trials().set_index(slot)["passed"].loc[valid.index])
 
 
 class RecordingEvolver(RuleEvolver):
@@ -93,7 +93,7 @@ class RecordingEvolver(RuleEvolver):
 
 def test_evolver_never_sees_the_test_split(tmp_path):
     canary = "CANARY-7f3a9"
-    evolver = RecordingEvolver(seed=1)
+    evolver = RecordingEvolver(seed=SEED)
     run = _evolve(_run(tmp_path / "r", canary=canary, evolver=evolver), rounds=2)
     run.finalize(progress=False)
     test_ids = set(run.tasks("test")["task_id"])
@@ -121,7 +121,7 @@ def test_rounds_resume_after_an_interrupted_round(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         evolve.run_round(broken, progress=False)
     monkeypatch.setattr(evolve, "credit", real)
-    resumed = _evolve(Run.open(broken.path, agent=broken.agent, evolver=RuleEvolver(seed=1)),
+    resumed = _evolve(Run.open(broken.path, agent=broken.agent, evolver=RuleEvolver(seed=SEED)),
                       rounds=2)
     pd.testing.assert_frame_equal(_outcomes(whole), _outcomes(resumed))
     pd.testing.assert_frame_equal(_decisions(whole), _decisions(resumed))

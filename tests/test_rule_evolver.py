@@ -141,10 +141,11 @@ def test_config_and_prompt_patches_edit_lines_in_place(parent):
     failures = pd.DataFrame({"candidate": "c", "task_id": ["a", "b"], "k": 0,
                              "transcript": "[stopped: thinking exceeded the budget at 9 tokens]"})
     evolver = RuleEvolver(seed=0, error_rate=0.0)
+    options = TEMPLATES["thinking-runaway"]
     patches = evolver.propose(parent, evolver.diagnose(failures), None, Vocabulary.default(),
-                              n=4)
+                              n=len(options))
     by_mechanism = {p.mechanism: p for p in patches}
-    assert set(by_mechanism) == {t.mechanism for t in TEMPLATES["thinking-runaway"]}
+    assert set(by_mechanism) == {t.mechanism for t in options}
     off = by_mechanism["thinking-off"].changes
     assert [(c.path, c.old, c.new) for c in off] == [
         ("config/agent.toml", "thinking_budget = 8192", "thinking_budget = 0")]

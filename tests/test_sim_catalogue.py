@@ -1,6 +1,7 @@
 """The hidden catalogue and the outcome model it drives."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from gsme.patch import FileChange, Patch
@@ -73,3 +74,14 @@ def test_stacked_fixes_have_diminishing_returns(bench):
     col = WHY_INDEX["careless-submit"]
     both = compiled(bench, patch("submit-verify"), patch("verify-reminder"))
     assert np.allclose(both.fail_given_onset[:, col], 0.3 * 0.85 ** 0.5)
+
+
+def test_most_proposable_fixes_do_not_really_help():
+    from gsme.evolvers.templates import TEMPLATES
+
+    mechanisms = {t.mechanism for options in TEMPLATES.values() for t in options}
+    assert mechanisms <= set(CATALOGUE)
+    kinds = pd.Series([CATALOGUE[m].kind for m in mechanisms]).value_counts()
+    no_gain_on_test = kinds.reindex(["cosmetic", "harmful", "overfit"]).fillna(0).sum()
+    assert no_gain_on_test / kinds.sum() >= 0.4
+    assert kinds["targeted"] / kinds.sum() <= 0.3

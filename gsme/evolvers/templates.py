@@ -51,6 +51,8 @@ TEMPLATES: Mapping[str, tuple[Template, ...]] = MappingProxyType({
         _t("submit-verify", "runtime", "Before submit, run the task's checks; block on failure.",
            params={"max_checks": 1}),
         _t("verify-reminder", "prompt", "Always run the tests before you submit."),
+        _t("recheck-loop", "runtime", "After every check, run all checks again until two agree.",
+           params={"max_rounds": 4}),
         _HINTS, _POLITE),
     "thinking-runaway": (
         _t("runaway-recovery", "runtime",
@@ -58,17 +60,23 @@ TEMPLATES: Mapping[str, tuple[Template, ...]] = MappingProxyType({
            params={"window_tokens": 2048, "max_recoveries": 2}),
         _t("thinking-off", "config", "", config={"thinking_budget": "0"}),
         _t("token-budget-16x", "config", "", config={"thinking_budget": "x16"}),
-        _t("concise-reasoning", "prompt", "Think briefly; commit to an approach early.")),
+        _t("concise-reasoning", "prompt", "Think briefly; commit to an approach early."),
+        _t("reasoning-style-guide", "prompt",
+           "Structure your reasoning as numbered steps with short headings.")),
     "premature-finalization": (
         _t("completion-checklist", "prompt",
            "Before the final answer, tick off every requirement of the task."),
         _t("keep-going-nudge", "runtime", "When the agent stops early, ask what is left.",
            params={"max_nudges": 1}),
+        _t("answer-deadline", "prompt",
+           "Give your final answer within your first three turns; do not over-explore."),
         _HINTS, _EMPHATIC),
     "format-error": (
         _t("format-validator", "runtime", "Parse the answer block; ask for a fix if malformed.",
            params={"retries": 1}),
         _t("format-example", "prompt", "End with exactly one <answer>...</answer> block."),
+        _t("strict-answer-schema", "prompt",
+           "Answer ONLY with the JSON object {\"answer\": ...}; no prose, no code fences."),
         _POLITE),
     "tool-misuse": (
         _t("tool-schema-hints", "knowledge",
@@ -76,16 +84,21 @@ TEMPLATES: Mapping[str, tuple[Template, ...]] = MappingProxyType({
            "http_get(url: str). Pass exactly these arguments."),
         _t("tool-retry", "runtime", "On a tool error, retry once with corrected arguments.",
            params={"retries": 1}),
+        _t("tool-list-reformat", "knowledge", "Tools, alphabetically: http_get, list_dir, "
+           "read_file."),
         _HINTS),
     "looping": (
         _t("loop-breaker", "runtime", "Detect a repeated identical tool call and intervene.",
            params={"max_repeats": 3}),
         _t("turn-limit-cut", "config", "", config={"turn_limit": "/2"}),
+        _t("repeat-warning", "prompt", "Do not repeat yourself."),
         _EMPHATIC),
     "context-overflow": (
         _t("context-summarizer", "runtime", "Summarise old turns before the context fills.",
            params={"threshold": 0.8}),
         _t("context-window-raise", "config", "", config={"context_window": "262144"}),
+        _t("drop-tool-outputs", "runtime", "Discard tool outputs older than two turns.",
+           params={"keep_turns": 2}),
         _HINTS),
 })
 """Failure mode → candidate templates (good, useless, harmful and overfit mixed)."""

@@ -19,6 +19,10 @@ How an effect acts on a task its patch's env gate admits:
   ``submit`` (the agent reached its submission step), ``onset`` (the failure mode ``why``
   began in this trial, whether or not it was then recovered), ``named`` (a named task).
 
+The mix follows what engineers (and LLM proposers) actually try: per failure mode, about
+one fix in four works well, the others are weak, cosmetic, costly, harmful or overfit, so
+that keeping whatever raised a noisy train rate accumulates as much harm as help.
+
 Unknown mechanisms (e.g. free text from an LLM evolver) get a small deterministic effect on
 the failure mode their patch declares: ``factor = 1 - 0.1 * u`` with ``u`` in [0, 1) from a
 hash of the mechanism name, trigger ``always``: the same name always does the same thing.
@@ -59,6 +63,8 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
     # careless-submit
     _fx("submit-verify", "careless-submit", "targeted", factor=0.3, trigger="submit", cost=1.15),
     _fx("verify-reminder", "careless-submit", "weak", factor=0.85),
+    _fx("recheck-loop", "careless-submit", "harmful", factor=0.9, harm=0.04, harm_hard=0.12,
+        harm_why="looping", cost=1.3),
     # thinking-runaway
     _fx("runaway-recovery", "thinking-runaway", "targeted", factor=0.3, trigger="onset",
         cost=1.05),
@@ -67,24 +73,33 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
     _fx("token-budget-16x", "thinking-runaway", "costly", factor=0.85, cost=2.5,
         runaway_cost=16.0),
     _fx("concise-reasoning", "thinking-runaway", "weak", factor=0.9),
+    _fx("reasoning-style-guide", None, "cosmetic"),
     # premature-finalization
     _fx("completion-checklist", "premature-finalization", "targeted", factor=0.55,
         trigger="submit", cost=1.1),
     _fx("keep-going-nudge", "premature-finalization", "weak", factor=0.85, trigger="submit"),
+    _fx("answer-deadline", "premature-finalization", "harmful", factor=1.0, harm=0.05,
+        harm_hard=0.2),
     # format-error
     _fx("format-validator", "format-error", "targeted", factor=0.25, trigger="submit"),
     _fx("format-example", "format-error", "weak", factor=0.75),
+    _fx("strict-answer-schema", "format-error", "harmful", factor=0.9, harm=0.04,
+        harm_hard=0.1, harm_why="format-error"),
     # tool-misuse
     _fx("tool-schema-hints", "tool-misuse", "targeted", factor=0.45),
     _fx("tool-retry", "tool-misuse", "weak", factor=0.85, trigger="onset"),
+    _fx("tool-list-reformat", None, "cosmetic"),
     # looping
     _fx("loop-breaker", "looping", "targeted", factor=0.3, trigger="onset"),
     _fx("turn-limit-cut", "looping", "harmful", factor=0.6, harm=0.03, harm_hard=0.3,
         cost=0.8),
+    _fx("repeat-warning", None, "cosmetic"),
     # context-overflow
     _fx("context-summarizer", "context-overflow", "targeted", factor=0.35, trigger="onset",
         cost=1.1),
     _fx("context-window-raise", "context-overflow", "costly", factor=0.8, cost=1.8),
+    _fx("drop-tool-outputs", "context-overflow", "harmful", factor=0.6, harm=0.05,
+        harm_hard=0.1, harm_why="tool-misuse", cost=0.7),
     # no effect, any pathology
     _fx("polite-tone", None, "cosmetic"),
     _fx("emphatic-instructions", None, "cosmetic"),
