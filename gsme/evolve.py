@@ -18,7 +18,7 @@ from gsme import archive as archive_lib
 from gsme import gates, schema
 from gsme.harness import PatchError
 from gsme.patch import Patch
-from gsme.run import Run
+from gsme.run import Run, RunError
 
 BASELINE = "baseline"
 
@@ -187,16 +187,20 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
 
 
 def insert(run: Run, decided: pd.DataFrame, *, round: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Insert the kept children into the archive; snapshot it for ``round``.
+    """Insert the kept children into the archive; snapshot it for ``round``; end the round.
 
     A kept child enters as credited whatever its gate decision (``greedy`` and ``peak``
-    keep uncredited gains); every other child keeps its own decision in the outcomes.
+    keep uncredited gains); every other child keeps its own decision in the outcomes. This
+    is a round's last step: it records the round as done, so a round run step by step
+    counts like one run by :func:`run_round`.
     """
     as_credit = decided.assign(decision=np.where(decided["kept"], "credit",
                                                  decided["decision"]))
     new, outcomes = archive_lib.insert(run.archive(), as_credit, run.candidates(), round=round)
     run.ledger.delete("archive", "snapshot = ?", (round,))
     run.ledger.append("archive", new.assign(snapshot=round))
+    if next_round(run) == round:
+        run.ledger.event("round_done", round, spent=run.trials_spent())
     return new, outcomes
 
 
@@ -229,7 +233,6 @@ def run_round(run: Run, *, children: int = 3, recombinations: int = 1, executor=
     run.score(list(cands["candidate"]), executor=executor, progress=progress, round=r)
     decided = credit(run, cands, round=r)
     new, outcomes = insert(run, decided, round=r)
-    run.ledger.event("round_done", r, parent=parent, spent=run.trials_spent())
     run.round_in_progress = None
     return RoundResult(r, parent, cands, decided, new, outcomes)
 
@@ -292,7 +295,14 @@ def _discard_round(run: Run, r: int) -> None:
     for table in ("diagnoses", "proposals"):
         run.ledger.delete(table, '"round" = ?', (r,))
     stale = run.repo.candidates()
-    for cand in reversed(list(stale.loc[stale["round"] == r, "candidate"])):
+    stale = list(stale.loc[stale["round"] == r, "candidate"])
+    scored = sorted(set(stale) & set(run.trials()["candidate"]))
+    if scored:
+        raise RunError(
+            f"round {r} was started step by step and its candidates {scored} are scored; "
+            f"finish it with evolve.credit(run, ..., round={r}) and evolve.insert(...) first"
+        )
+    for cand in reversed(stale):
         run.discard(cand)
 
 

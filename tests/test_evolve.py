@@ -202,3 +202,35 @@ def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path)
     assert "runtime" not in set(kept["where"].dropna())
     assert list(kept["candidate"]) == list(run.repo.candidates()["candidate"])
     assert set(run.trials()["candidate"]) <= set(kept["candidate"])
+
+
+def test_a_round_run_step_by_step_counts_like_run_round(tmp_path):
+    run = _run(tmp_path / "r")
+    evolve.cold_start(run, progress=False)
+    parent = evolve.select(run, round=1)
+    diagnosed = evolve.diagnose(run, evolve.failures(run, parent, round=1), parent=parent,
+                                round=1)
+    cands = evolve.commit(run, parent, evolve.propose(run, parent, diagnosed, n=2, round=1),
+                          round=1)
+    run.score(list(cands["candidate"]), progress=False, round=1)
+    decided = evolve.credit(run, cands, round=1)
+    assert evolve.next_round(run) == 1
+    evolve.insert(run, decided, round=1)
+    assert evolve.next_round(run) == 2
+    second = evolve.run_round(run, progress=False)
+    assert second.round == 2 and set(second.candidates["round"]) == {2}
+
+
+def test_an_unfinished_manual_round_is_named_not_discarded(tmp_path):
+    from gsme.run import RunError
+
+    run = _run(tmp_path / "r")
+    evolve.cold_start(run, progress=False)
+    diagnosed = evolve.diagnose(run, evolve.failures(run, "baseline", round=1),
+                                parent="baseline", round=1)
+    cands = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=1,
+                                                           round=1), round=1)
+    run.score(list(cands["candidate"]), progress=False, round=1)
+    with pytest.raises(RunError, match="finish it with evolve.credit"):
+        evolve.run_round(run, progress=False)
+    assert list(run.candidates()["candidate"]) == ["baseline", *cands["candidate"]]

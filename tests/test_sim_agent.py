@@ -63,6 +63,8 @@ def test_profiles_cover_the_required_pathologies():
     assert "thinking-runaway" in dominant.values()
     balanced = sim.PROFILES["balanced"].rates
     assert max(balanced.values()) == pytest.approx(min(balanced.values()))
+    assert dominant["balanced"] is None
+    assert dominant["qwen-runaway"] == "thinking-runaway"
 
 
 def test_a_trial_is_reproducible_and_depends_on_its_seed():

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+import numpy as np
+
 WHYS = (
     "thinking-runaway",
     "premature-finalization",
@@ -59,9 +61,11 @@ class Profile:
         object.__setattr__(self, "rates", MappingProxyType(normalised))
 
     @property
-    def dominant(self) -> str:
-        """The failure mode with the highest base rate."""
-        return max(WHYS, key=self.rates.__getitem__)
+    def dominant(self) -> str | None:
+        """The failure mode with the highest base rate; None when several share it."""
+        top = max(self.rates.values())
+        leaders = [w for w in WHYS if np.isclose(self.rates[w], top)]
+        return leaders[0] if len(leaders) == 1 else None
 
 
 def _profile(name, family, skill, **rates) -> Profile:
