@@ -8,7 +8,7 @@ from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run, RunConfig
 
 KEY = ["candidate", "task_id", "split", "k", "attempt"]
-SEED = 9  # a tiny run whose three rounds credit, cull and leave inconclusive
+SEED = 1  # a tiny run whose three rounds credit, cull and leave inconclusive
 OUTCOME = KEY + ["passed", "infra_ok", "activated", "beacons"]
 
 

@@ -194,3 +194,29 @@ def test_errors_name_the_argument(parent):
     diagnoses = pd.DataFrame({"why": ["looping"]})
     with pytest.raises(ValueError, match="n must be a whole number"):
         RuleEvolver().propose(parent, diagnoses, None, Vocabulary.default(), n=-1)
+
+
+def test_mechanisms_tried_without_credit_are_not_proposed_again(parent):
+    failures = pd.DataFrame({"candidate": "c", "task_id": ["a", "b"], "k": 0,
+                             "transcript": "[stopped: thinking exceeded the budget at 9 tokens]"})
+    evolver = RuleEvolver(seed=0, error_rate=0.0)
+    diagnoses = evolver.diagnose(failures)
+    options = [t.mechanism for t in TEMPLATES["thinking-runaway"]]
+    history = pd.DataFrame({"candidate": ["c1", "c2"], "mechanism": options[:2],
+                            "where": "config", "why": "thinking-runaway",
+                            "decision": ["inconclusive", "credit"], "delta_pp": [0.0, 9.0]})
+    patches = evolver.propose(parent, diagnoses, None, Vocabulary.default(), n=len(options),
+                              history=history)
+    assert {p.mechanism for p in patches} == set(options) - {options[0]}
+
+
+def test_a_patch_goes_to_the_diagnosed_lever_first(parent):
+    failures = pd.DataFrame({"candidate": "c", "task_id": ["a", "b", "c"], "k": 0,
+                             "transcript": "submitted without running the tests"})
+    on_lever = {t.mechanism for t in TEMPLATES["careless-submit"] if t.where == "runtime"}
+    for seed in range(6):
+        evolver = RuleEvolver(seed=seed, error_rate=0.0)
+        diagnoses = evolver.diagnose(failures)
+        assert set(diagnoses["where"]) == {"runtime"}
+        first = evolver.propose(parent, diagnoses, None, Vocabulary.default(), n=1)
+        assert first[0].mechanism in on_lever and first[0].where == "runtime"

@@ -115,21 +115,28 @@ class RuleEvolver(Evolver):
         """Up to ``n`` patches for the dominant diagnosed failure modes of ``parent``.
 
         Failure modes are served in order of how many diagnoses name them, round-robin;
-        each gets a template drawn at random among those whose mechanism is not yet in the
-        parent's lineage (its ``patches/`` manifests) nor in this batch. A label unknown to
-        ``vocabulary`` is added to it first. The env gate is derived from the features of
-        the failing tasks (see :func:`derive_gate`). Every patch is checked with
-        :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` and ``history``
-        are not consulted: the rule evolver aims at the parent's own failures.
+        each gets a template on the lever its diagnoses most often name (the diagnosed
+        ``where``; any lever once those are used up), drawn at random among those whose
+        mechanism is not yet in the
+        parent's lineage (its ``patches/`` manifests), nor in this batch, nor tried before
+        in the run without being credited (``history``: a tried mechanism whose
+        ``decision`` was not ``credit``), as an engineer reading the run's record would. A
+        label unknown to ``vocabulary`` is added to it first. The env gate is derived from
+        the features of the failing tasks (see :func:`derive_gate`). Every patch is checked
+        with :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` is not
+        consulted: the rule evolver aims at the parent's own failures.
         """
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be a whole number >= 0, got {n!r}")
         if "why" not in getattr(diagnoses, "columns", []):
             raise ValueError("diagnoses lacks column 'why'; pass the frame diagnose() returns")
         used = {p.mechanism for p in read_patches(parent)}
+        if history is not None and len(history):
+            used |= set(history.loc[history["decision"] != "credit", "mechanism"])
         files = harness_files(parent)
         counts = diagnoses["why"].value_counts()
         order = sorted(counts.index, key=lambda w: (-counts[w], w))
+        lever = diagnoses.groupby("why")["where"].agg(lambda s: s.value_counts().index[0])
         patches: list[Patch] = []
         while len(patches) < n:
             before = len(patches)
@@ -139,6 +146,7 @@ class RuleEvolver(Evolver):
                 options = [t for t in templates_for(why) if t.mechanism not in used]
                 if not options:
                     continue
+                options = [t for t in options if t.where == lever.get(why)] or options
                 template = options[int(self._rng.integers(len(options)))]
                 used.add(template.mechanism)
                 label = _known_label(why, vocabulary, self.name)
