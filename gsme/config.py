@@ -76,11 +76,22 @@ def load(path) -> RunSpec:
     evolver = data.get("evolver", {"kind": "rule"})
     check_no_secrets(agent, "agent")
     check_no_secrets(evolver, "evolver")
+    base = path.parent
+    if agent.get("kind") == "command":
+        agent = _command_paths(agent, base)
     build_agent(agent)  # fail now, not mid-run
     build_evolver(evolver)
-    base = path.parent
     return RunSpec(dir=(base / loop.pop("dir")).resolve(), config=config, agent=agent,
                    evolver=evolver, **loop)
+
+
+def _command_paths(spec: dict, base: Path) -> dict:
+    """A command agent's files are relative to the config file; stored as absolute paths."""
+    spec = dict(spec)
+    if isinstance(spec.get("tasks"), str):
+        spec["tasks"] = str((base / spec["tasks"]).resolve())
+    spec["workdir"] = str((base / spec.get("workdir", ".")).resolve())
+    return spec
 
 
 def check_no_secrets(spec: dict | None, table: str) -> None:

@@ -135,3 +135,36 @@ def test_usage_errors_exit_2(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_a_users_own_runner_evolves_through_the_command_agent(tmp_path, monkeypatch, capsys):
+    import shutil
+    from pathlib import Path
+
+    runner = Path(__file__).parent / "scripts" / "harness_runner.py"
+    shutil.copy(runner, tmp_path / "runner.py")
+    tasks = pd.DataFrame({"task_id": [f"t{i:02d}" for i in range(22)],
+                          "split": ["train"] * 14 + ["test"] * 8,
+                          "category": ["py", "sh"] * 11})
+    tasks.to_csv(tmp_path / "tasks.csv", index=False)
+    (tmp_path / "mine.toml").write_text(
+        '[run]\ndir = "run"\nrounds = 2\nchildren_per_round = 2\nseed = 3\nworkers = 2\n'
+        '[agent]\nkind = "command"\ntasks = "tasks.csv"\n'
+        'command = "{python} runner.py {harness} {task_id} {k} {seed} {out}"\n'
+        '[evolver]\nkind = "rule"\nseed = 3\n'
+    )
+    monkeypatch.chdir(tmp_path.parent)  # paths in the config are relative to the config
+    assert main(["run", str(tmp_path / "mine.toml"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "SIMULATED" not in out and "train_delta_pp" in out
+    run = Run.open(tmp_path / "run")
+    trials = run.trials()
+    assert trials["infra_ok"].all() and (trials["tokens"] == 900).all()
+    assert set(run.tasks("test")["task_id"]) == set(trials.loc[trials["split"] == "test",
+                                                               "task_id"])
+    decided = run.decisions().merge(run.candidates(), on="candidate")
+    verify = [c for c in decided["candidate"]
+              if any(p.mechanism == "submit-verify" for p in run.repo.patches_of(c))]
+    assert verify, "the rule evolver should try submit-verify on a careless runner"
+    assert (decided.set_index("candidate").loc[verify, "decision"] == "credit").any()
+    assert run.ledger.get("sealed_result")
