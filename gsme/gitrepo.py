@@ -42,7 +42,7 @@ import pandas as pd
 
 from gsme._paths import SEED_HARNESS
 from gsme.envgate import parse
-from gsme.harness import PATCHES_DIR, SLUG, apply_patch, patch_from_dict
+from gsme.harness import MAX_BYTES, PATCHES_DIR, SLUG, apply_patch, patch_from_dict
 from gsme.patch import Patch
 from gsme.schema import join_ids, split_ids, validate
 
@@ -227,6 +227,10 @@ class HarnessRepo:
                 parent_commits=[current, commit], head=False).hexsha)
         if current.tree.hexsha == commits[0].tree.hexsha:
             return None, f"merging {join_ids(elites)} adds nothing to {base}"
+        oversize = sorted(b.path for b in current.tree.traverse()
+                          if b.type == "blob" and b.size > MAX_BYTES)
+        if oversize:
+            return None, f"the merged harness has files over {MAX_BYTES} bytes: {oversize}"
         new = sorted(set(_manifests(current.tree)) - set(_manifests(commits[0].tree)))
         patches = [_manifests(current.tree)[pid] for pid in new]
         gates = [p.env_gate for p in patches]

@@ -271,3 +271,26 @@ def test_discard_removes_a_leaf_candidate_and_its_id_is_reused(tmp_path):
     assert repo.candidates()["candidate"].tolist() == ["baseline", first]
     assert repo.add_mutation(first, CAP, round=2) == child
     assert repo.notes(child) == {}
+
+
+def test_a_merge_whose_files_outgrow_the_size_limit_is_refused(tmp_path):
+    from gsme.harness import MAX_BYTES
+
+    repo = HarnessRepo.init(tmp_path / "r")
+    half = "x" * (MAX_BYTES // 2 + 10) + "\n"
+
+    def grow(pid, first):
+        text = half + "middle\n" if first else "middle\n" + half
+        return Patch(id=pid, where="knowledge", why="looping", mechanism="notes", beacon=pid,
+                     changes=(FileChange("knowledge/notes.md", text),))
+
+    a = repo.add_mutation("baseline", Patch(
+        id="base-notes", where="knowledge", why="looping", mechanism="notes", beacon="bn",
+        changes=(FileChange("knowledge/notes.md", "middle\n"),)), round=1)
+    b = repo.add_mutation(a, grow("front", True), round=2)
+    c = repo.add_mutation(a, grow("back", False), round=2)
+    before = state(repo)
+    made, reason = repo.recombine(b, [c], round=3)
+    assert made is None and reason.startswith(f"the merged harness has files over {MAX_BYTES}")
+    assert "knowledge/notes.md" in reason
+    assert state(repo) == before
