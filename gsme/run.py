@@ -147,10 +147,10 @@ class Run:
         if ledger.get("config") is None:
             raise RunError(f"{path / cls.LEDGER} holds no run configuration: damaged run")
         if agent is None:
-            spec = (ledger.get("agent") or {}).get("spec")
-            if spec is None:
-                raise RunError("this run was created with a custom agent; pass agent=...")
-            agent = config_lib.build_agent(spec)
+            stored = ledger.get("agent") or {}
+            spec = stored.get("spec")
+            agent = (config_lib.build_agent(spec) if spec is not None
+                     else _AbsentAgent(stored, _tasks_from_json(ledger.get("tasks"))))
         if evolver is None:
             spec = (ledger.get("evolver") or {}).get("spec")
             evolver = config_lib.build_evolver(spec) if spec is not None else None
@@ -265,6 +265,8 @@ class Run:
                            executor=executor, progress=progress, round=round)
 
     def _score(self, candidates, *, split, k, executor, progress, round) -> pd.DataFrame:
+        if isinstance(self.agent, _AbsentAgent):
+            self.agent.run(None, None, k=k, attempt=0, seed=0)  # raises: nothing can run
         for _ in range(self.config.max_reruns + 1):
             todo = scoring.plan(self, candidates, split=split, k=k)
             if not todo.borrowed.empty:
@@ -321,6 +323,22 @@ class Run:
     def __repr__(self) -> str:
         kind = "simulated " if self.agent.simulated else ""
         return f"<gsme.Run {self.path} {kind}agent={self.agent.name!r} sealed={self.sealed}>"
+
+
+class _AbsentAgent(TaskAgent):
+    """Stands in for a custom agent that cannot be rebuilt: the run reads, never scores."""
+
+    def __init__(self, stored: dict, tasks: pd.DataFrame):
+        self.name = stored.get("name") or "agent"
+        self.simulated = bool(stored.get("simulated"))
+        self._tasks = tasks
+
+    def tasks(self) -> pd.DataFrame:
+        return self._tasks
+
+    def run(self, harness_dir, task, *, k, attempt, seed):
+        raise RunError(f"this run's agent ({self.name}) was built in Python and cannot be "
+                       "rebuilt from the run directory; reopen with Run.open(path, agent=...)")
 
 
 def test_commitment(tasks: pd.DataFrame) -> str:

@@ -175,3 +175,14 @@ def test_sealed_state_survives_reopening(run):
 def test_ledger_is_in_wal_mode(run):
     mode = sqlite3.connect(run.path / Run.LEDGER).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_a_run_with_a_custom_agent_reopens_read_only(tmp_path):
+    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=2))
+    scored = len(run.score("baseline", progress=False))
+    again = Run.open(tmp_path / "r")
+    assert again.agent.name == "flaky" and len(again.trials()) == scored
+    with pytest.raises(RunError, match="reopen with Run.open"):
+        again.score("baseline", progress=False, k=4)
+    more = Run.open(tmp_path / "r", agent=FlakyAgent()).score("baseline", progress=False, k=4)
+    assert len(more) > scored
