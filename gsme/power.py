@@ -1,0 +1,184 @@
+"""Power of the per-task paired test: how many tasks and repeats an effect needs.
+
+Per-task differences d_i have a spread made of within-task binomial noise, whose variance
+shrinks as 1/K with the number of repeats, and between-task heterogeneity of the effect,
+which repeats do not shrink. ``repeat_sd_pp`` is the sd of one repeat's child-minus-parent
+outcome within a task (at most 70.7 pp for pass/fail), ``task_sd_pp`` the heterogeneity.
+Also importable from :mod:`gsme.stats`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+from scipy import stats as sps
+
+from gsme import _paired
+
+
+def power(
+    *,
+    n_tasks,
+    effect_pp,
+    repeat_sd_pp,
+    k: int = 3,
+    task_sd_pp=0.0,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+):
+    """Probability that the paired test decides (|z| ≥ critical value) at a true effect.
+
+    The per-task difference d_i has variance ``task_sd_pp² + repeat_sd_pp² / k``:
+    ``repeat_sd_pp`` is the sd of one repeat's child-minus-parent outcome within a task
+    (for pass probabilities p_c, p_p it is 100·√(p_c(1−p_c) + p_p(1−p_p))), averaged over
+    ``k`` repeats; ``task_sd_pp`` is the spread of the true effect between tasks.
+    Analytic: normal reference Φ(λ − c) + Φ(−λ − c) with λ = effect·√n / sd; the t
+    reference uses the noncentral t with n − 1 degrees of freedom.
+
+    Parameters
+    ----------
+    n_tasks : int or array-like
+        Paired tasks (≥ 2).
+    effect_pp : float or array-like
+        True mean difference, percentage points.
+    repeat_sd_pp, task_sd_pp : float
+        See above; their combined sd must be positive.
+    k : int
+        Repeats per task (≥ 1).
+    z_crit, reference
+        As in :func:`gsme.stats.paired_test`.
+
+    Returns
+    -------
+    float or ndarray
+        Power, shaped like the inputs broadcast together.
+
+    Examples
+    --------
+    >>> round(power(n_tasks=100, effect_pp=10, repeat_sd_pp=70.7, k=3), 3)
+    0.688
+    """
+    z_crit = _check_power_args(k, z_crit, reference)
+    n = np.asarray(n_tasks, dtype=np.float64)
+    if np.any(n < 2):
+        raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
+    out = _power(n, np.asarray(effect_pp, dtype=np.float64), sd, z_crit, reference)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def mde(
+    *,
+    n_tasks: int,
+    repeat_sd_pp: float,
+    k: int = 3,
+    task_sd_pp: float = 0.0,
+    power: float = 0.8,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+) -> float:
+    """Minimum detectable effect (pp): the effect that :func:`power` gives with ``power``.
+
+    Solved exactly (Brent's method) on the analytic power curve; arguments as in
+    :func:`power`, all scalars.
+
+    Returns
+    -------
+    float
+        The positive effect, in percentage points.
+
+    Examples
+    --------
+    >>> round(mde(n_tasks=167, repeat_sd_pp=70.7, k=3), 2)
+    8.85
+    """
+    z_crit = _check_power_args(k, z_crit, reference)
+    n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    alpha = 2.0 * sps.norm.sf(z_crit)
+    if not alpha < power < 1:
+        raise ValueError(f"power must lie strictly between alpha={alpha:.4g} and 1, got {power!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
+
+    def gap(effect):
+        return _power(n_tasks, effect, sd, z_crit, reference) - power
+
+    high = sd / np.sqrt(n_tasks)
+    while gap(high) < 0:
+        high *= 2.0
+    return float(optimize.brentq(gap, 0.0, high, xtol=1e-12, rtol=1e-12))
+
+
+def power_table(
+    *,
+    n_tasks,
+    effect_pp,
+    k=(3,),
+    repeat_sd_pp: float = 100 * np.sqrt(0.5),
+    task_sd_pp: float = 0.0,
+    power: float = 0.8,
+    z_crit: float = 1.96,
+    reference: str = "normal",
+) -> pd.DataFrame:
+    """:func:`power` and :func:`mde` over every combination of tasks, effects and K.
+
+    The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome allows (both
+    pass probabilities 0.5), so the table errs towards too little power, never too much.
+
+    Returns
+    -------
+    DataFrame
+        ``n_tasks, effect_pp, k, power, mde_pp``: one row per combination; ``mde_pp`` is
+        the effect detected with probability ``power`` at that n and K.
+
+    Examples
+    --------
+    >>> power_table(n_tasks=[26, 167], effect_pp=[5], k=[3])["mde_pp"].round(1).tolist()
+    [22.4, 8.9]
+    """
+    grid = pd.MultiIndex.from_product(
+        [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
+        names=["n_tasks", "effect_pp", "k"],
+    ).to_frame(index=False)
+    grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
+    for kk in grid["k"].unique():
+        _check_power_args(int(kk), z_crit, reference)
+    if (grid["n_tasks"] < 2).any():
+        raise ValueError(f"n_tasks must all be >= 2, got {n_tasks!r}")
+    sd = _difference_sd(repeat_sd_pp, task_sd_pp, grid["k"].to_numpy())
+    grid["power"] = _power(grid["n_tasks"].to_numpy(np.float64), grid["effect_pp"].to_numpy(),
+                           sd, float(z_crit), reference)
+    designs = grid[["n_tasks", "k"]].drop_duplicates()
+    designs["mde_pp"] = [
+        mde(n_tasks=int(n), repeat_sd_pp=repeat_sd_pp, k=int(kk), task_sd_pp=task_sd_pp,
+            power=power, z_crit=z_crit, reference=reference)
+        for n, kk in zip(designs["n_tasks"], designs["k"])
+    ]
+    return grid.merge(designs, on=["n_tasks", "k"], how="left")
+
+
+def _power(n, effect_pp, sd_pp: float, z_crit: float, reference: str):
+    shift = effect_pp * np.sqrt(n) / sd_pp
+    if reference == "normal":
+        return sps.norm.sf(z_crit - shift) + sps.norm.cdf(-z_crit - shift)
+    df = n - 1
+    crit = sps.t.isf(sps.norm.sf(z_crit), df)
+    return sps.nct.sf(crit, df, shift) + sps.nct.cdf(-crit, df, shift)
+
+
+def _difference_sd(repeat_sd_pp, task_sd_pp, k):
+    """sd (pp) of a per-task difference averaged over ``k`` repeats (k scalar or array)."""
+    repeat_sd, task_sd = float(repeat_sd_pp), float(task_sd_pp)
+    if not (np.isfinite(repeat_sd) and np.isfinite(task_sd)) or min(repeat_sd, task_sd) < 0 \
+            or repeat_sd == task_sd == 0:
+        raise ValueError(
+            "repeat_sd_pp and task_sd_pp must be finite, >= 0 and not both 0, got "
+            f"repeat_sd_pp={repeat_sd_pp!r}, task_sd_pp={task_sd_pp!r}"
+        )
+    return np.sqrt(task_sd**2 + repeat_sd**2 / np.asarray(k, dtype=np.float64))
+
+
+def _check_power_args(k, z_crit, reference) -> float:
+    _paired.check_int("k", k, 1)
+    _paired.check_choice("reference", reference, _paired.REFERENCES)
+    return _paired.check_z_crit(z_crit)
