@@ -276,6 +276,8 @@ def test_retention_label_column_run_and_missing_columns(ax):
     runs = RETENTION.drop(columns=["benchmark", "credited"]).assign(run=["a", "b", "c"])
     plot.retention(runs, ax=ax)
     assert ax.texts[0].get_text() == "a 147%"
+    assert len(ax.collections[0].get_offsets()) == 3  # no credited column: no credit claimed
+    assert "credited" not in [c.get_label() for c in ax.collections]
     with pytest.raises(schema.FrameError, match="retention_pct"):
         plot.retention(RETENTION.drop(columns="retention_pct"), ax=ax)
 

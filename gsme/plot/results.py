@@ -66,15 +66,16 @@ def retention(
     ax = get_axes(ax)
     xs = table[x].to_numpy(dtype=float)
     ys = table[y].to_numpy(dtype=float)
-    credited = (table["credited"].astype(bool).to_numpy() if "credited" in table.columns
+    marked = "credited" in table.columns
+    credited = (table["credited"].astype(bool).to_numpy() if marked
                 else np.ones(len(table), bool))
     ax.axhline(0, color="0.85", lw=0.8)
     ax.axvline(0, color="0.85", lw=0.8)
     ax.axline((0, 0), slope=1, ls="--", color="0.3", lw=1, label="100% retention")
     color = kwargs.pop("color", "C0")
     if credited.any():
-        ax.scatter(xs[credited], ys[credited], color=color, s=45, zorder=3, label="credited",
-                   **kwargs)
+        ax.scatter(xs[credited], ys[credited], color=color, s=45, zorder=3,
+                   label="credited" if marked else "_points", **kwargs)
     if (~credited).any():
         ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=color, s=45,
                    zorder=3, label="not credited", **kwargs)
