@@ -3,7 +3,8 @@
 A candidate is never re-scored on a (task, split, k) slot it already holds a valid trial for.
 A child whose new patches' env gates all reject a task behaves exactly as its parent there,
 so it borrows the parent's trials on that task instead of running new ones (tree-aware score
-borrowing). A slot whose trial failed for infrastructure reasons is re-run, up to
+borrowing); the gate and the beacon(s) come from the candidate's row, which git records
+for exactly the patches the child adds over its first parent. A slot whose trial failed for infrastructure reasons is re-run, up to
 ``max_reruns`` more attempts (the validity gate).
 """
 
@@ -59,9 +60,10 @@ def plan(run: Run, candidates: list[str], *, split: str, k: int) -> Plan:
         todo = _open_slots(slots, mine, run.config.max_reruns)
         if todo.empty:
             continue
-        parent = _parent(cands.loc[cand])
+        row = cands.loc[cand]
+        parent = _parent(row)
         if run.config.borrow and parent is not None and split == "train":
-            free = ~_admitted(run, cand, parent, tasks)
+            free = ~envgate.parse(row["env_gate"] or "").mask(tasks)
             free_tasks = set(tasks.loc[free, "task_id"])
             lend = todo["task_id"].isin(free_tasks) & (todo["attempt"] == 0)
             rows = _borrow(existing, parent, cand, todo[lend])
@@ -70,7 +72,7 @@ def plan(run: Run, candidates: list[str], *, split: str, k: int) -> Plan:
                 got = rows[["task_id", "k"]].drop_duplicates()
                 todo = todo.merge(got, on=["task_id", "k"], how="left", indicator=True)
                 todo = todo[todo["_merge"] == "left_only"].drop(columns="_merge")
-        beacon = _beacons(run, cand, parent)
+        beacon = row["beacon"] or None
         specs += [
             TrialSpec(cand, t, split, int(kk), int(a), beacon)
             for t, kk, a in todo[["task_id", "k", "attempt"]].itertuples(index=False)
@@ -169,25 +171,6 @@ def _open_slots(slots: pd.DataFrame, mine: pd.DataFrame, max_reruns: int) -> pd.
 def _parent(row: pd.Series) -> str | None:
     parents = schema.split_ids(row["parents"])
     return parents[0] if parents else None
-
-
-def _new_patches(run: Run, cand: str, parent: str):
-    own = {p.id for p in run.repo.patches_of(parent)}
-    return [p for p in run.repo.patches_of(cand) if p.id not in own]
-
-
-def _admitted(run: Run, cand: str, parent: str, tasks: pd.DataFrame) -> np.ndarray:
-    """Tasks on which at least one of the child's new patches can act."""
-    mask = np.zeros(len(tasks), dtype=bool)
-    for patch in _new_patches(run, cand, parent):
-        mask |= envgate.parse(patch.env_gate).mask(tasks)
-    return mask
-
-
-def _beacons(run: Run, cand: str, parent: str | None) -> str | None:
-    if parent is None:
-        return None
-    return schema.join_ids(p.beacon for p in _new_patches(run, cand, parent)) or None
 
 
 def _borrow(existing: pd.DataFrame, parent: str, cand: str, todo: pd.DataFrame) -> pd.DataFrame:
