@@ -111,11 +111,9 @@ def history(run: Run) -> pd.DataFrame:
     cands = run.candidates()
     mutations = cands[(cands["kind"] == "mutation")
                       & cands["candidate"].isin(decided["candidate"])]
-    rows = []
-    for cand, parent in zip(mutations["candidate"], mutations["parents"]):
-        own = {p.id for p in run.repo.patches_of(parent)}
-        rows += [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
-                 for p in run.repo.patches_of(cand) if p.id not in own]
+    rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
+            for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
+            for p in run.repo.patches_of(cand) if p.id == patch_id]
     tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"])
     return tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
 
