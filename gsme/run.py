@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import schema, scoring
+from gsme import schema, scoring, stats
 from gsme.agents.base import TaskAgent
 from gsme.evolvers.base import Evolver
 from gsme.gitrepo import HarnessRepo
@@ -287,7 +287,9 @@ class Run:
         Returns
         -------
         DataFrame
-            One row per scored candidate: ``candidate, role, split, rate, n_tasks``.
+            One row per scored candidate: ``candidate, role, split, rate, n_tasks``
+            (``rate``: the mean of per-task rates over valid repeats, as the paired test
+            counts).
         """
         from gsme.evolve import selected
 
@@ -300,11 +302,10 @@ class Run:
         todo = ["baseline"] if chosen == "baseline" else ["baseline", chosen]
         trials = self._score(todo, split="test", k=self.config.k, executor=executor,
                              progress=progress, round=-1)
-        valid = trials[trials["infra_ok"]]
+        rates = stats.task_rates(trials, split="test").groupby("candidate")["rate"]
         rows = [
             {"candidate": c, "role": "baseline" if c == "baseline" else "selected",
-             "split": "test", "rate": float(valid.loc[valid["candidate"] == c, "passed"].mean()),
-             "n_tasks": int(valid.loc[valid["candidate"] == c, "task_id"].nunique())}
+             "split": "test", "rate": float(rates.mean()[c]), "n_tasks": int(rates.count()[c])}
             for c in todo
         ]
         if chosen == "baseline":
