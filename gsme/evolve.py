@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import gates, schema
+from gsme import gates, schema, stats
 from gsme.harness import PatchError
 from gsme.patch import Patch
 from gsme.run import Run, RunError
@@ -262,8 +262,8 @@ def selected(run: Run) -> str:
     """The harness the run's policy reports: the archive's best elite (``gated``,
     ``greedy``) or the best train rate ever scored (``peak``); the baseline when none."""
     if run.config.policy == "peak":
-        trials = run.trials(split="train")
-        rates = trials[trials["infra_ok"]].groupby("candidate")["passed"].mean()
+        rates = stats.task_rates(run.trials(split="train"), split="train")
+        rates = rates.groupby("candidate")["rate"].mean()  # as rate_child in the archive
         return str(rates.idxmax()) if len(rates) else BASELINE
     best = archive_lib.stats(run.archive())["best_candidate"].iloc[0]
     return BASELINE if best is None or pd.isna(best) else str(best)

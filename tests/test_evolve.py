@@ -141,8 +141,10 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
     assert (dec["kept"] == (dec["delta_pp"].fillna(0) > 0)).all()
     chosen = evolve.selected(run)
     if policy == "peak":
-        trials = run.trials(split="train")
-        rates = trials[trials["infra_ok"]].groupby("candidate")["passed"].mean()
+        from gsme import stats
+
+        per_task = stats.task_rates(run.trials(split="train"), split="train")
+        rates = per_task.groupby("candidate")["rate"].mean()
         assert rates[chosen] == rates.max()
 
 
