@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 
 from gsme import sim
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.agents import TrialSpec, to_trials
-from gsme.harness import apply_patch
-from gsme.patch import FileChange, Patch
+from gsme.patches import apply_patch
+from gsme.patches import FileChange, Patch
 
 PATCHES = (("submit-verify", "careless-submit", "has_tests"),
            ("runaway-recovery", "thinking-runaway", "hard"),

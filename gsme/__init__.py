@@ -1,14 +1,40 @@
 """gsme: evolve LLM agent harnesses with gated crediting and a pathology-keyed archive.
 
-Modules: :mod:`gsme.schema` (frame contracts), :mod:`gsme.stats` and :mod:`gsme.gates`
-(the statistics and the three gates), :mod:`gsme.archive`, :mod:`gsme.run` and
-:mod:`gsme.evolve` (the run store and the loop), :mod:`gsme.sim` (the simulated default
-agent), :mod:`gsme.evolvers`, :mod:`gsme.agents`, :mod:`gsme.plot`, :mod:`gsme.report`.
+Submodules are imported on first use, so ``import gsme; gsme.stats.paired_test(...)`` works
+and ``import gsme`` stays light. The layers, from the core up (see ``ARCHITECTURE.md``):
+
+* core — :mod:`gsme.schema` (frames), :mod:`gsme.settings` (the only defaults),
+  :mod:`gsme.stats`, :mod:`gsme.power`, :mod:`gsme.gates`, :mod:`gsme.sequential`,
+  :mod:`gsme.archive`, :mod:`gsme.vocabulary`, :mod:`gsme.envgate`, :mod:`gsme.patches`;
+* the run — :mod:`gsme.policy`, :mod:`gsme.plugins`, :mod:`gsme.scoring`,
+  :mod:`gsme.ledger`, :mod:`gsme.gitrepo`, :mod:`gsme.run` (the store);
+* the loop — :mod:`gsme.evolve`, :mod:`gsme.experiments`, :mod:`gsme.cli`;
+* parts — :mod:`gsme.sim` (the simulated default agent), :mod:`gsme.agents`,
+  :mod:`gsme.evolvers`, :mod:`gsme.suites`; reading — :mod:`gsme.report`,
+  :mod:`gsme.analysis`, :mod:`gsme.plot`, :mod:`gsme.widgets`, :mod:`gsme.io`.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
 
 try:
     __version__ = version("gsme")
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
+
+__all__ = [
+    "agents", "analysis", "archive", "cli", "config", "credentials", "envgate", "evolve",
+    "evolvers", "experiments", "gates", "gitrepo", "io", "ledger", "patches", "plot",
+    "plugins", "policy", "power", "prices", "report", "resources", "run", "schema",
+    "scoring", "sequential", "settings", "sim", "stats", "suites", "vocabulary", "widgets",
+]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -1,7 +1,7 @@
 """Vectorised core shared by :mod:`gsme.stats` and :mod:`gsme.gates`.
 
 A trials frame is reduced to integer-coded *slots* (one per candidate, split, task and
-repeat ``k``), then to per-task counts, then paired child-versus-parent task by task. Every
+``repeat``), then to per-task counts, then paired child-versus-parent task by task. Every
 step is a NumPy array operation: no Python loop runs per trial, per task or per pair.
 """
 
@@ -15,10 +15,11 @@ from scipy import special
 from scipy import stats as sps
 
 from gsme import schema
+from gsme.settings import GateConfig
 
 REFERENCES = ("normal", "t")
 PAIRED_COLUMNS = [
-    "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k",
+    "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
     "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "decision", "reason",
 ]
 
@@ -35,14 +36,15 @@ def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
-    for name, column in schema.TRIALS.columns.items():
-        if name not in frame.columns:
+    expected = {"int": "int64", "float": "float64", "bool": "bool"}
+    for column in schema.FRAMES["trials"].columns:
+        if column.name not in frame.columns:
             return False
-        dtype, expected = frame[name].dtype, str(column.dtype)
-        if expected == "object":
+        dtype = frame[column.name].dtype
+        if column.kind == "text":
             if not (dtype == object or pd.api.types.is_string_dtype(dtype)):
                 return False
-        elif str(dtype) != expected:
+        elif str(dtype) != expected[column.kind]:
             return False
     return True
 
@@ -65,26 +67,21 @@ def check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
-def check_z_crit(z_crit) -> float:
-    """Return ``z_crit`` as float, or raise when it is not a finite positive number."""
-    if isinstance(z_crit, bool) or not np.isfinite(z_crit) or z_crit <= 0:
-        raise ValueError(f"z_crit must be a finite number > 0, got {z_crit!r}")
-    return float(z_crit)
-
-
-def check_test_args(split, z_crit, reference, min_tasks) -> float:
-    """Check the arguments of a paired test; return ``z_crit`` as float."""
-    check_choice("split", split, schema.SPLITS)
-    check_choice("reference", reference, REFERENCES)
-    check_int("min_tasks", min_tasks, 2)
-    return check_z_crit(z_crit)
+def gate_config(config) -> GateConfig:
+    """``config`` when it is a :class:`GateConfig`; the defaults when None; else a TypeError."""
+    if config is None:
+        return GateConfig()
+    if not isinstance(config, GateConfig):
+        raise TypeError(f"config must be a gsme.settings.GateConfig, got {type(config).__name__}")
+    return config
 
 
 @dataclass(frozen=True)
 class Slots:
-    """One entry per (candidate, split, task, k) slot, sorted by that key.
+    """One entry per (candidate, split, task, repeat) slot, sorted by that key.
 
-    ``valid`` says an attempt with ``infra_ok`` exists; ``passed`` and ``activated`` are
+    ``attempts`` counts a slot's attempts and ``last_attempt`` is the highest attempt
+    number; ``valid`` says an attempt with ``infra_ok`` exists; ``passed`` and ``activated`` are
     those of the slot's scoring attempt (its first valid one) and False when not valid.
     """
 
@@ -94,8 +91,9 @@ class Slots:
     cand: np.ndarray
     split: np.ndarray
     task: np.ndarray
-    k: np.ndarray
+    repeat: np.ndarray
     attempts: np.ndarray
+    last_attempt: np.ndarray
     valid: np.ndarray
     passed: np.ndarray
     activated: np.ndarray
@@ -106,11 +104,11 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
     cand, candidates = pd.factorize(trials["candidate"].to_numpy(dtype=object))
     split, splits = pd.factorize(trials["split"].to_numpy(dtype=object))
     task, tasks = pd.factorize(trials["task_id"].to_numpy(dtype=object))
-    k = trials["k"].to_numpy(np.int64)
+    repeat = trials["repeat"].to_numpy(np.int64)
     attempt = trials["attempt"].to_numpy(np.int64)
     infra_ok = trials["infra_ok"].to_numpy(bool)
-    dims = (len(candidates), len(splits), len(tasks), int(k.max(initial=-1)) + 1)
-    key = np.ravel_multi_index((cand, split, task, k), dims) if len(k) else k
+    dims = (len(candidates), len(splits), len(tasks), int(repeat.max(initial=-1)) + 1)
+    key = np.ravel_multi_index((cand, split, task, repeat), dims) if len(repeat) else repeat
     if attempt.max(initial=0) == 0:
         order = np.argsort(key, kind="stable")
     else:  # the first valid attempt of each slot sorts first within it
@@ -127,8 +125,10 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
         cand=codes[0],
         split=codes[1],
         task=codes[2],
-        k=codes[3],
+        repeat=codes[3],
         attempts=np.diff(np.r_[starts, len(key)]),
+        last_attempt=(np.maximum.reduceat(attempt[order], starts) if len(key)
+                      else np.zeros(0, dtype=np.int64)),
         valid=valid,
         passed=trials["passed"].to_numpy(bool)[rows] & valid,
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
@@ -219,6 +219,7 @@ def compare_pairs(slots: Slots, counts: TaskCounts, child, parent, split: str) -
                 "n_dropped": (n_either - n).astype(np.int64),
                 "n_changed": np.bincount(pair, diff != 0, minlength=n_pairs).astype(np.int64),
                 "k": k,
+                "looks": np.ones(n_pairs, dtype=np.int64),
                 "rate_parent": np.bincount(pair, rate_parent, minlength=n_pairs) / n,
                 "rate_child": np.bincount(pair, rate_child, minlength=n_pairs) / n,
                 "mean_d": mean_d,
@@ -244,9 +245,7 @@ def two_sided_p(z, df=None, reference: str = "normal"):
     return 2.0 * sps.norm.sf(z)
 
 
-def add_significance(
-    pairs: pd.DataFrame, *, z_crit: float, reference: str, min_tasks: int
-) -> pd.DataFrame:
+def add_significance(pairs: pd.DataFrame, *, config: GateConfig) -> pd.DataFrame:
     """Add the significance test to :func:`compare_pairs` output.
 
     Returns
@@ -257,6 +256,7 @@ def add_significance(
     """
     n = pairs["n_tasks"].to_numpy(np.float64)
     mean, sd = pairs["mean_d"].to_numpy(), pairs["sd_d"].to_numpy()
+    z_crit, reference, min_tasks = config.z_crit, config.reference, config.min_tasks
     alpha = 2.0 * sps.norm.sf(z_crit)
     df = np.where(n >= 2, n - 1, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -315,10 +315,7 @@ def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
     )
 
 
-def compare(
-    slots: Slots, pairs: pd.DataFrame, *, split: str, z_crit: float, reference: str,
-    min_tasks: int,
-) -> pd.DataFrame:
+def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig) -> pd.DataFrame:
     """The paired test for every (candidate, parent) row of ``pairs``.
 
     Returns
@@ -329,8 +326,7 @@ def compare(
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     described = compare_pairs(slots, count_tasks(slots), child, parent, split)
-    tested = add_significance(described, z_crit=z_crit, reference=reference,
-                              min_tasks=min_tasks)
+    tested = add_significance(described, config=config)
     tested.insert(0, "candidate", text(child))
     tested.insert(1, "parent", text(parent))
     tested.insert(2, "split", text([split] * len(child)))

@@ -21,13 +21,12 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from gsme.schema import LEVERS, FrameError, join_ids, split_ids, validate
+from gsme.schema import BASELINE, LEVERS, FrameError, join_ids, split_ids, validate
 from gsme.schema import empty as empty_frame
 
-__all__ = ["empty", "insert", "occupancy", "recombinations", "select_parent", "stats"]
+__all__ = ["empty", "insert", "occupancy", "recombinations", "select_parent", "summary"]
 
-OUTCOMES = ("new_cell", "improved", "not_added")
-_COLUMNS = ["where", "why", "candidate", "rate", "delta_pp", "z", "round"]
+_COLUMNS = empty_frame("archive").columns.tolist()
 
 
 def empty() -> pd.DataFrame:
@@ -108,15 +107,13 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
                        "delta_pp": decision["delta_pp"], "z": decision["z"],
                        "round": int(rows.loc[name, "round"] if round is None else round)}
     new = _frame(list(cells.values()))
-    report = pd.DataFrame(outcomes, columns=["candidate", "where", "why", "status",
-                                             "improvement", "reason"])
-    report = report.astype({"candidate": object, "where": object, "why": object,
-                            "status": object, "improvement": np.float64, "reason": object})
-    return validate(new, "archive"), report
+    report = pd.DataFrame(outcomes, columns=empty_frame("outcomes").columns)
+    report = report.astype(empty_frame("outcomes").dtypes.to_dict())
+    return validate(new, "archive"), validate(report, "outcomes")
 
 
 def select_parent(archive: pd.DataFrame, *, rng: np.random.Generator,
-                  baseline: str = "baseline", explore: float = 0.0) -> str:
+                  baseline: str = BASELINE, explore: float = 0.0) -> str:
     """The candidate the next child extends: the global best, now and then another elite.
 
     The global best is the elite with the highest ``rate`` (ties: higher ``z``, then
@@ -221,7 +218,7 @@ def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None) ->
     return table
 
 
-def stats(archive: pd.DataFrame, *, n_cells: int | None = None) -> pd.DataFrame:
+def summary(archive: pd.DataFrame, *, n_cells: int | None = None) -> pd.DataFrame:
     """Summary of the archive in one row.
 
     Returns

@@ -1,12 +1,15 @@
 """The ``gsme`` command: demo, run, resume, status, report.
 
-Bad input (a missing or invalid config, a damaged run directory) gets one clear line on
-stderr and exit code 2, never a traceback.
+Bad input (a missing or invalid config, a damaged or busy run directory) gets one line on
+stderr and exit code 2, never a traceback; an interrupted command says how to resume and
+exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -14,148 +17,219 @@ from pathlib import Path
 import pandas as pd
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    from gsme.config import ConfigError
-    from gsme.run import RunError
-    from gsme.schema import FrameError
+    """Run the ``gsme`` command line; return its exit code."""
+    from gsme import __version__
 
+    parser = _parser(__version__)
+    args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, RunError, FrameError, FileNotFoundError) as err:
-        print(f"gsme: error: {err}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("gsme: interrupted; every completed trial is kept (gsme resume DIR continues)",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `gsme status DIR | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except _user_errors() as err:
+        print(f"gsme: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from gsme.patches import PatchError
+    from gsme.run import RunError
+    from gsme.schema import FrameError
+    from gsme.scoring import InfraError
+    from gsme.settings import ConfigError
+
+    return (ConfigError, RunError, FrameError, PatchError, InfraError, FileNotFoundError,
+            NotADirectoryError, PermissionError)
+
+
+def _parser(version: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gsme", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"gsme {version}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
+    from gsme.schema import POLICIES
+    from gsme.sim import PRESETS, PROFILES
+
     demo = sub.add_parser("demo", help="evolve a simulated agent offline, end to end")
-    demo.add_argument("--preset", default="tb2", help="simulated benchmark (default tb2)")
-    demo.add_argument("--profile", default=None, help="simulated model profile")
-    demo.add_argument("--rounds", type=int, default=5)
-    demo.add_argument("--children", type=int, default=3, help="children per round")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--policy", default="gated", choices=["gated", "greedy", "peak"])
-    demo.add_argument("--out", type=Path, default=None, help="run directory (default: a temp dir)")
+    demo.add_argument("--preset", default="tb2", choices=PRESETS,
+                      help="simulated task suite (default: tb2)")
+    demo.add_argument("--profile", default=None, choices=list(PROFILES),
+                      help="simulated model profile (default: the preset's own)")
+    demo.add_argument("--rounds", type=int, default=None,
+                      help="evolution rounds (default: the schedule's, 5)")
+    demo.add_argument("--children", type=int, default=None,
+                      help="children proposed per round (default: 3)")
+    demo.add_argument("--seed", type=int, default=0,
+                      help="seeds the simulated suite, the run and the evolver (default: 0)")
+    demo.add_argument("--policy", default="gated", choices=POLICIES,
+                      help="how children are kept (default: gated, the paper's gates)")
+    demo.add_argument("--gate", default=None, choices=["fixed", "adaptive"],
+                      help="the significance gate's design (default: the library's)")
+    demo.add_argument("--out", type=Path, default=None,
+                      help="run directory to create (default: a new temporary folder)")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    demo.add_argument("--json", action="store_true", help="print the run table as JSON")
     demo.set_defaults(func=_demo)
 
-    run = sub.add_parser("run", help="start a run from a TOML config")
-    run.add_argument("config", type=Path)
-    run.add_argument("--quiet", action="store_true")
+    run = sub.add_parser("run", help="start a run from a TOML config file")
+    run.add_argument("config", type=Path, help="the config file (see README)")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.add_argument("--json", action="store_true", help="print the run table as JSON")
     run.set_defaults(func=_run)
 
     resume = sub.add_parser("resume", help="continue a run that stopped or was killed")
-    resume.add_argument("dir", type=Path)
-    resume.add_argument("--quiet", action="store_true")
+    resume.add_argument("dir", type=Path, help="the run directory")
+    resume.add_argument("--quiet", action="store_true", help="no progress bars")
+    resume.add_argument("--json", action="store_true", help="print the run table as JSON")
     resume.set_defaults(func=_resume)
 
-    status = sub.add_parser("status", help="round, budget and archive occupancy of a run")
-    status.add_argument("dir", type=Path)
+    status = sub.add_parser("status", help="rounds, budget and archive of a run (read-only)")
+    status.add_argument("dir", type=Path, help="the run directory")
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=_status)
 
-    report = sub.add_parser("report", help="the run's table: train Δ, sealed Δ, z, retention")
-    report.add_argument("dir", type=Path)
+    report = sub.add_parser("report", help="the sealed run's table: train and sealed Δ, z, "
+                                           "retention (read-only)")
+    report.add_argument("dir", type=Path, help="the run directory")
+    report.add_argument("--json", action="store_true", help="print the run table as JSON")
     report.set_defaults(func=_report)
     return parser
 
 
 def _demo(args) -> int:
     from gsme.config import RunSpec
-    from gsme.run import RunConfig
+    from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
 
+    updates = {k: v for k, v in (("rounds", args.rounds),
+                                 ("children_per_round", args.children)) if v is not None}
+    gate = {} if args.gate is None else {"design": args.gate}
+    try:
+        schedule = Schedule(**updates)
+        config = RunConfig(run_seed=args.seed, policy=args.policy, gate=gate)
+    except ValidationError as err:
+        raise ConfigError(describe(err, table="demo")) from None
     out = args.out or Path(tempfile.mkdtemp(prefix=f"gsme-demo-{args.preset}-"))
-    spec = RunSpec(
-        dir=out,
-        config=RunConfig(seed=args.seed, policy=args.policy),
-        agent={"kind": "sim", "preset": args.preset, "seed": args.seed,
-               **({"profile": args.profile} if args.profile else {})},
-        evolver={"kind": "rule", "seed": args.seed},
-        rounds=args.rounds,
-        children_per_round=args.children,
-    )
-    print(f"gsme demo: SIMULATED agent ({args.preset}), rule evolver, run directory {out}")
-    return _start(spec, quiet=args.quiet)
+    spec = RunSpec(dir=out, config=config, schedule=schedule,
+                   agent={"kind": "sim", "preset": args.preset, "suite_seed": args.seed,
+                          **({"profile": args.profile} if args.profile else {})},
+                   evolver={"kind": "rule", "seed": args.seed})
+    if not args.json:
+        print(f"gsme demo: SIMULATED agent ({args.preset}), rule evolver, run directory {out}")
+    return _start(spec, args)
 
 
 def _run(args) -> int:
     from gsme import config
 
-    return _start(config.load(args.config), quiet=args.quiet)
+    return _start(config.load(args.config), args)
 
 
-def _start(spec, *, quiet: bool) -> int:
-    from gsme import config
+def _start(spec, args) -> int:
+    from gsme import plugins
     from gsme.run import Run
 
-    run = Run.create(spec.dir, agent=config.build_agent(spec.agent),
-                     evolver=config.build_evolver(spec.evolver), config=spec.config,
-                     agent_spec=spec.agent, evolver_spec=spec.evolver)
-    run.ledger.put("loop", {"rounds": spec.rounds, "children_per_round": spec.children_per_round,
-                            "recombinations_per_round": spec.recombinations_per_round,
-                            "trial_budget": spec.trial_budget})
-    return _drive(run, quiet=quiet)
+    with Run.create(spec.dir, agent=plugins.build_agent(spec.agent),
+                    evolver=plugins.build_evolver(spec.evolver), config=spec.config,
+                    schedule=spec.schedule, agent_spec=spec.agent,
+                    evolver_spec=spec.evolver) as run:
+        return _drive(run, args)
 
 
 def _resume(args) -> int:
     from gsme.run import Run, RunError
 
-    run = Run.open(args.dir)
-    if run.ledger.get("loop") is None:
-        raise RunError(f"{args.dir} was not started by `gsme run`; resume it from Python")
-    return _drive(run, quiet=args.quiet)
+    with Run.open(args.dir) as run:
+        if run.schedule is None:
+            raise RunError(f"{args.dir} was not started by `gsme run`; resume it from Python "
+                           "(gsme.evolve.evolve(run, rounds=...))")
+        return _drive(run, args)
 
 
-def _drive(run, *, quiet: bool) -> int:
+def _drive(run, args) -> int:
     from gsme import evolve, report
 
-    loop = run.ledger.get("loop")
     if not run.sealed:
-        evolve.evolve(run, rounds=loop["rounds"], children_per_round=loop["children_per_round"],
-                      recombinations_per_round=loop["recombinations_per_round"],
-                      trial_budget=loop["trial_budget"], progress=not quiet)
-    run.finalize(progress=not quiet)
-    _print_table(report.run_table(run))
-    print(f"run directory: {run.path}")
+        evolve.evolve(run, progress=not args.quiet)
+    run.finalize(progress=not args.quiet)
+    _print_table(report.run_table(run), as_json=args.json)
+    if not args.json:
+        print(f"run directory: {run.path}")
     return 0
 
 
 def _status(args) -> int:
-    from gsme import archive, evolve
+    from gsme import archive
     from gsme.run import Run
 
-    run = Run.open(args.dir)
-    loop = run.ledger.get("loop") or {}
-    arch = run.archive()
-    print(f"run {run.path}  agent={run.agent.name}  policy={run.config.policy}")
-    print(f"rounds done: {evolve.next_round(run) - 1} of {loop.get('rounds', '?')}")
-    budget = loop.get("trial_budget")
-    print(f"trials spent: {run.trials_spent()}" + (f" of {budget}" if budget else ""))
-    print(f"sealed: {run.sealed}")
-    print(archive.stats(arch).to_string(index=False))
-    if not arch.empty:
-        print(archive.occupancy(arch, why_levels=run.vocabulary.labels).to_string())
+    with Run.open(args.dir, read_only=True) as run:
+        arch = run.archive()
+        labels = run.vocabulary.labels
+        n_cells = len(labels) * 4
+        summary = archive.summary(arch, n_cells=max(n_cells, len(arch), 1)).iloc[0]
+        state = {"run": str(run.path), "agent": run.agent.name,
+                 "simulated": bool(run.agent.simulated), "policy": run.config.policy,
+                 "gate": run.config.gate.design,
+                 "rounds_done": run.rounds_done(),
+                 "rounds": None if run.schedule is None else run.schedule.rounds,
+                 "trials_spent": run.trials_spent(),
+                 "trial_budget": None if run.schedule is None else run.schedule.trial_budget,
+                 "sealed": ("sealed" if run.sealed_result is not None else
+                            "sealing (test split partly scored)" if run.sealed else "no"),
+                 "elites": int(summary["num_elites"]), "cells": n_cells,
+                 "coverage": float(summary["coverage"]),
+                 "best": summary["best_candidate"]}
+        if args.json:
+            print(json.dumps(state, default=str))
+            return 0
+        budget = f" of {state['trial_budget']}" if state["trial_budget"] else ""
+        print(f"run {state['run']}  agent={state['agent']}"
+              f"{' (SIMULATED)' if state['simulated'] else ''}  policy={state['policy']}  "
+              f"gate={state['gate']}")
+        print(f"rounds done: {state['rounds_done']} of {state['rounds'] or '?'}")
+        print(f"trials spent: {state['trials_spent']}{budget}")
+        print(f"sealed: {state['sealed']}")
+        print(f"archive: {state['elites']} elite(s) in {n_cells} cells "
+              f"(coverage {state['coverage']:.0%}), best {state['best'] or 'baseline'}")
+        if not arch.empty:
+            print(archive.occupancy(arch, why_levels=labels).dropna(how="all", axis=1)
+                  .to_string())
     return 0
 
 
 def _report(args) -> int:
     from gsme import report
-    from gsme.run import Run
+    from gsme.run import Run, RunError
 
-    _print_table(report.run_table(Run.open(args.dir)))
+    with Run.open(args.dir, read_only=True) as run:
+        if run.sealed_result is None:
+            raise RunError(f"{args.dir} is not sealed yet; its report exists once the test "
+                           "split is scored (gsme resume DIR finishes the run)")
+        _print_table(report.run_table(run), as_json=args.json)
     return 0
 
 
-def _print_table(table: pd.DataFrame) -> None:
+def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:
+    if as_json:
+        print(table.iloc[0].to_json(default_handler=str))
+        return
     if bool(table["simulated"].iloc[0]):
         print("SIMULATED results (embedded simulator; true effects from its ground truth)")
     with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
         print(table.T.to_string(header=False))
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0] if text else type(err).__name__
 
 
 if __name__ == "__main__":

@@ -1,148 +1,109 @@
-"""Run configuration files (TOML) and building agents and evolvers from their specs.
+"""Run configuration files (TOML): read, check everything, then build nothing until asked.
 
-A config file has three tables::
+A config file has up to four tables::
 
-    [run]                       # where and how long
-    dir = "runs/tb2"
-    rounds = 5
-    children_per_round = 3
-    recombinations_per_round = 1
-    trial_budget = 20000        # optional
-    seed = 0                    # any other key is a RunConfig setting (k, policy, ...)
+    [run]                       # where, how long, and the run's settings
+    dir = "runs/tb2"            # relative to this file
+    rounds = 5                  # schedule: rounds, children_per_round,
+    children_per_round = 3      #   recombinations_per_round, trial_budget
+    run_seed = 0                # any other key is a RunConfig setting (policy, ...)
 
-    [agent]                     # kind = "sim" | "command" | "anthropic"
+    [gate]                      # GateConfig settings (design, k, z_crit, ...)
+    design = "fixed"
+
+    [agent]                     # kind = "sim" | "command" | "anthropic" (gsme.plugins)
     kind = "sim"
     preset = "tb2"
 
     [evolver]                   # kind = "rule" | "claude"
     kind = "rule"
 
-Specs are stored in the run's ledger so ``gsme resume DIR`` can rebuild both.
+:func:`load` checks the whole file before anything is created: types and ranges of every
+setting (one line per problem naming the key and value), credentials anywhere in it, and
+that the agent and evolver can be built. Specs are stored in the run's ledger so
+``gsme resume DIR`` can rebuild both.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from gsme.run import RunConfig
+from gsme import plugins
+from gsme.credentials import refuse_credentials
+from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
 
-_SECRET = re.compile(r"api_?key|secret|token$|password", re.IGNORECASE)
-LOOP_KEYS = ("dir", "rounds", "children_per_round", "recombinations_per_round", "trial_budget")
+__all__ = ["ConfigError", "RunSpec", "load"]
 
-
-class ConfigError(ValueError):
-    """A config file or spec is invalid; the message names the table and key."""
+_TABLES = ("run", "gate", "agent", "evolver")
+DEFAULT_AGENT = {"kind": "sim", "preset": "tiny"}
+DEFAULT_EVOLVER = {"kind": "rule"}
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A parsed config file: where the run lives, the loop sizes and the specs."""
+    """A checked config file: the run directory, its settings, schedule and plugin specs."""
 
     dir: Path
     config: RunConfig
+    schedule: Schedule
     agent: dict
     evolver: dict
-    rounds: int = 5
-    children_per_round: int = 3
-    recombinations_per_round: int = 1
-    trial_budget: int | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def load(path) -> RunSpec:
     """Read and check a TOML run config. Raises :class:`ConfigError` naming what is wrong."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path} is a folder; gsme run takes a config file (to continue a "
+                          "run: gsme resume DIR)")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path} is not valid TOML: {err}") from None
-    unknown = sorted(set(data) - {"run", "agent", "evolver"})
+    unknown = sorted(set(data) - set(_TABLES))
     if unknown:
-        raise ConfigError(f"{path}: unknown table(s) {unknown}; expected [run], [agent], [evolver]")
+        raise ConfigError(f"{path}: unknown table(s) {unknown}; expected "
+                          f"{', '.join(f'[{t}]' for t in _TABLES)}")
+    for table in _TABLES:
+        refuse_credentials(data.get(table), f"{path}: [{table}]")
     run = dict(data.get("run", {}))
-    loop = {k: run.pop(k) for k in LOOP_KEYS if k in run}
-    if "dir" not in loop:
-        raise ConfigError(f"{path}: [run] needs dir = \"...\" (the run directory)")
-    try:
-        config = RunConfig.from_dict(run)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"{path}: [run] {err}") from None
-    agent = data.get("agent", {"kind": "sim", "preset": "tiny"})
-    evolver = data.get("evolver", {"kind": "rule"})
-    check_no_secrets(agent, "agent")
-    check_no_secrets(evolver, "evolver")
+    where = run.pop("dir", None)
+    if not isinstance(where, str) or not where.strip():
+        raise ConfigError(f"{path}: [run] dir = {where!r}: needs the run directory, a path "
+                          "relative to the config file")
+    schedule = {k: run.pop(k) for k in list(run) if k in Schedule.model_fields}
+    schedule = _model(Schedule, schedule, path, "run")
+    config = _model(RunConfig, {**run, "gate": data.get("gate", {})}, path, "run")
     base = path.parent
+    agent = dict(data.get("agent", DEFAULT_AGENT))
     if agent.get("kind") == "command":
         agent = _command_paths(agent, base)
-    build_agent(agent)  # fail now, not mid-run
-    build_evolver(evolver)
-    return RunSpec(dir=(base / loop.pop("dir")).resolve(), config=config, agent=agent,
-                   evolver=evolver, **loop)
+    evolver = dict(data.get("evolver", DEFAULT_EVOLVER))
+    try:  # fail now, not mid-run
+        plugins.build_agent(agent)
+        plugins.build_evolver(evolver)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+    return RunSpec(dir=(base / where).resolve(), config=config, schedule=schedule,
+                   agent=agent, evolver=evolver)
+
+
+def _model(model, values: dict, path: Path, table: str):
+    try:
+        return model.model_validate(values)
+    except ValidationError as err:
+        raise ConfigError(f"{path}: {describe(err, table=table)}") from None
 
 
 def _command_paths(spec: dict, base: Path) -> dict:
     """A command agent's files are relative to the config file; stored as absolute paths."""
-    spec = dict(spec)
     if isinstance(spec.get("tasks"), str):
         spec["tasks"] = str((base / spec["tasks"]).resolve())
-    spec["workdir"] = str((base / spec.get("workdir", ".")).resolve())
+    workdir = spec.get("workdir", ".")
+    if isinstance(workdir, str):
+        spec["workdir"] = str((base / workdir).resolve())
     return spec
-
-
-def check_no_secrets(spec: dict | None, table: str) -> None:
-    """Refuse a spec that holds a credential: specs are stored in the run's ledger."""
-    secret = [k for k in (spec or {}) if _SECRET.search(k)]
-    if secret:
-        raise ConfigError(
-            f"[{table}] {secret[0]}: credentials never go in a config or a run's ledger; "
-            "set them in the environment (e.g. ANTHROPIC_API_KEY)"
-        )
-
-
-def build_agent(spec: dict):
-    """Build a task agent from its spec (``kind`` plus that kind's keyword arguments)."""
-    spec = dict(spec)
-    kind = spec.pop("kind", None)
-    try:
-        if kind == "sim":
-            from gsme import sim
-
-            name = spec.pop("preset", "tiny")
-            if name not in sim.PRESETS:
-                raise ConfigError(f"[agent] preset must be one of {list(sim.PRESETS)}, "
-                                  f"got {name!r}")
-            return sim.preset(name, **spec)
-        if kind == "command":
-            from gsme.agents.command import CommandAgent
-
-            return CommandAgent(**spec)
-        if kind == "anthropic":
-            from gsme.agents.anthropic_agent import AnthropicAgent
-
-            return AnthropicAgent(**spec)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"[agent] kind = {kind!r}: {err}") from None
-    raise ConfigError(f"[agent] kind must be 'sim', 'command' or 'anthropic', got {kind!r}")
-
-
-def build_evolver(spec: dict):
-    """Build an evolver from its spec (``kind`` plus that kind's keyword arguments)."""
-    spec = dict(spec)
-    kind = spec.pop("kind", None)
-    try:
-        if kind == "rule":
-            from gsme.evolvers.rule import RuleEvolver
-
-            return RuleEvolver(**spec)
-        if kind == "claude":
-            from gsme.evolvers.claude import ClaudeEvolver
-
-            return ClaudeEvolver(**spec)
-    except (TypeError, ValueError) as err:
-        raise ConfigError(f"[evolver] kind = {kind!r}: {err}") from None
-    raise ConfigError(f"[evolver] kind must be 'rule' or 'claude', got {kind!r}")

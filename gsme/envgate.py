@@ -4,7 +4,8 @@ A patch declares on which tasks it can act, e.g. ``category == "python" and has_
 gsme reads the gate before running anything, so it knows which tasks a child must be
 scored on and on which it behaves exactly as its parent.
 
-Grammar (lowest precedence first)::
+A gate is a Python expression, read by :func:`ast.parse` and accepted only when every
+node is one of these (lowest precedence first)::
 
     gate       := or_expr | ""                       (empty: every task)
     or_expr    := and_expr ("or" and_expr)*
@@ -13,8 +14,15 @@ Grammar (lowest precedence first)::
     atom       := "(" or_expr ")" | "true" | "false"
                 | NAME                                 (truthy)
                 | NAME ("==" | "!=" | "<" | "<=" | ">" | ">=") literal
-                | NAME ["not"] "in" "[" [literal ("," literal)*] "]"
-    literal    := 'single' or "double" quoted string | int | float | true | false
+                | NAME ["not"] "in" "[" [literal ("," literal)*] "]"   (or a tuple)
+    literal    := Python string | [+-] int or float | true | false
+
+``True`` and ``False`` are booleans as well; strings follow Python's quoting and escapes.
+Calls, attributes, subscripts, arithmetic, ``is`` and chained comparisons
+(``0 < n < 5``; write ``n > 0 and n < 5``) are refused. So is a gate longer than
+:data:`MAX_LENGTH` characters, spanning several lines, or nested more than
+:data:`MAX_DEPTH` levels deep (parentheses, brackets, ``not`` and signs, counted on the
+text before it reaches the Python parser).
 
 Semantics. A comparison needs the feature and the literal to be of one kind (bool,
 number or string); a mismatch is an error, never a silent False. A missing value (None,
@@ -24,7 +32,10 @@ on it, ``!=`` and ``not in`` are True (so ``a != v`` is always ``not a == v``).
 
 from __future__ import annotations
 
+import ast
 import re
+import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -33,32 +44,21 @@ import pandas as pd
 
 __all__ = ["EnvGate", "EnvGateError", "admitted", "parse"]
 
-KEYWORDS = {"and", "or", "not", "in"}
-BOOLS = {"true": True, "True": True, "false": False, "False": False}
-COMPARISONS = ("==", "!=", "<=", ">=", "<", ">")
+MAX_LENGTH = 4000
+"""Longest env gate, in characters."""
+MAX_DEPTH = 32
+"""Deepest nesting of parentheses, brackets, ``not`` and signs in an env gate."""
 
-_TOKEN = re.compile(
-    r"""(?P<space>\s+)
-      | (?P<number>(?>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)(?![A-Za-z0-9_.]))
-      | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-      | (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
-      | (?P<op>==|!=|<=|>=|<|>)
-      | (?P<punct>[()\[\],])
-    """,
-    re.VERBOSE,
-)
+BOOLS = {"true": True, "false": False}  # lowercase booleans reach ast as names
+_OPERATORS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+              ast.GtE: ">="}
+_HINTS = {"=": "use '=='", "&": "use 'and'", "|": "use 'or'", "!": "use 'not' or '!='"}
+_BAD_CHARACTER = re.compile(r"[\r\n\x00\ud800-\udfff]")
+_SCAN = re.compile(r"""(?P<q>'''|\"\"\"|'|")(?:\\.|(?!(?P=q)).)*(?P=q)?|\w+|\S""")
 
 
 class EnvGateError(ValueError):
     """An env gate that does not parse, or that cannot decide on the features given."""
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # name, keyword, bool, number, string, op, punct, end
-    text: str
-    value: object
-    column: int  # 1-based
 
 
 # ---------------------------------------------------------------------------- tree nodes
@@ -180,17 +180,39 @@ def parse(expr: str) -> EnvGate:
     Raises
     ------
     EnvGateError
-        Shows the expression and points at the column of the offending token.
+        Shows the expression and points at the column of the offending token. Every
+        failure to parse is one, however malformed or deeply nested ``expr`` is.
 
     Examples
     --------
     >>> str(parse('lang in ["py", "js"] and not (flaky or n > 3.5)'))
     'lang in ["py", "js"] and not (flaky or n > 3.5)'
+    >>> parse("n_tests = 2")
+    Traceback (most recent call last):
+    ...
+    gsme.envgate.EnvGateError: invalid syntax (use '==') at column 9 of env gate:
+      n_tests = 2
+              ^
     """
     if not isinstance(expr, str):
         raise TypeError(f"env gate must be a string, got {type(expr).__name__}")
-    parser = _Parser(expr)
-    return EnvGate(parser.parse(), expr)
+    body = expr.strip()
+    if not body:
+        return EnvGate(_Const(True), expr)
+    shift = expr.index(body)  # the columns of body within expr start after it
+    _check_text(expr, body, shift)
+    try:
+        with warnings.catch_warnings():  # an invalid escape becomes a SyntaxError
+            warnings.simplefilter("error")
+            tree = ast.parse(body, mode="eval")
+    except SyntaxError as err:
+        column = min(err.offset or len(body) + 1, len(body) + 1)  # 0 or None: the end
+        message = re.sub(r" \(detected at line \d+\)", "", err.msg)
+        hint = _HINTS.get(body[column - 1: column])
+        raise _error(expr, shift + column, f"{message} ({hint})" if hint else message) from None
+    except (RecursionError, MemoryError):  # a guard against what _check_text misses
+        raise _error(expr, shift + 1, "too deeply nested to parse") from None
+    return EnvGate(_Reader(expr, body, shift).gate(tree.body), expr)
 
 
 def admitted(tasks: pd.DataFrame, expr: str | EnvGate) -> pd.DataFrame:
@@ -202,146 +224,109 @@ def admitted(tasks: pd.DataFrame, expr: str | EnvGate) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- parser
 
 
-def _tokenize(expr: str) -> list[_Token]:
-    tokens, pos = [], 0
-    while pos < len(expr):
-        match = _TOKEN.match(expr, pos)
-        if match is None:
-            char = expr[pos]
-            hint = {"=": " (use '==')", "&": " (use 'and')", "|": " (use 'or')",
-                    "!": " (use 'not' or '!=')", '"': " (unterminated string)",
-                    "'": " (unterminated string)"}.get(char, "")
-            raise _error(expr, pos + 1, f"unexpected character {char!r}{hint}")
-        kind, text = match.lastgroup, match.group()
-        if kind == "name":
-            if text in BOOLS:
-                tokens.append(_Token("bool", text, BOOLS[text], pos + 1))
-            elif text in KEYWORDS:
-                tokens.append(_Token("keyword", text, text, pos + 1))
-            else:
-                tokens.append(_Token("name", text, text, pos + 1))
-        elif kind == "number":
-            value = int(text) if re.fullmatch(r"[-+]?\d+", text) else float(text)
-            if isinstance(value, float) and not np.isfinite(value):
-                raise _error(expr, pos + 1, f"number {text!r} is too large")
-            tokens.append(_Token("number", text, value, pos + 1))
-        elif kind == "string":
-            tokens.append(_Token("string", text, _unescape(text[1:-1]), pos + 1))
-        elif kind in ("op", "punct"):
-            tokens.append(_Token(kind, text, text, pos + 1))
-        pos = match.end()
-    tokens.append(_Token("end", "", None, len(expr) + 1))
-    return tokens
+def _check_text(expr: str, body: str, shift: int) -> None:
+    """Refuse, before Python's parser sees it, a gate too long, on several lines or deep."""
+    if len(expr) > MAX_LENGTH:
+        raise _error(expr, MAX_LENGTH + 1,
+                     f"env gate is {len(expr)} characters long, at most {MAX_LENGTH}")
+    bad = _BAD_CHARACTER.search(body)
+    if bad:
+        raise _error(expr, shift + bad.start() + 1,
+                     f"unexpected character {bad.group()!r} (an env gate is one line of text)")
+    runs = [0]  # per open bracket: how many prefix operators ('not', signs) run unclosed
+    for token in _SCAN.finditer(body):
+        text = token.group()
+        if text in ("(", "[", "{"):
+            runs.append(0)
+        elif text in ("not", "-", "+", "~"):
+            runs[-1] += 1
+        else:  # an operand or a closing bracket ends the run of prefix operators
+            if text in (")", "]", "}") and len(runs) > 1:
+                runs.pop()
+            runs[-1] = 0
+            continue
+        if len(runs) - 1 + sum(runs) > MAX_DEPTH:
+            raise _error(expr, shift + token.start() + 1,
+                         f"nested more than {MAX_DEPTH} levels deep")
 
 
-def _unescape(body: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+class _Reader:
+    """Turns the Python syntax tree of an env gate into a gate tree, refusing the rest."""
+
+    def __init__(self, expr: str, body: str, shift: int):
+        self.expr, self.body, self.shift = expr, body, shift
+        self.raw = body.encode()  # ast offsets count UTF-8 bytes
+
+    def fail(self, node: ast.AST, message: str, *, after: ast.AST | None = None):
+        """Raise at ``node``, or at the operator that follows ``after``."""
+        hints = {ast.BitAnd: "use 'and'", ast.BitOr: "use 'or'"}
+        if isinstance(node, ast.BinOp) and type(node.op) in hints:
+            message, after = f"{message} ({hints[type(node.op)]})", node.left
+        if after is None:
+            index = len(self.raw[:node.col_offset].decode())
+        else:  # the first character after ``after`` that is not a space or a ')'
+            rest = self.body[len(self.raw[:after.end_col_offset].decode()):]
+            index = len(self.body) - len(rest.lstrip(" \t\f)"))
+        raise _error(self.expr, self.shift + index + 1, message)
+
+    def gate(self, node: ast.AST):
+        if isinstance(node, ast.BoolOp):
+            items = [self.gate(value) for value in node.values]
+            return _flatten(_And if isinstance(node.op, ast.And) else _Or, items)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return _Not(self.gate(node.operand))
+        if isinstance(node, ast.Compare):
+            return self.compare(node)
+        if (value := _boolean(node)) is not None:
+            return _Const(value)
+        if isinstance(node, ast.Name):
+            return _Truthy(node.id)
+        self.fail(node, "expected a feature name, a comparison, 'not', 'true', 'false' or '('")
+
+    def compare(self, node: ast.Compare):
+        left, op, right = node.left, node.ops[0], node.comparators[0]
+        if len(node.ops) > 1:
+            self.fail(node, "chained comparisons are not supported; join comparisons with "
+                            "'and'", after=right)
+        if not isinstance(left, ast.Name) or left.id in BOOLS:
+            self.fail(left, "expected a feature name on the left of a comparison")
+        if isinstance(op, (ast.In, ast.NotIn)):
+            if not isinstance(right, (ast.List, ast.Tuple)):
+                self.fail(right, "expected '[' to open a list of values")
+            values = tuple(self.literal(item) for item in right.elts)
+            if len({_kind(v) for v in values}) > 1:
+                self.fail(right, "a list of values must hold one kind (all strings, numbers "
+                                 "or bools)")
+            return _Member(left.id, values, isinstance(op, ast.NotIn))
+        symbol = _OPERATORS.get(type(op))
+        if symbol is None:
+            self.fail(node, "operator 'is' is not supported (use '==' or '!=')", after=left)
+        value = self.literal(right)
+        if symbol not in ("==", "!=") and isinstance(value, bool):
+            self.fail(right, f"operator {symbol!r} needs a number or a string")
+        return _Compare(left.id, symbol, value)
+
+    def literal(self, node: ast.AST):
+        if (value := _boolean(node)) is not None:
+            return value
+        signed = isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub))
+        number = node.operand if signed else node
+        if isinstance(number, ast.Constant) and type(number.value) in (int, float):
+            value = -number.value if signed and isinstance(node.op, ast.USub) else number.value
+            if abs(value) > sys.float_info.max:
+                self.fail(node, f"number is too large (at most {sys.float_info.max:.4g})")
+            return value
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        self.fail(node, "expected a literal (quoted string, number, true or false)")
 
 
-class _Parser:
-    def __init__(self, expr: str):
-        self.expr = expr
-        self.tokens = _tokenize(expr)
-        self.pos = 0
-
-    @property
-    def token(self) -> _Token:
-        return self.tokens[self.pos]
-
-    def take(self) -> _Token:
-        token = self.tokens[self.pos]
-        self.pos += 1
-        return token
-
-    def fail(self, message: str, token: _Token | None = None):
-        token = token or self.token
-        found = "the end" if token.kind == "end" else repr(token.text)
-        raise _error(self.expr, token.column, f"{message}, found {found}")
-
-    def is_(self, kind: str, text: str | None = None) -> bool:
-        return self.token.kind == kind and (text is None or self.token.text == text)
-
-    def parse(self):
-        if self.token.kind == "end":
-            return _Const(True)
-        tree = self.or_expr()
-        if self.token.kind != "end":
-            self.fail("expected 'and', 'or' or the end of the gate")
-        return tree
-
-    def or_expr(self):
-        items = [self.and_expr()]
-        while self.is_("keyword", "or"):
-            self.take()
-            items.append(self.and_expr())
-        return _flatten(_Or, items)
-
-    def and_expr(self):
-        items = [self.not_expr()]
-        while self.is_("keyword", "and"):
-            self.take()
-            items.append(self.not_expr())
-        return _flatten(_And, items)
-
-    def not_expr(self):
-        if self.is_("keyword", "not"):
-            self.take()
-            return _Not(self.not_expr())
-        return self.atom()
-
-    def atom(self):
-        if self.is_("punct", "("):
-            self.take()
-            tree = self.or_expr()
-            if not self.is_("punct", ")"):
-                self.fail("expected ')'")
-            self.take()
-            return tree
-        if self.is_("bool"):
-            return _Const(self.take().value)
-        if not self.is_("name"):
-            self.fail("expected a feature name, 'not', 'true', 'false' or '('")
-        name = self.take().text
-        if self.is_("op"):
-            op = self.take().text
-            literal = self.literal()
-            if op not in ("==", "!=") and isinstance(literal, bool):
-                self.fail(f"operator {op!r} needs a number or a string",
-                          self.tokens[self.pos - 1])
-            return _Compare(name, op, literal)
-        if self.is_("keyword", "in"):
-            self.take()
-            return _Member(name, self.literal_list(), False)
-        if self.is_("keyword", "not"):
-            self.take()
-            if not self.is_("keyword", "in"):
-                self.fail(f"expected 'in' after '{name} not'")
-            self.take()
-            return _Member(name, self.literal_list(), True)
-        return _Truthy(name)
-
-    def literal(self):
-        if self.token.kind in ("string", "number", "bool"):
-            return self.take().value
-        self.fail("expected a literal (quoted string, number, true or false)")
-
-    def literal_list(self) -> tuple:
-        start = self.token
-        if not self.is_("punct", "["):
-            self.fail("expected '[' to open a list of values")
-        self.take()
-        values = []
-        while not self.is_("punct", "]"):
-            if values:
-                if not self.is_("punct", ","):
-                    self.fail("expected ',' or ']' in a list of values")
-                self.take()
-            values.append(self.literal())
-        self.take()
-        if len({_kind(v) for v in values}) > 1:
-            raise _error(self.expr, start.column,
-                         "a list of values must hold one kind (all strings, numbers or bools)")
-        return tuple(values)
+def _boolean(node: ast.AST) -> bool | None:
+    if isinstance(node, ast.Name) and node.id in BOOLS:
+        return BOOLS[node.id]
+    if isinstance(node, ast.Constant) and isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def _flatten(cls, items: list):
@@ -353,9 +338,14 @@ def _flatten(cls, items: list):
     return cls(tuple(flat))
 
 
-def _error(expr: str, column: int, message: str) -> EnvGateError:
-    return EnvGateError(f"{message} at column {column} of env gate:\n  {expr}\n  "
-                        + " " * (column - 1) + "^")
+def _error(expr: str, column: int, message: str, width: int = 80) -> EnvGateError:
+    """An error that shows ``expr`` (or ``width`` characters of it) with a caret under
+    ``column``."""
+    start = 0 if len(expr) <= width else max(0, min(column - width // 2, len(expr) - width))
+    shown = ("..." if start else "") + re.sub(r"[\r\n]", " ", expr[start:start + width]) + (
+        "..." if start + width < len(expr) else "")
+    caret = " " * (column - 1 - start + (3 if start else 0)) + "^"
+    return EnvGateError(f"{message} at column {column} of env gate:\n  {shown}\n  {caret}")
 
 
 # ---------------------------------------------------------------------------- rendering
@@ -382,9 +372,9 @@ def _render(node, parent: type | None = None) -> str:
 def _literal(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str):
-        body = value.replace("\\", "\\\\").replace('"', '\\"')
-        return '"' + body.replace("\n", "\\n").replace("\t", "\\t") + '"'
+    if isinstance(value, str):  # double quotes; backslash and what is not printable escaped
+        return '"' + "".join('\\"' if c == '"' else c if c.isprintable() and c != "\\"
+                             else repr(c)[1:-1] for c in value) + '"'
     return repr(value)
 
 

@@ -19,25 +19,22 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from gsme import analysis, evolve, report, sim, stats
-from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+from gsme import analysis, evolve, policy, report, sim, stats
+from gsme.evolvers.mechanism import MechanismEvolver
 from gsme.evolvers.rule import RuleEvolver
-from gsme.evolvers.templates import FALLBACK, TEMPLATES, changes
-from gsme.harness import harness_files
-from gsme.patch import Patch
-from gsme.run import POLICIES, Run, RunConfig
+from gsme.run import Run
+from gsme.schema import BASELINE, POLICIES
+from gsme.settings import GateConfig, RunConfig, Schedule
+from gsme.sim.audit import audit_decisions
 from gsme.sim.catalogue import CATALOGUE
 
 __all__ = [
     "PAPER_PRESETS",
     "RUNAWAY_MECHANISMS",
-    "MechanismEvolver",
     "aa_noise",
     "ablation",
-    "audit_decisions",
     "baseline_pathologies",
     "compare_policies",
-    "mechanism_patch",
     "pathology_matching",
     "preset_table",
     "simulated_run",
@@ -51,14 +48,15 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  policy: str = "gated", rounds: int = 3, children: int = 3,
-                  recombinations: int = 1, finalize: bool = True,
+                  policy: str = "gated", gate: GateConfig | None = None, rounds: int = 3,
+                  children: int = 3, recombinations: int = 1, finalize: bool = True,
                   progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
 
-    The agent is ``gsme.sim.preset(preset, seed=seed, profile=profile)``, the evolver
-    ``RuleEvolver(seed=seed)`` and the run's config ``RunConfig(seed=seed, policy=policy)``;
-    both specs are stored, so ``Run.open(run.path)`` rebuilds them.
+    The agent is ``gsme.sim.preset(preset, suite_seed=seed, profile=profile)``, the evolver
+    ``RuleEvolver(seed=seed)`` and the run's config ``RunConfig(run_seed=seed,
+    policy=policy, gate=gate)``; both specs are stored, so ``Run.open(run.path)`` rebuilds
+    them. The run is returned open (call ``run.close()`` when done with it).
 
     Parameters
     ----------
@@ -66,19 +64,21 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         One of :data:`gsme.sim.PRESETS`.
     root : path-like, optional
         Parent directory of the run; a fresh temporary directory when None. The run goes
-        to ``root/<preset>-<profile>-<policy>-s<seed>``, which must not exist yet.
+        to ``root/<preset>-<profile>-<policy>-<design>-s<seed>``, which must not exist yet.
     seed : int
-        Seed of the benchmark, the evolver and the run.
+        Seed of the simulated suite, the evolver and the run.
     profile : str, optional
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
     policy : {"gated", "greedy", "peak"}
         The crediting policy.
+    gate : GateConfig, optional
+        The gate's settings; default :class:`~gsme.settings.GateConfig`.
     rounds, children, recombinations : int
         Rounds to run, children and recombinations per round.
     finalize : bool
         Score the sealed test split once at the end (:meth:`gsme.run.Run.finalize`).
     progress : bool
-        Show the per-round scoring progress bars.
+        Show the progress bars.
 
     Returns
     -------
@@ -89,68 +89,27 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     >>> run = simulated_run("tiny", rounds=1)
     >>> run.sealed, run.agent.name
     (True, 'simulated:tiny/qwen-careless')
+    >>> run.close()
     """
-    agent = sim.preset(preset, seed=seed, profile=profile)
+    gate = gate or GateConfig()
+    agent = sim.preset(preset, suite_seed=seed, profile=profile)
     profile_name = agent.profile.name
-    path = _root(root, None) / f"{preset}-{profile_name}-{policy}-s{seed}"
+    path = _root(root, None) / f"{preset}-{profile_name}-{policy}-{gate.design}-s{seed}"
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
-                     config=RunConfig(seed=seed, policy=policy),
-                     agent_spec={"kind": "sim", "preset": preset, "seed": seed,
+                     config=RunConfig(run_seed=seed, policy=policy, gate=gate),
+                     schedule=Schedule(rounds=rounds, children_per_round=children,
+                                       recombinations_per_round=recombinations),
+                     agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
                                  "profile": profile_name},
                      evolver_spec={"kind": "rule", "seed": seed})
-    evolve.evolve(run, rounds=rounds, children_per_round=children,
-                  recombinations_per_round=recombinations, progress=progress)
+    evolve.evolve(run, progress=progress)
     if finalize:
         run.finalize(progress=progress)
     return run
 
 
-def audit_decisions(run: Run) -> pd.DataFrame:
-    """The run's decisions beside the simulator's true effect of each child on its parent.
-
-    Parameters
-    ----------
-    run : gsme.run.Run
-        A run whose agent has ground truth (``true_effect``), i.e. a simulated one.
-
-    Returns
-    -------
-    DataFrame
-        :meth:`gsme.run.Run.decisions` (with ``round``, ``policy``, ``kept``) plus
-        ``mechanism`` (of the patch the child adds; None for a recombination),
-        ``true_delta_pp`` (the exact effect of the child over its parent on the
-        decision's split, in pp), ``true_sealed_delta_pp`` (the same on the test split,
-        from ground truth: nothing is scored), ``false_credit`` (kept although its true
-        effect is ≤ 0) and ``overfit`` (kept, truly better on the decision's split but
-        not on the test split).
-
-    Raises
-    ------
-    TypeError
-        When the run's agent has no ground truth.
-    """
-    if not hasattr(run.agent, "true_effect"):
-        raise TypeError(f"run.agent {run.agent.name!r} has no ground truth (true_effect); "
-                        "audits need a simulated agent (gsme.sim)")
-    decided = run.decisions()
-    mechanisms = dict(zip(*evolve.history(run)[["candidate", "mechanism"]].to_numpy().T))
-    dirs = [(run.harness_dir(c), run.harness_dir(p))
-            for c, p in zip(decided["candidate"], decided["parent"])]
-    out = decided.assign(
-        mechanism=pd.Series([mechanisms.get(c) for c in decided["candidate"]],
-                            index=decided.index, dtype=object),
-        true_delta_pp=np.asarray([run.agent.true_effect(c, p, s) for (c, p), s
-                                  in zip(dirs, decided["split"])], dtype=np.float64),
-        true_sealed_delta_pp=np.asarray([run.agent.true_effect(c, p, "test")
-                                         for c, p in dirs], dtype=np.float64))
-    kept = out["kept"].astype(bool)
-    out["false_credit"] = kept & (out["true_delta_pp"] <= 0)
-    out["overfit"] = kept & (out["true_delta_pp"] > 0) & (out["true_sealed_delta_pp"] <= 0)
-    return out
-
-
 def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=None,
-                 children: int = 3, recombinations: int = 1,
+                 children: int = 3, recombinations: int = 1, gate: GateConfig | None = None,
                  progress: bool = True) -> pd.DataFrame:
     """The paper's results table, produced by one simulated gated run per preset.
 
@@ -158,7 +117,7 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
     ----------
     presets : sequence of str
         Presets of :data:`gsme.sim.PRESETS`; default the seven of :data:`PAPER_PRESETS`.
-    rounds, seed, root, children, recombinations
+    rounds, seed, root, children, recombinations, gate
         As in :func:`simulated_run`.
     progress : bool
         Show a progress bar over the presets.
@@ -179,23 +138,23 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
     root = _root(root, "preset_table")
     rows = []
     for name in tqdm(list(presets), desc="presets", disable=not progress):
-        run = simulated_run(name, root=root, seed=seed, rounds=rounds, children=children,
-                            recombinations=recombinations)
-        rows.append(report.run_table(run).assign(run_dir=str(run.path)))
+        with simulated_run(name, root=root, seed=seed, rounds=rounds, children=children,
+                           recombinations=recombinations, gate=gate) as run:
+            rows.append(report.run_table(run).assign(run_dir=str(run.path)))
     table = pd.concat(rows, ignore_index=True)
     table.insert(0, "preset", pd.Series(list(presets), dtype=object))
     return table
 
 
-def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, rounds: int = 3,
-                     root=None, children: int = 3, recombinations: int = 1,
+def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs=("fixed",),
+                     rounds: int = 3, root=None, children: int = 3, recombinations: int = 1,
                      progress: bool = True) -> pd.DataFrame:
-    """Crediting policies on the same seeds, audited against ground truth.
+    """Crediting policies (and gate designs) on the same seeds, audited against ground truth.
 
-    Every (policy, seed) pair is one run with the same benchmark, evolver seed and trial
-    seed; only the policy deciding which children are kept differs (``gated``: credited
-    by the three gates; ``greedy``: any train gain; ``peak``: like greedy, and the best
-    train rate ever scored is reported).
+    Every (design, policy, seed) is one run with the same suite, evolver seed and trial
+    seed; only the gate design and the policy deciding which children are kept differ
+    (``gated``: credited by the three gates; ``greedy``: any train gain; ``peak``: like
+    greedy, and the best train rate ever scored is reported). All results are simulated.
 
     Parameters
     ----------
@@ -204,7 +163,9 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, rounds:
     seeds : sequence of int
         Seeds, each used by every policy.
     policies : sequence of str
-        Subset of :data:`gsme.run.POLICIES`.
+        Subset of :data:`gsme.schema.POLICIES`.
+    designs : sequence of {"fixed", "adaptive"}
+        Gate designs (:class:`~gsme.settings.GateConfig` ``design``).
     rounds, root, children, recombinations
         As in :func:`simulated_run`.
     progress : bool
@@ -213,135 +174,47 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, rounds:
     Returns
     -------
     DataFrame
-        One row per (policy, seed): ``preset, policy, seed``, ``run`` (``<policy>/s<seed>``,
-        a label for :func:`gsme.plot.retention`), ``selected``; ``kept`` (children
+        One row per (design, policy, seed): ``preset, design, policy, seed``, ``run``
+        (``<policy>/s<seed>``, a label for :func:`gsme.plot.retention`), ``selected``;
+        ``kept`` (children
         the policy kept) and ``false_credits`` (kept children whose true train effect on
         their parent is ≤ 0) and ``overfit_credits`` (kept children truly better on train
-        but not on test), see :func:`audit_decisions`; ``false_credit_share``
+        but not on test), see :func:`gsme.sim.audit.audit_decisions`; ``real_credits``
+        (kept children truly better on their parent); ``false_credit_share``
         (false_credits / kept, NaN when none was kept); ``train_delta_pp,
         sealed_delta_pp, retention_pct, sealed_decision`` (measured, selected harness vs
-        baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``;
-        ``run_dir``.
+        baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``,
+        ``trials_borrowed``; ``run_dir``.
     """
     root = _root(root, "compare_policies")
     unknown = sorted(set(policies) - set(POLICIES))
     if unknown:
         raise ValueError(f"policies must be among {list(POLICIES)}, got unknown {unknown}")
-    grid = [(p, int(s)) for p in policies for s in seeds]
+    grid = [(d, p, int(s)) for d in designs for p in policies for s in seeds]
     rows = []
-    for policy, seed in tqdm(grid, desc=f"{preset}: policy × seed", disable=not progress):
-        run = simulated_run(preset, root=root, seed=seed, policy=policy, rounds=rounds,
-                            children=children, recombinations=recombinations)
-        audit = audit_decisions(run)
-        table = report.run_table(run).iloc[0]
+    for design, name, seed in tqdm(grid, desc=f"{preset}: design × policy × seed",
+                                   disable=not progress):
+        with simulated_run(preset, root=root, seed=seed, policy=name, rounds=rounds,
+                           gate=GateConfig(design=design), children=children,
+                           recombinations=recombinations) as run:
+            audit = audit_decisions(run)
+            table = report.run_table(run).iloc[0]
         kept = int(audit["kept"].sum())
         false = int(audit["false_credit"].sum())
         rows.append({
-            "preset": preset, "policy": policy, "seed": seed, "run": f"{policy}/s{seed}",
-            "selected": table["selected"],
+            "preset": preset, "design": design, "policy": name, "seed": seed,
+            "run": f"{name}/s{seed}", "selected": table["selected"],
             "kept": kept, "false_credits": false,
+            "real_credits": int((audit["kept"] & (audit["true_delta_pp"] > 0)).sum()),
             "overfit_credits": int(audit["overfit"].sum()),
             "false_credit_share": false / kept if kept else np.nan,
             **{c: table[c] for c in ("train_delta_pp", "sealed_delta_pp", "retention_pct",
                                      "sealed_decision", "true_train_delta_pp",
-                                     "true_sealed_delta_pp", "trials_spent")},
+                                     "true_sealed_delta_pp", "trials_spent",
+                                     "trials_borrowed")},
             "run_dir": str(run.path),
         })
     return pd.DataFrame(rows)
-
-
-def mechanism_patch(mechanism: str, harness_dir, *, why: str | None = None,
-                    env_gate: str = "") -> Patch:
-    """A patch that applies the template of ``mechanism`` to the harness at ``harness_dir``.
-
-    The patch's id and beacon are the mechanism's name; its lever is the template's.
-
-    Parameters
-    ----------
-    mechanism : str
-        A mechanism with a template in :mod:`gsme.evolvers.templates` (all the catalogue's
-        named fixes, e.g. ``"runaway-recovery"``, ``"thinking-off"``).
-    harness_dir : path-like
-        The harness the patch will apply to (its files decide the concrete changes).
-    why : str, optional
-        The failure mode the patch declares; default the one the catalogue says the
-        mechanism acts on.
-    env_gate : str
-        The patch's env gate (empty: every task).
-
-    Returns
-    -------
-    gsme.patch.Patch
-
-    Raises
-    ------
-    ValueError
-        When the mechanism has no template, no failure mode is known for it, or the
-        template cannot change this harness (e.g. the setting is already at its target).
-
-    Examples
-    --------
-    >>> from gsme._paths import SEED_HARNESS
-    >>> patch = mechanism_patch("thinking-off", SEED_HARNESS)
-    >>> patch.where, patch.why, patch.changes[0].new
-    ('config', 'thinking-runaway', 'thinking_budget = 0')
-    """
-    known = {t.mechanism: t for group in (*TEMPLATES.values(), FALLBACK) for t in group}
-    if mechanism not in known:
-        raise ValueError(f"mechanism {mechanism!r} has no template; known: {sorted(known)}")
-    if why is None:
-        why = CATALOGUE[mechanism].why if mechanism in CATALOGUE else None
-        if why is None:
-            raise ValueError(f"mechanism {mechanism!r} acts on no particular failure mode; "
-                             "pass why=...")
-    template = known[mechanism]
-    made = changes(template, harness_files(harness_dir), beacon=mechanism, why=why, tasks=())
-    if not made:
-        raise ValueError(f"mechanism {mechanism!r} changes nothing in harness {harness_dir}")
-    return Patch(id=mechanism, where=template.where, why=why, mechanism=mechanism,
-                 beacon=mechanism, env_gate=env_gate, changes=made,
-                 rationale=f"{mechanism} applied as an experiment, not from a diagnosis.")
-
-
-class MechanismEvolver(Evolver):
-    """An evolver that proposes exactly the named mechanisms, for controlled experiments.
-
-    It diagnoses nothing and proposes :func:`mechanism_patch` of each mechanism, in order,
-    for whatever parent it is given; the loop then scores and gates the children like any
-    others. Use it to put chosen patches through the gates side by side (an ablation).
-
-    Parameters
-    ----------
-    mechanisms : sequence of str
-        Mechanisms with a template (see :func:`mechanism_patch`).
-    env_gate : str
-        Env gate of every proposed patch.
-
-    Examples
-    --------
-    >>> ev = MechanismEvolver(["thinking-off"])
-    >>> from gsme._paths import SEED_HARNESS
-    >>> [p.mechanism for p in ev.propose(SEED_HARNESS, None, None, None, n=3)]
-    ['thinking-off']
-    """
-
-    name = "mechanisms"
-
-    def __init__(self, mechanisms, *, env_gate: str = ""):
-        self.mechanisms = tuple(mechanisms)
-        if not self.mechanisms:
-            raise ValueError("mechanisms must name at least one mechanism")
-        self.env_gate = env_gate
-
-    def diagnose(self, failures: pd.DataFrame, *, parent=None, vocabulary=None) -> pd.DataFrame:
-        """No diagnosis: an empty frame of :data:`gsme.evolvers.DIAGNOSIS_COLUMNS`."""
-        return pd.DataFrame({c: pd.Series(dtype=object) for c in DIAGNOSIS_COLUMNS})
-
-    def propose(self, parent, diagnoses, archive, vocabulary, *, n: int,
-                history=None) -> list[Patch]:
-        """The first ``n`` mechanisms as patches of the harness at ``parent``."""
-        return [mechanism_patch(m, parent, env_gate=self.env_gate)
-                for m in self.mechanisms[:n]]
 
 
 def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(0,),
@@ -372,7 +245,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
     DataFrame
         One row per (seed, mechanism): ``preset, seed, mechanism, kind`` (the catalogue's
         hidden kind, e.g. targeted, costly, harmful), then the decision of
-        :func:`audit_decisions` (``candidate, parent, ..., delta_pp, z, p_value,
+        :func:`gsme.sim.audit.audit_decisions` (``candidate, parent, ..., delta_pp, z, p_value,
         decision, ..., true_delta_pp, true_sealed_delta_pp``, so
         :func:`gsme.plot.z_forest` draws it), then ``tokens_ratio`` (mean tokens per valid
         train trial, child over baseline) and ``run_dir`` (reopen with
@@ -388,19 +261,20 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
     rows = []
     for seed in tqdm([int(s) for s in seeds], desc=f"{preset}: ablation",
                      disable=not progress):
-        agent = sim.preset(preset, seed=seed, profile=profile)
-        run = Run.create(root / f"ablation-{preset}-{agent.profile.name}-s{seed}", agent=agent,
-                         evolver=MechanismEvolver(mechanisms), config=RunConfig(seed=seed),
-                         agent_spec={"kind": "sim", "preset": preset, "seed": seed,
-                                     "profile": agent.profile.name})
-        evolve.run_round(run, children=len(mechanisms), recombinations=0, progress=False)
-        audit = audit_decisions(run)
-        tokens = run.trials(split="train")
+        agent = sim.preset(preset, suite_seed=seed, profile=profile)
+        with Run.create(root / f"ablation-{preset}-{agent.profile.name}-s{seed}", agent=agent,
+                        evolver=MechanismEvolver(list(mechanisms)),
+                        config=RunConfig(run_seed=seed),
+                        agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
+                                    "profile": agent.profile.name}) as run:
+            evolve.run_round(run, children=len(mechanisms), recombinations=0, progress=False)
+            audit = audit_decisions(run)
+            tokens = run.trials(split="train")
         tokens = tokens[tokens["infra_ok"]].groupby("candidate")["tokens"].mean()
         rows.append(audit.assign(
             preset=preset, seed=seed,
             kind=[CATALOGUE[m].kind if m in CATALOGUE else "unknown" for m in audit["mechanism"]],
-            tokens_ratio=audit["candidate"].map(tokens) / tokens["baseline"],
+            tokens_ratio=audit["candidate"].map(tokens) / tokens[BASELINE],
             run_dir=str(run.path)))
     out = pd.concat(rows, ignore_index=True)
     first = ["preset", "seed", "mechanism", "kind"]
@@ -430,10 +304,10 @@ def baseline_pathologies(preset: str = "appworld", *, profiles=tuple(sim.PROFILE
     root = _root(root, "baseline_pathologies")
     frames = []
     for name in tqdm(list(profiles), desc=f"{preset}: baselines", disable=not progress):
-        run = Run.create(root / f"baseline-{preset}-{name}-s{seed}",
-                         agent=sim.preset(preset, seed=seed, profile=name),
-                         config=RunConfig(seed=seed))
-        trials = evolve.cold_start(run, progress=False)
+        with Run.create(root / f"baseline-{preset}-{name}-s{seed}",
+                        agent=sim.preset(preset, suite_seed=seed, profile=name),
+                        config=RunConfig(run_seed=seed)) as run:
+            trials = evolve.cold_start(run, progress=False)
         frames.append(_baseline_shares(trials).assign(
             preset=preset, profile=name, family=sim.PROFILES[name].family))
     cols = ["preset", "profile", "family", "pathology", "n", "share"]
@@ -467,13 +341,16 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
     grid = [(p, int(s)) for p in profiles for s in seeds]
     rows = []
     for name, seed in tqdm(grid, desc=f"{preset}: profile × seed", disable=not progress):
-        run = simulated_run(preset, root=root, seed=seed, profile=name, rounds=rounds,
-                            children=children, recombinations=recombinations, finalize=False)
-        shares = _baseline_shares(run.trials(split="train", candidate="baseline"))
-        chosen = evolve.selected(run)
-        winner = _winner(run, chosen)
+        with simulated_run(preset, root=root, seed=seed, profile=name, rounds=rounds,
+                           children=children, recombinations=recombinations,
+                           finalize=False) as run:
+            shares = _baseline_shares(run.trials(split="train", candidate=BASELINE))
+            chosen = policy.reported(run.archive(), run.trials(split="train"),
+                                     policy=run.config.policy)
+            winner = _winner(run, chosen)
+            true_gain = run.agent.true_effect(run.harness(chosen), run.harness(BASELINE),
+                                              "train")
         mech = None if winner is None else winner["mechanism"]
-        base = run.harness_dir("baseline")
         rows.append({
             "preset": preset, "profile": name, "family": sim.PROFILES[name].family,
             "seed": seed, "dominant_pathology": shares["pathology"].iloc[0],
@@ -486,8 +363,7 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
             "winner_delta_pp": np.nan if winner is None else winner["delta_pp"],
             "winner_z": np.nan if winner is None else winner["z"],
             "winner_true_delta_pp": np.nan if winner is None else winner["true_delta_pp"],
-            "true_train_delta_pp": run.agent.true_effect(run.harness_dir(chosen), base,
-                                                         "train"),
+            "true_train_delta_pp": true_gain,
         })
     return pd.DataFrame(rows)
 
@@ -496,7 +372,7 @@ def aa_noise(preset: str = "appworld", *, reruns: int = 5, seed: int = 0, root=N
              progress: bool = True) -> pd.DataFrame:
     """A/A tests: the same baseline harness scored again under other trial seeds.
 
-    The benchmark is fixed by ``seed``; the baseline is scored on the train split once
+    The suite is fixed by ``seed``; the baseline is scored on the train split once
     with run seed ``seed`` and once more with each of ``seed + 1 ... seed + reruns``. Each
     re-run is compared with the first by :func:`gsme.stats.aa_test`: the true effect is
     0, so every ``credit`` or ``cull`` is a false alarm and ``delta_pp`` is pure drift.
@@ -523,12 +399,13 @@ def aa_noise(preset: str = "appworld", *, reruns: int = 5, seed: int = 0, root=N
     scored = []
     for s in tqdm(range(seed, seed + reruns + 1), desc=f"{preset}: A/A re-runs",
                   disable=not progress):
-        run = Run.create(root / f"aa-{preset}-s{seed}-run{s}", agent=sim.preset(preset, seed=seed),
-                         config=RunConfig(seed=s))
-        trials = evolve.cold_start(run, progress=False)
-        scored.append(trials.assign(candidate="baseline" if s == seed else f"rerun-{s}"))
+        with Run.create(root / f"aa-{preset}-s{seed}-run{s}",
+                        agent=sim.preset(preset, suite_seed=seed),
+                        config=RunConfig(run_seed=s)) as run:
+            trials = evolve.cold_start(run, progress=False)
+        scored.append(trials.assign(candidate=BASELINE if s == seed else f"rerun-{s}"))
     trials = pd.concat(scored, ignore_index=True)
-    tests = [stats.aa_test(trials, candidate="baseline", rerun=f"rerun-{s}").assign(rerun_seed=s)
+    tests = [stats.aa_test(trials, candidate=BASELINE, rerun=f"rerun-{s}").assign(rerun_seed=s)
              for s in range(seed + 1, seed + reruns + 1)]
     out = pd.concat(tests, ignore_index=True).assign(preset=preset, activation_rate=np.nan)
     out["gate_failed"] = pd.Series(np.where(out["decision"] == "credit", None, "significance"),
@@ -554,7 +431,7 @@ def _baseline_shares(trials: pd.DataFrame) -> pd.DataFrame:
 
 def _winner(run: Run, chosen: str) -> dict | None:
     """The earliest credited mutation whose patch ``chosen``'s harness carries, or None."""
-    if chosen == "baseline":
+    if chosen == BASELINE:
         return None
     carried = {p.id for p in run.repo.patches_of(chosen)}
     cands = run.candidates()

@@ -14,46 +14,50 @@ import numpy as np
 import pandas as pd
 
 from gsme import _paired, schema
+from gsme.settings import GateConfig
 
 
-def validity_gate(trials: pd.DataFrame, *, max_reruns: int = 2) -> pd.DataFrame:
-    """State of every (candidate, task_id, split, k) slot after its attempts so far.
+def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> pd.DataFrame:
+    """State of every (candidate, task_id, split, repeat) slot after its attempts so far.
 
     A slot is valid when one of its attempts held ``infra_ok`` (it is scored by the first
     such attempt). An invalid slot needs a re-run while it has made at most
-    ``max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded from
-    comparisons. Attempts beyond the budget that did succeed still make the slot valid.
+    ``config.max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded
+    from comparisons. Attempts beyond the budget that did succeed still make the slot valid.
+    This is the rule the loop's scoring plan runs (:func:`gsme.scoring.plan`).
 
     Parameters
     ----------
     trials : DataFrame
         A trials frame.
-    max_reruns : int
-        Re-runs allowed after the first attempt (≥ 0).
+    config : GateConfig, optional
+        Its ``max_reruns``: re-runs allowed after the first attempt.
 
     Returns
     -------
     DataFrame
-        ``candidate, task_id, split, k, attempts, valid, needs_rerun, excluded``, one row per
-        slot, in order of first appearance of candidate, split and task.
+        ``candidate, task_id, split, repeat, attempts, next_attempt, valid, needs_rerun,
+        excluded``, one row per slot, in order of first appearance of candidate, split and
+        task; ``next_attempt`` is the attempt number a re-run would get.
 
     Examples
     --------
-    >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train", "k": 0,
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train", "repeat": 0,
     ...                   "attempt": [0, 1], "passed": False, "infra_ok": [False, False]})
     >>> validity_gate(t)[["attempts", "valid", "needs_rerun"]].to_dict("records")
     [{'attempts': 2, 'valid': False, 'needs_rerun': True}]
     """
-    max_reruns = _paired.check_int("max_reruns", max_reruns, 0)
+    config = _paired.gate_config(config)
     slots = _paired.encode_slots(_paired.checked_trials(trials))
-    needs_rerun = ~slots.valid & (slots.attempts <= max_reruns)
+    needs_rerun = ~slots.valid & (slots.attempts <= config.max_reruns)
     return pd.DataFrame(
         {
             "candidate": _paired.text(slots.candidates.to_numpy()[slots.cand]),
             "task_id": _paired.text(slots.tasks.to_numpy()[slots.task]),
             "split": _paired.text(slots.splits.to_numpy()[slots.split]),
-            "k": slots.k.astype(np.int64),
+            "repeat": slots.repeat.astype(np.int64),
             "attempts": slots.attempts.astype(np.int64),
+            "next_attempt": slots.last_attempt.astype(np.int64) + 1,
             "valid": slots.valid,
             "needs_rerun": needs_rerun,
             "excluded": ~slots.valid & ~needs_rerun,
@@ -66,12 +70,12 @@ def activation_gate(
     candidates: pd.DataFrame,
     *,
     split: str = "train",
-    min_activations: int = 1,
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Did each candidate's own patch fire? Counted over its valid trials on ``split``.
 
-    A candidate passes when its beacon fired (``activated``) in at least
-    ``min_activations`` valid trials. The baseline has no patch and is exempt. Trials on
+    A candidate is active when its beacon fired (``activated``) in at least
+    ``config.min_activations`` valid trials. The baseline has no patch and is exempt. Trials on
     tasks its env gate does not admit count in ``trials`` (they cannot fire), so
     ``activation_rate`` is a share of all its valid trials.
 
@@ -82,31 +86,31 @@ def activation_gate(
     candidates : DataFrame
         A candidates frame; one output row per candidate in it.
     split : {"train", "test"}
-    min_activations : int
-        Activations needed to pass (≥ 1).
+    config : GateConfig, optional
+        Its ``min_activations``: activations needed.
 
     Returns
     -------
     DataFrame
-        ``candidate, kind, trials, activations, activation_rate, passed``
+        ``candidate, kind, trials, activations, activation_rate, active``
         (``activation_rate`` is NaN without valid trials).
 
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": "c1", "task_id": ["t1", "t2"], "split": "train",
-    ...                   "k": 0, "passed": True, "activated": [True, False]})
+    ...                   "repeat": 0, "passed": True, "activated": [True, False]})
     >>> c = pd.DataFrame({"candidate": ["c1"], "parents": ["base"], "kind": ["mutation"],
     ...                   "where": ["prompt"], "why": ["x"], "patch_id": ["p"], "beacon": ["b"],
     ...                   "env_gate": [None], "commit": [None], "branch": [None], "round": [1],
     ...                   "rationale": [None]})
-    >>> activation_gate(t, c)[["trials", "activations", "passed"]].to_dict("records")
-    [{'trials': 2, 'activations': 1, 'passed': True}]
+    >>> activation_gate(t, c)[["trials", "activations", "active"]].to_dict("records")
+    [{'trials': 2, 'activations': 1, 'active': True}]
     """
     _paired.check_choice("split", split, schema.SPLITS)
-    min_activations = _paired.check_int("min_activations", min_activations, 1)
+    config = _paired.gate_config(config)
     slots = _paired.encode_slots(_paired.checked_trials(trials))
     schema.validate(candidates, "candidates")
-    return _activation(slots, candidates, split, min_activations)
+    return _activation(slots, candidates, split, config.min_activations)
 
 
 def significance_gate(
@@ -114,9 +118,7 @@ def significance_gate(
     pairs: pd.DataFrame,
     *,
     split: str = "train",
-    z_crit: float = 1.96,
-    reference: str = "normal",
-    min_tasks: int = 10,
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """The paired test of :func:`gsme.stats.paired_test` for many pairs in one pass.
 
@@ -128,22 +130,20 @@ def significance_gate(
         Columns ``candidate`` (the child) and ``parent``, one row per comparison. A pair
         whose candidates have no trials on ``split`` comes out ``inconclusive`` with
         ``n_tasks`` 0 and a reason.
-    split, z_crit, reference, min_tasks
+    split, config
         As in :func:`gsme.stats.paired_test`.
 
     Returns
     -------
     DataFrame
-        The columns of :func:`gsme.stats.paired_test` plus ``passed`` (decision is
-        ``credit``), one row per pair in the order of ``pairs``.
+        The columns of :func:`gsme.stats.paired_test`, one row per pair in the order of
+        ``pairs``.
     """
-    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
     _check_pairs(pairs)
     slots = _paired.encode_slots(_paired.checked_trials(trials))
-    out = _paired.compare(slots, pairs, split=split, z_crit=z_crit, reference=reference,
-                          min_tasks=min_tasks)
-    out["passed"] = out["decision"] == "credit"
-    return out
+    return _paired.compare(slots, pairs, split=split, config=config)
 
 
 def credit(
@@ -151,11 +151,7 @@ def credit(
     candidates: pd.DataFrame,
     *,
     split: str = "train",
-    z_crit: float = 1.96,
-    reference: str = "normal",
-    min_tasks: int = 10,
-    min_activations: int = 1,
-    max_dropped_frac: float = 0.1,
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Decide every non-baseline candidate against its parent: validity, activation, z.
 
@@ -163,7 +159,7 @@ def credit(
     the elite its patches were stacked onto). Gates run cheapest first and the first that
     stops a candidate is named in ``gate_failed``:
 
-    * validity → ``invalid`` when no task pairs, or more than ``max_dropped_frac`` of the
+    * validity → ``invalid`` when no task pairs, or more than ``config.max_dropped_frac`` of the
       tasks either side was scored on could not be paired (infrastructure failures still
       unresolved after re-runs, tasks scored on one side only);
     * activation → ``inactive`` (see :func:`activation_gate`);
@@ -178,36 +174,32 @@ def credit(
         A trials frame holding the candidates and their parents.
     candidates : DataFrame
         A candidates frame; every non-baseline row needs a parent.
-    split, z_crit, reference, min_tasks
-        As in :func:`gsme.stats.paired_test`.
-    min_activations : int
-        As in :func:`activation_gate`.
-    max_dropped_frac : float
-        Largest share of unpaired tasks a valid comparison may have, in [0, 1).
+    split : {"train", "test"}
+    config : GateConfig, optional
+        Every gate setting; default :class:`~gsme.settings.GateConfig`. A run's
+        ``run.config.gate`` reproduces the run's own decisions.
 
     Returns
     -------
     DataFrame
         A decisions frame (:mod:`gsme.schema`): ``candidate, parent, split, n_tasks,
-        n_dropped, n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
+        n_dropped, n_changed, k, looks, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
         activation_rate, gate_failed, decision, reason``, one row per non-baseline
         candidate in the order of ``candidates``.
     """
-    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
-    min_activations = _paired.check_int("min_activations", min_activations, 1)
-    if isinstance(max_dropped_frac, bool) or not 0 <= max_dropped_frac < 1:
-        raise ValueError(f"max_dropped_frac must lie in [0, 1), got {max_dropped_frac!r}")
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
+    min_activations, max_dropped_frac = config.min_activations, config.max_dropped_frac
     slots = _paired.encode_slots(_paired.checked_trials(trials))
     schema.validate(candidates, "candidates")
     pairs = _parent_pairs(candidates)
-    tested = _paired.compare(slots, pairs, split=split, z_crit=z_crit, reference=reference,
-                             min_tasks=min_tasks)
+    tested = _paired.compare(slots, pairs, split=split, config=config)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
     active = active.loc[pairs["candidate"]]
 
     n_tasks, n_dropped = tested["n_tasks"].to_numpy(), tested["n_dropped"].to_numpy()
     invalid = (n_tasks == 0) | (n_dropped > max_dropped_frac * (n_tasks + n_dropped))
-    inactive = ~invalid & ~active["passed"].to_numpy()
+    inactive = ~invalid & ~active["active"].to_numpy()
     decided = ~invalid & ~inactive
     stopped = decided & (tested["decision"].to_numpy() != "credit")
 
@@ -245,7 +237,7 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
             "trials": trials,
             "activations": activations,
             "activation_rate": rate,
-            "passed": (kind == "baseline") | (activations >= min_activations),
+            "active": (kind == "baseline") | (activations >= min_activations),
         }
     )
 
@@ -285,13 +277,7 @@ def _stop_reasons(out, invalid, inactive, active, max_dropped_frac, min_activati
 
 
 def _check_pairs(pairs: pd.DataFrame) -> None:
-    if not isinstance(pairs, pd.DataFrame):
-        raise TypeError(f"pairs must be a pandas DataFrame, got {type(pairs).__name__}")
-    missing = [c for c in ("candidate", "parent") if c not in pairs.columns]
-    if missing:
-        raise schema.FrameError(
-            f"pairs frame is missing column(s) {missing}; it has {list(pairs.columns)}"
-        )
+    schema.require(pairs, ["candidate", "parent"], "pairs")
     bad = pairs["candidate"].isna() | pairs["parent"].isna()
     if bad.any():
         raise schema.FrameError(

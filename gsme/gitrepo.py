@@ -21,10 +21,12 @@ back as None; a value's backslashes and line breaks are escaped (``\\\\``, ``\\n
 trailer stays on one line. Gate outcomes and scores are attached as JSON git notes under
 ``refs/notes/gsme`` (``git log --notes=gsme`` shows them).
 
-Commits are built with git plumbing in temporary directories: the repository's working
-tree, index and HEAD stay as :meth:`HarnessRepo.init` left them (the baseline), and a
-patch or merge that fails leaves no branch and no change behind. Merges use
-``git merge-tree --write-tree`` (git 2.38 or later).
+Commits are built from git objects and temporary indexes: the repository's working tree,
+index and HEAD stay as :meth:`HarnessRepo.init` left them (the baseline), and a patch or
+merge that fails leaves no branch and no change behind. Merges use ``git merge-tree
+--write-tree`` (git 2.38 or later). Every git command gsme runs ignores the repository's
+hooks and file-system monitor (``core.hooksPath``, ``core.fsmonitor``), so opening someone
+else's run directory runs none of its code.
 """
 
 from __future__ import annotations
@@ -32,23 +34,30 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import tempfile
-import tomllib
+from io import BytesIO
 from pathlib import Path
 
 import git
 import numpy as np
 import pandas as pd
+from git.index import IndexFile
+from git.index.typ import BaseIndexEntry
+from gitdb import IStream
 
-from gsme._paths import SEED_HARNESS
 from gsme.envgate import parse
-from gsme.harness import MAX_BYTES, PATCHES_DIR, SLUG, apply_patch, patch_from_dict
-from gsme.patch import Patch
-from gsme.schema import join_ids, split_ids, validate
+from gsme.patches import (
+    SLUG,
+    Patch,
+    PatchError,
+    check_size,
+    plan_patch,
+    read_patches,
+)
+from gsme.resources import SEED_HARNESS
+from gsme.schema import BASELINE, join_ids, split_ids, validate
 
-__all__ = ["BASELINE", "NOTES_REF", "HarnessRepo", "RepoError"]
+__all__ = ["NOTES_REF", "HarnessRepo", "RepoError"]
 
-BASELINE = "baseline"
 BRANCH_PREFIX = "gsme/"
 NOTES_REF = "gsme"
 TRAILERS = {  # trailer key -> candidates column
@@ -66,6 +75,8 @@ TRAILERS = {  # trailer key -> candidates column
 _TRAILER_START = "\n\nGsme-Candidate: "
 _AUTO_ID = re.compile(r"c(\d{4,})")
 _MIN_GIT = (2, 38)
+_SAFE_CONFIG = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false",
+                "core.untrackedCache": "false", "protocol.allow": "never"}
 
 
 class RepoError(ValueError):
@@ -78,7 +89,7 @@ class HarnessRepo:
     Examples
     --------
     >>> import tempfile
-    >>> from gsme.patch import FileChange
+    >>> from gsme.patches import FileChange
     >>> repo = HarnessRepo.init(Path(tempfile.mkdtemp()) / "run")
     >>> patch = Patch(id="cap", where="config", why="thinking-runaway", mechanism="cap",
     ...               beacon="cap", changes=(FileChange("config/agent.toml",
@@ -92,14 +103,15 @@ class HarnessRepo:
     """
 
     def __init__(self, repo: git.Repo):
+        repo.git.update_environment(**_safe_environment())
         self.repo = repo
         self.path = Path(repo.working_tree_dir)
 
     # ------------------------------------------------------------------ creation
 
     @classmethod
-    def init(cls, path: str | Path, *, seed: str | Path = SEED_HARNESS) -> HarnessRepo:
-        """Create a repository at ``path`` whose root commit is the ``seed`` harness.
+    def init(cls, path: str | Path, *, baseline_dir: str | Path = SEED_HARNESS) -> HarnessRepo:
+        """Create a repository at ``path`` whose root commit is the harness at ``baseline_dir``.
 
         ``path`` must not exist or be an empty directory. The baseline is checked out in
         the working tree; later candidates live on branches only.
@@ -107,18 +119,20 @@ class HarnessRepo:
         Raises
         ------
         RepoError
-            ``path`` is not empty, ``seed`` is not a directory or holds a symlink.
+            ``path`` is not empty, ``baseline_dir`` is not a directory or holds a symlink.
         """
-        path, seed = Path(path), Path(seed)
+        path, seed = Path(path), Path(baseline_dir)
         _check_git_version()
         if path.exists() and any(path.iterdir()):
             raise RepoError(f"path {path} is not empty; a run's repository needs a new folder")
         if not seed.is_dir():
-            raise RepoError(f"seed {seed} is not a harness directory")
+            raise RepoError(f"baseline_dir {seed} is not a harness directory")
         links = [p for p in seed.rglob("*") if p.is_symlink()]
         if links:
-            raise RepoError(f"seed {seed} holds symlinks {links}; a harness holds plain files")
+            raise RepoError(f"baseline_dir {seed} holds symlinks {links}; a harness holds "
+                            "plain files")
         repo = git.Repo.init(path, mkdir=True, initial_branch=BRANCH_PREFIX + BASELINE)
+        repo.git.update_environment(**_safe_environment())
         with repo.config_writer() as config:
             config.set_value("user", "name", "gsme")
             config.set_value("user", "email", "gsme@localhost")
@@ -164,15 +178,15 @@ class HarnessRepo:
         PatchError
             The patch does not apply to the parent harness; no branch is created.
         RepoError
-            ``parent`` is unknown, ``candidate`` exists or is not a slug, ``round`` < 0.
+            ``parent`` is unknown, ``candidate`` exists or is not a slug, ``round`` < 0, or
+            the committed tree differs from the validated patch (then nothing is kept).
         """
         parent_commit = self._commit(parent)
         candidate = self._new_id(candidate)
         _check_round(round)
-        with tempfile.TemporaryDirectory(prefix="gsme-") as tmp:
-            tree_dir = self.checkout(parent, Path(tmp) / "harness")
-            apply_patch(tree_dir, patch)
-            tree = self._write_tree(tree_dir, Path(tmp) / "index")
+        before = _tree_files(parent_commit.tree)
+        written = plan_patch(before, patch)
+        tree = self._tree_with(parent_commit, written)
         trailers = {
             "Gsme-Candidate": candidate, "Gsme-Parent": parent, "Gsme-Kind": "mutation",
             "Gsme-Where": patch.where, "Gsme-Why": patch.why, "Gsme-Beacon": patch.beacon,
@@ -182,6 +196,10 @@ class HarnessRepo:
         mechanism = patch.mechanism.splitlines()[0]
         subject = f"{candidate}: {patch.where}/{patch.why} via {mechanism} ({patch.id})"
         self._commit_branch(candidate, tree, [parent_commit], subject, patch.rationale, trailers)
+        if self.files(candidate) != {**before, **written}:
+            self.discard(candidate)
+            raise RepoError(f"the commit of patch {patch.id!r} does not hold exactly the "
+                            "validated files; nothing was kept")
         return candidate
 
     def recombine(self, base: str, elites: list[str], *, round: int,
@@ -227,10 +245,10 @@ class HarnessRepo:
                 parent_commits=[current, commit], head=False).hexsha)
         if current.tree.hexsha == commits[0].tree.hexsha:
             return None, f"merging {join_ids(elites)} adds nothing to {base}"
-        oversize = sorted(b.path for b in current.tree.traverse()
-                          if b.type == "blob" and b.size > MAX_BYTES)
-        if oversize:
-            return None, f"the merged harness has files over {MAX_BYTES} bytes: {oversize}"
+        try:
+            check_size(_tree_files(current.tree))
+        except PatchError as err:
+            return None, f"the merged harness is too large: {err}"
         new = sorted(set(_manifests(current.tree)) - set(_manifests(commits[0].tree)))
         patches = [_manifests(current.tree)[pid] for pid in new]
         gates = [p.env_gate for p in patches]
@@ -363,6 +381,15 @@ class HarnessRepo:
         """The patches recorded in ``candidate``'s ``patches/`` folder, sorted by id."""
         return list(_manifests(self._commit(candidate).tree).values())
 
+    def files(self, candidate: str) -> dict[str, str]:
+        """Every file of ``candidate``'s harness: relative POSIX path → text, sorted."""
+        return _tree_files(self._commit(candidate).tree)
+
+    def executables(self, candidate: str) -> frozenset[str]:
+        """The paths of ``candidate``'s harness files that git records as executable."""
+        return frozenset(b.path for b in self._commit(candidate).tree.traverse()
+                         if b.type == "blob" and b.mode & 0o111)
+
     # ------------------------------------------------------------------ internals
 
     def _names(self) -> list[str]:
@@ -404,12 +431,16 @@ class HarnessRepo:
                    round=int(trailers["Gsme-Round"]))
         return row
 
-    def _write_tree(self, tree_dir: Path, index: Path) -> str:
-        runner = git.Git(str(tree_dir))
-        runner.update_environment(GIT_DIR=self.repo.git_dir, GIT_WORK_TREE=str(tree_dir),
-                                  GIT_INDEX_FILE=str(index))
-        runner.add("-A", ".")
-        return runner.write_tree()
+    def _tree_with(self, parent: git.Commit, written: dict[str, str]) -> str:
+        """The id of ``parent``'s tree with the files ``written`` added or replaced."""
+        index = IndexFile.from_tree(self.repo, parent.tree)
+        entries = []
+        for path, text in written.items():
+            data = text.encode("utf-8")
+            blob = self.repo.odb.store(IStream("blob", len(data), BytesIO(data)))
+            entries.append(BaseIndexEntry((0o100644, blob.binsha, 0, path)))
+        index.add(entries, write=False)
+        return index.write_tree().hexsha
 
     def _commit_branch(self, candidate: str, tree: str, parents: list[git.Commit],
                        subject: str, body: str, trailers: dict) -> None:
@@ -420,17 +451,28 @@ class HarnessRepo:
                                  "0" * 40)
 
 
+def _tree_files(tree: git.Tree) -> dict[str, str]:
+    files = {}
+    for blob in tree.traverse():
+        if blob.type == "blob":
+            try:
+                files[blob.path] = blob.data_stream.read().decode("utf-8")
+            except UnicodeDecodeError:
+                raise RepoError(f"harness file {blob.path} is not UTF-8 text") from None
+    return dict(sorted(files.items()))
+
+
+def _safe_environment() -> dict[str, str]:
+    """Git settings given on the command line's level: they override any repository's own."""
+    env = {"GIT_CONFIG_COUNT": str(len(_SAFE_CONFIG)), "GIT_TERMINAL_PROMPT": "0"}
+    for i, (key, value) in enumerate(_SAFE_CONFIG.items()):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
 def _manifests(tree: git.Tree) -> dict[str, Patch]:
-    try:
-        folder = tree / PATCHES_DIR
-    except KeyError:
-        return {}
-    patches = {}
-    for blob in folder.blobs:
-        if blob.name.endswith(".toml"):
-            patch = patch_from_dict(tomllib.loads(blob.data_stream.read().decode("utf-8")))
-            patches[patch.id] = patch
-    return dict(sorted(patches.items()))
+    return {p.id: p for p in read_patches(_tree_files(tree))}
 
 
 def _message(subject: str, body: str, trailers: dict[str, str]) -> str:

@@ -18,18 +18,18 @@ from gsme import schema
 
 FORMATS = ("csv", "parquet")
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-_TEXT = ["candidate", "task_id", "split", "beacons", "pathology", "trajectory"]
+_TEXT = [c.name for c in schema.FRAMES["trials"].columns if c.kind == "text"]
 _FLOATS = ["tokens", "cost_usd", "seconds"]
-_MISSING_AS_EMPTY = ["tokens", "cost_usd", "seconds", "pathology", "trajectory"]
+_MISSING_AS_EMPTY = [c.name for c in schema.FRAMES["trials"].columns if c.nullable]
 
 
 def write_trials(trials: pd.DataFrame, path, *, format: str | None = None) -> Path:
     """Validate ``trials`` and write it to ``path`` as CSV or Parquet.
 
     In CSV a missing value is an empty field, and floats are written with enough digits
-    to read back bit for bit. ``pathology`` and ``trajectory`` therefore cannot hold an
-    empty string in CSV (it would read back as missing): such rows are refused, not
-    altered; use None, or Parquet.
+    to read back bit for bit. The nullable text columns (``pathology``, ``trajectory``,
+    ``error``, ``borrowed_from``) therefore cannot hold an empty string in CSV (it would
+    read back as missing): such rows are refused, not altered; use None, or Parquet.
 
     Parameters
     ----------
@@ -58,14 +58,17 @@ def write_trials(trials: pd.DataFrame, path, *, format: str | None = None) -> Pa
     kind = _format(path, format)
     frame = schema.as_trials(trials)
     if kind == "csv":
-        empty = (frame[["pathology", "trajectory"]] == "").any(axis=1)
+        text = [c for c in _MISSING_AS_EMPTY if c in _TEXT]
+        empty = (frame[text] == "").any(axis=1)
         if empty.any():
             raise ValueError(
-                "columns 'pathology'/'trajectory' hold an empty string, which CSV cannot "
+                f"columns {text} hold an empty string, which CSV cannot "
                 "tell from a missing value; use None or write Parquet. Offending rows:\n"
                 f"{frame.loc[empty].head(10)}"
             )
-        frame.to_csv(path, index=False, na_rep="", quoting=csv.QUOTE_MINIMAL)
+        # "\r\n" rows: a field holding a bare "\r" or "\n" is then quoted, so it reads back
+        frame.to_csv(path, index=False, na_rep="", quoting=csv.QUOTE_MINIMAL,
+                     lineterminator="\r\n")
     else:
         frame.to_parquet(path, index=False)
     return path
@@ -84,8 +87,9 @@ def read_trials(path, *, format: str | None = None) -> pd.DataFrame:
     -------
     DataFrame
         The validated trials columns of :mod:`gsme.schema` (``candidate, task_id, split,
-        k, attempt, passed, infra_ok, activated, beacons, tokens, cost_usd, seconds,
-        pathology, trajectory``) followed by any extra columns in the file.
+        repeat, attempt, passed, infra_ok, activated, beacons, tokens, cost_usd, seconds,
+        pathology, trajectory, error, borrowed_from``) followed by any extra columns in the
+        file.
     """
     path = Path(path)
     kind = _format(path, format)

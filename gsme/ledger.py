@@ -1,57 +1,59 @@
 """The run ledger: one SQLite file (WAL mode) that every completed trial is committed to.
 
-Tables hold the run's frames (trials, candidates, decisions, diagnoses, archive snapshots per
-round), its events, evolver calls, transcripts and a key/value ``meta`` table. A trial and
-its transcript are written in one transaction, so a run killed at any moment loses nothing
-that completed and never holds half a trial.
+Its frame tables and their SQL types are generated from :data:`gsme.schema.LEDGER_TABLES`;
+besides them it holds transcripts, evolver calls, a key/value ``meta`` table and an
+append-only ``events`` table (triggers refuse any change to a written event), from which a
+run's life cycle (rounds begun and ended, sealing) is read. A trial and its transcript are
+written in one transaction, so a run killed at any moment loses nothing that completed and
+never holds half a trial. Every SQL statement gsme runs is in this module.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import zlib
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
 from gsme import schema
-from gsme.evolvers.base import DIAGNOSIS_COLUMNS
 
-_TEXT, _INT, _REAL = "TEXT", "INTEGER", "REAL"
-
-_FRAME_TABLES = {
-    "trials": (schema.columns("trials") + ["borrowed_from", "round"], schema.TRIAL_KEY),
-    "candidates": (schema.columns("candidates"), ["candidate"]),
-    "decisions": (
-        schema.columns("decisions") + ["round", "policy", "kept"],
-        ["candidate", "parent", "split"],
-    ),
-    "diagnoses": (DIAGNOSIS_COLUMNS + ["round"], None),
-    "archive": (schema.columns("archive") + ["snapshot"], ["snapshot", "where", "why"]),
-    "proposals": (["round", "kind", "candidate", "parents", "ok", "reason"], None),
+_SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}
+_TABLES = {
+    table: tuple(schema.FRAMES[frame].columns) + extra
+    for table, (frame, extra) in schema.LEDGER_TABLES.items()
 }
+_KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
+         "decisions": ["candidate", "parent", "split"], "archive": ["snapshot", "where", "why"]}
 
-_SQL_TYPES = {
-    "k": _INT, "attempt": _INT, "round": _INT, "snapshot": _INT, "n_tasks": _INT,
-    "n_dropped": _INT, "n_changed": _INT, "passed": _INT, "infra_ok": _INT,
-    "activated": _INT, "ok": _INT, "kept": _INT, "tokens": _REAL, "cost_usd": _REAL, "seconds": _REAL,
-    "rate_parent": _REAL, "rate_child": _REAL, "delta_pp": _REAL, "se_pp": _REAL,
-    "z": _REAL, "p_value": _REAL, "activation_rate": _REAL, "rate": _REAL,
-    "confidence": _REAL,
-}
+
+class LedgerError(RuntimeError):
+    """The ledger file is missing, empty, damaged or not a gsme ledger."""
 
 
 class Ledger:
-    """A run's SQLite ledger. Frames in, frames out; every write is its own transaction."""
+    """A run's SQLite ledger. Frames in, frames out; every write is its own transaction.
 
-    def __init__(self, path: Path):
+    ``read_only`` opens an existing ledger without ever writing to it (a read-only or
+    archived run directory works too); ``create`` makes the schema in a new file.
+    """
+
+    def __init__(self, path: Path, *, create: bool = False, read_only: bool = False):
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._create()
+        self.read_only = read_only
+        if not create and (not self.path.is_file() or self.path.stat().st_size == 0):
+            raise LedgerError(f"{self.path} is missing or empty: not a usable run ledger")
+        try:
+            self._db = _connect(self.path, read_only)
+            if create:
+                self._create()
+            self._check()
+        except sqlite3.DatabaseError as err:
+            raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
 
     def close(self) -> None:
         self._db.close()
@@ -62,62 +64,79 @@ class Ledger:
         return default if row is None else json.loads(row[0])
 
     def put(self, key: str, value) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value))
-        )
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                             (key, json.dumps(value)))
 
     # -- frames -------------------------------------------------------------------------
     def append(self, table: str, frame: pd.DataFrame) -> None:
         """Append ``frame``'s rows to ``table`` in one transaction (replacing equal keys)."""
-        cols, _ = _FRAME_TABLES[table]
         if frame.empty:
             return
+        cols = _names(table)
         rows = [tuple(_to_sql(v) for v in row) for row in frame[cols].itertuples(index=False)]
-        marks = ",".join("?" * len(cols))
         with self._transaction():
-            self._db.executemany(
-                f"INSERT OR REPLACE INTO {table} ({_quoted(cols)}) VALUES ({marks})", rows
-            )
+            self._db.executemany(_insert(table), rows)
 
     def add_trials(self, rows: list[tuple[dict, str | None]]) -> None:
-        """Commit trial rows with their transcripts in one transaction."""
-        cols, _ = _FRAME_TABLES["trials"]
-        insert = (f"INSERT OR REPLACE INTO trials ({_quoted(cols)}) VALUES "
-                  f"({','.join('?' * len(cols))})")
+        """Commit trial rows (dicts with the trials table's columns) with their transcripts."""
+        cols = _names("trials")
         with self._transaction():
             for row, transcript in rows:
-                self._db.execute(insert, tuple(_to_sql(row.get(c)) for c in cols))
+                self._db.execute(_insert("trials"), tuple(_to_sql(row.get(c)) for c in cols))
                 if transcript is not None and row.get("trajectory"):
                     self._db.execute(
                         "INSERT OR REPLACE INTO transcripts (ref, text) VALUES (?, ?)",
                         (row["trajectory"], zlib.compress(transcript.encode())),
                     )
 
-    def mark_infra_failed(self, keys: list[tuple]) -> None:
-        """Set ``infra_ok`` and ``passed`` to false for the trials with these keys."""
+    def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
+        """Turn the trials with these keys into infrastructure failures (with ``error``)."""
         where = " AND ".join(f'"{c}" = ?' for c in schema.TRIAL_KEY)
         with self._transaction():
             self._db.executemany(
-                f"UPDATE trials SET infra_ok = 0, passed = 0 WHERE {where}", keys
-            )
+                f"UPDATE trials SET infra_ok = 0, passed = 0, error = ? WHERE {where}",
+                [(error, *key) for key in keys])
 
-    def frame(self, table: str, where: str = "", params: tuple = ()) -> pd.DataFrame:
-        """Read ``table`` (optionally filtered by an SQL ``where`` clause) as a frame."""
-        cols, key = _FRAME_TABLES[table]
-        sql = f"SELECT {_quoted(cols)} FROM {table}" + (f" WHERE {where}" if where else "")
+    def frame(self, table: str, **equal) -> pd.DataFrame:
+        """Rows of ``table`` whose columns equal the given values (None: no filter)."""
+        cols = _names(table)
+        clauses = {k: v for k, v in equal.items() if v is not None}
+        unknown = sorted(set(clauses) - set(cols))
+        if unknown:
+            raise ValueError(f"table {table} has no column(s) {unknown}")
+        sql = f"SELECT {_quoted(cols)} FROM {table}"
+        if clauses:
+            sql += " WHERE " + " AND ".join(f'"{c}" = ?' for c in clauses)
+        key = _KEYS.get(table)
         sql += f" ORDER BY {_quoted(key)}" if key else " ORDER BY rowid"
-        data = self._db.execute(sql, params).fetchall()
+        data = self._db.execute(sql, tuple(_to_sql(v) for v in clauses.values())).fetchall()
         out = pd.DataFrame(np.array(data, dtype=object).reshape(len(data), len(cols)),
                            columns=cols, dtype=object)
         return _typed(out, table)
 
-    def count(self, table: str, where: str = "", params: tuple = ()) -> int:
-        sql = f"SELECT COUNT(*) FROM {table}" + (f" WHERE {where}" if where else "")
+    def count_trials(self, *, borrowed: bool | None = None, candidate: str | None = None) -> int:
+        """Trials in the ledger: all, only those run (``borrowed=False``) or only borrowed."""
+        clauses, params = [], []
+        if borrowed is not None:
+            clauses.append(f"borrowed_from IS {'NOT ' if borrowed else ''}NULL")
+        if candidate is not None:
+            clauses.append("candidate = ?")
+            params.append(candidate)
+        sql = "SELECT COUNT(*) FROM trials" + (" WHERE " + " AND ".join(clauses) if clauses
+                                                else "")
         return int(self._db.execute(sql, params).fetchone()[0])
 
-    def delete(self, table: str, where: str, params: tuple = ()) -> None:
+    def delete_round(self, table: str, round: int) -> None:
+        """Delete ``table``'s rows of ``round`` (what an interrupted round left)."""
+        column = "snapshot" if table == "archive" else "round"
         with self._transaction():
-            self._db.execute(f"DELETE FROM {table} WHERE {where}", params)
+            self._db.execute(f'DELETE FROM {table} WHERE "{column}" = ?', (int(round),))
+
+    def delete_candidate(self, candidate: str) -> None:
+        """Delete a candidate's row (a candidate discarded before any trial)."""
+        with self._transaction():
+            self._db.execute("DELETE FROM candidates WHERE candidate = ?", (candidate,))
 
     def transcript(self, ref: str) -> str:
         row = self._db.execute("SELECT text FROM transcripts WHERE ref = ?", (ref,)).fetchone()
@@ -127,13 +146,13 @@ class Ledger:
 
     # -- events and evolver calls -------------------------------------------------------
     def event(self, kind: str, round: int | None = None, **payload) -> None:
+        """Append one event (events are never changed or deleted)."""
         with self._transaction():
-            self._db.execute(
-                "INSERT INTO events (kind, round, payload) VALUES (?, ?, ?)",
-                (kind, round, json.dumps(payload, default=str)),
-            )
+            self._db.execute("INSERT INTO events (kind, round, payload) VALUES (?, ?, ?)",
+                             (kind, round, json.dumps(payload, default=str)))
 
     def events(self, kind: str | None = None) -> pd.DataFrame:
+        """Events in order: ``id, ts, kind, round, payload`` (a dict)."""
         sql = "SELECT id, ts, kind, round, payload FROM events"
         rows = self._db.execute(sql + (" WHERE kind = ?" if kind else "") + " ORDER BY id",
                                 (kind,) if kind else ()).fetchall()
@@ -143,9 +162,8 @@ class Ledger:
 
     def add_call(self, record: dict) -> None:
         with self._transaction():
-            self._db.execute(
-                "INSERT INTO evolver_calls (record) VALUES (?)", (json.dumps(record, default=str),)
-            )
+            self._db.execute("INSERT INTO evolver_calls (record) VALUES (?)",
+                             (json.dumps(record, default=str),))
 
     def calls(self) -> pd.DataFrame:
         rows = self._db.execute("SELECT record FROM evolver_calls ORDER BY id").fetchall()
@@ -153,28 +171,53 @@ class Ledger:
 
     # -- internals ----------------------------------------------------------------------
     def _transaction(self):
+        if self.read_only:
+            raise LedgerError(f"{self.path} is open read-only")
         return _Transaction(self._db)
 
     def _create(self) -> None:
         stmts = [
-            "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)",
-            "CREATE TABLE IF NOT EXISTS transcripts (ref TEXT PRIMARY KEY, text BLOB)",
-            (
-                "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-                "ts TEXT DEFAULT CURRENT_TIMESTAMP, kind TEXT, round INTEGER, payload TEXT)"
-            ),
-            (
-                "CREATE TABLE IF NOT EXISTS evolver_calls "
-                "(id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT)"
-            ),
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
+            "CREATE TABLE transcripts (ref TEXT PRIMARY KEY, text BLOB)",
+            ("CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "ts TEXT DEFAULT CURRENT_TIMESTAMP, kind TEXT, round INTEGER, payload TEXT)"),
+            ("CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
+            "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"),
+            ("CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
+            "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"),
+            "CREATE TABLE evolver_calls (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT)",
         ]
-        for table, (cols, key) in _FRAME_TABLES.items():
-            defs = ", ".join(f'"{c}" {_SQL_TYPES.get(c, _TEXT)}' for c in cols)
+        for table, cols in _TABLES.items():
+            defs = ", ".join(f'"{c.name}" {_SQL_TYPES[c.kind]}' for c in cols)
+            key = _KEYS.get(table)
             pk = f", PRIMARY KEY ({_quoted(key)})" if key else ""
-            stmts.append(f"CREATE TABLE IF NOT EXISTS {table} ({defs}{pk})")
+            stmts.append(f"CREATE TABLE {table} ({defs}{pk})")
         with self._transaction():
             for stmt in stmts:
                 self._db.execute(stmt)
+
+    def _check(self) -> None:
+        found = {r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted({"meta", "events", "transcripts", "evolver_calls", *_TABLES} - found)
+        if missing:
+            raise LedgerError(f"{self.path} is not a gsme ledger (no table(s) {missing})")
+
+
+def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
+    if not read_only:
+        db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+    # an archived run may sit in a folder nobody can write: then open it immutable
+    writable = _writable(path.parent)
+    uri = f"file:{quote(str(path.resolve()))}?{'mode=ro' if writable else 'immutable=1'}"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK)
 
 
 class _Transaction:
@@ -188,43 +231,41 @@ class _Transaction:
         self.db.execute("ROLLBACK" if exc_type else "COMMIT")
 
 
+def _names(table: str) -> list[str]:
+    return [c.name for c in _TABLES[table]]
+
+
+def _insert(table: str) -> str:
+    cols = _names(table)
+    return (f"INSERT OR REPLACE INTO {table} ({_quoted(cols)}) "
+            f"VALUES ({','.join('?' * len(cols))})")
+
+
 def _quoted(cols) -> str:
     return ", ".join(f'"{c}"' for c in cols)
 
 
 def _to_sql(value):
-    if value is None:
+    if value is None or value is pd.NA:
         return None
     if isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, np.integer):
         return int(value)
-    if isinstance(value, np.floating):
+    if isinstance(value, (float, np.floating)):
         return None if np.isnan(value) else float(value)
-    if isinstance(value, float) and np.isnan(value):
-        return None
-    if value is pd.NA:
-        return None
     return value
 
 
-_BOOL = {
-    "trials": ("passed", "infra_ok", "activated"),
-    "proposals": ("ok",),
-    "decisions": ("kept",),
-}
-
-
 def _typed(frame: pd.DataFrame, table: str) -> pd.DataFrame:
-    for col in frame.columns:
-        kind = _SQL_TYPES.get(col, _TEXT)
-        values = frame[col]
-        if col in _BOOL.get(table, ()):
-            frame[col] = values.astype(bool)
-        elif kind == _INT:
-            frame[col] = values.astype(np.int64 if values.notna().all() else "Int64")
-        elif kind == _REAL:
-            frame[col] = values.astype(np.float64)
+    for col in _TABLES[table]:
+        values = frame[col.name]
+        if col.kind == "bool":
+            frame[col.name] = values.astype(bool)
+        elif col.kind == "int":
+            frame[col.name] = values.astype(np.int64 if values.notna().all() else "Int64")
+        elif col.kind == "float":
+            frame[col.name] = values.astype(np.float64)
     if table == "trials":
         frame["beacons"] = frame["beacons"].fillna("")
     return frame

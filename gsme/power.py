@@ -15,6 +15,7 @@ from scipy import optimize
 from scipy import stats as sps
 
 from gsme import _paired
+from gsme.settings import GateConfig
 
 
 def power(
@@ -22,10 +23,9 @@ def power(
     n_tasks,
     effect_pp,
     repeat_sd_pp,
-    k: int = 3,
+    k: int | None = None,
     task_sd_pp=0.0,
-    z_crit: float = 1.96,
-    reference: str = "normal",
+    config: GateConfig | None = None,
 ):
     """Probability that the paired test decides (|z| ≥ critical value) at a true effect.
 
@@ -44,10 +44,10 @@ def power(
         True mean difference, percentage points.
     repeat_sd_pp, task_sd_pp : float
         See above; their combined sd must be positive.
-    k : int
-        Repeats per task (≥ 1).
-    z_crit, reference
-        As in :func:`gsme.stats.paired_test`.
+    k : int, optional
+        Repeats per task (≥ 1); default ``config.k``.
+    config : GateConfig, optional
+        Its ``z_crit`` and ``reference``, as in :func:`gsme.stats.paired_test`.
 
     Returns
     -------
@@ -59,12 +59,12 @@ def power(
     >>> round(power(n_tasks=100, effect_pp=10, repeat_sd_pp=70.7, k=3), 3)
     0.688
     """
-    z_crit = _check_power_args(k, z_crit, reference)
+    config, k = _check_power_args(k, config)
     n = np.asarray(n_tasks, dtype=np.float64)
     if np.any(n < 2):
         raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
-    out = _power(n, np.asarray(effect_pp, dtype=np.float64), sd, z_crit, reference)
+    out = _power(n, np.asarray(effect_pp, dtype=np.float64), sd, config)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -72,11 +72,10 @@ def mde(
     *,
     n_tasks: int,
     repeat_sd_pp: float,
-    k: int = 3,
+    k: int | None = None,
     task_sd_pp: float = 0.0,
     power: float = 0.8,
-    z_crit: float = 1.96,
-    reference: str = "normal",
+    config: GateConfig | None = None,
 ) -> float:
     """Minimum detectable effect (pp): the effect that :func:`power` gives with ``power``.
 
@@ -93,15 +92,15 @@ def mde(
     >>> round(mde(n_tasks=167, repeat_sd_pp=70.7, k=3), 2)
     8.85
     """
-    z_crit = _check_power_args(k, z_crit, reference)
+    config, k = _check_power_args(k, config)
     n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
-    alpha = 2.0 * sps.norm.sf(z_crit)
+    alpha = 2.0 * config.alpha
     if not alpha < power < 1:
         raise ValueError(f"power must lie strictly between alpha={alpha:.4g} and 1, got {power!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
 
     def gap(effect):
-        return _power(n_tasks, effect, sd, z_crit, reference) - power
+        return _power(n_tasks, effect, sd, config) - power
 
     high = sd / np.sqrt(n_tasks)
     while gap(high) < 0:
@@ -113,17 +112,17 @@ def power_table(
     *,
     n_tasks,
     effect_pp,
-    k=(3,),
+    k=None,
     repeat_sd_pp: float = 100 * np.sqrt(0.5),
     task_sd_pp: float = 0.0,
     power: float = 0.8,
-    z_crit: float = 1.96,
-    reference: str = "normal",
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """:func:`power` and :func:`mde` over every combination of tasks, effects and K.
 
     The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome allows (both
     pass probabilities 0.5), so the table errs towards too little power, never too much.
+    ``k`` defaults to ``config.k``.
 
     Returns
     -------
@@ -136,30 +135,33 @@ def power_table(
     >>> power_table(n_tasks=[26, 167], effect_pp=[5], k=[3])["mde_pp"].round(1).tolist()
     [22.4, 8.9]
     """
+    config = _paired.gate_config(config)
+    k = config.k if k is None else k
     grid = pd.MultiIndex.from_product(
         [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
         names=["n_tasks", "effect_pp", "k"],
     ).to_frame(index=False)
     grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
     for kk in grid["k"].unique():
-        _check_power_args(int(kk), z_crit, reference)
+        _check_power_args(int(kk), config)
     if (grid["n_tasks"] < 2).any():
         raise ValueError(f"n_tasks must all be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, grid["k"].to_numpy())
     grid["power"] = _power(grid["n_tasks"].to_numpy(np.float64), grid["effect_pp"].to_numpy(),
-                           sd, float(z_crit), reference)
+                           sd, config)
     designs = grid[["n_tasks", "k"]].drop_duplicates()
     designs["mde_pp"] = [
         mde(n_tasks=int(n), repeat_sd_pp=repeat_sd_pp, k=int(kk), task_sd_pp=task_sd_pp,
-            power=power, z_crit=z_crit, reference=reference)
+            power=power, config=config)
         for n, kk in zip(designs["n_tasks"], designs["k"])
     ]
     return grid.merge(designs, on=["n_tasks", "k"], how="left")
 
 
-def _power(n, effect_pp, sd_pp: float, z_crit: float, reference: str):
+def _power(n, effect_pp, sd_pp: float, config: GateConfig):
+    z_crit = config.z_crit
     shift = effect_pp * np.sqrt(n) / sd_pp
-    if reference == "normal":
+    if config.reference == "normal":
         return sps.norm.sf(z_crit - shift) + sps.norm.cdf(-z_crit - shift)
     df = n - 1
     crit = sps.t.isf(sps.norm.sf(z_crit), df)
@@ -178,7 +180,7 @@ def _difference_sd(repeat_sd_pp, task_sd_pp, k):
     return np.sqrt(task_sd**2 + repeat_sd**2 / np.asarray(k, dtype=np.float64))
 
 
-def _check_power_args(k, z_crit, reference) -> float:
-    _paired.check_int("k", k, 1)
-    _paired.check_choice("reference", reference, _paired.REFERENCES)
-    return _paired.check_z_crit(z_crit)
+def _check_power_args(k, config) -> tuple[GateConfig, int]:
+    config = _paired.gate_config(config)
+    k = config.k if k is None else k
+    return config, _paired.check_int("k", k, 1)

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 
 from gsme import stats
-from gsme._paths import DATA_DIR
+from gsme.resources import PAPER_TABLE
+from gsme.schema import BASELINE
+from gsme.settings import GateConfig
 
-PAPER_TABLE = DATA_DIR / "paper_table.csv"
 
-
-def paper_table(*, z_crit: float = 1.96) -> pd.DataFrame:
+def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
     """The seed paper's results table with retention and p recomputed by gsme beside it.
 
     The published columns come from ``data/paper_table.csv`` as printed (deltas rounded
@@ -20,8 +20,8 @@ def paper_table(*, z_crit: float = 1.96) -> pd.DataFrame:
 
     Parameters
     ----------
-    z_crit : float
-        Critical value for ``credited``.
+    config : GateConfig, optional
+        Its ``z_crit`` decides ``credited``; default :class:`~gsme.settings.GateConfig`.
 
     Returns
     -------
@@ -31,7 +31,7 @@ def paper_table(*, z_crit: float = 1.96) -> pd.DataFrame:
         published deltas), ``retention_tolerance_pp`` (the largest gap between the two
         that the printed rounding explains: each delta off by up to 0.05 pp, propagated
         to first order, plus 0.5 for the whole-percent retention), ``p_value_gsme``
-        (two-sided p of the published z) and ``credited`` (z ≥ ``z_crit``).
+        (two-sided p of the published z) and ``credited`` (z ≥ ``config.z_crit``).
 
     Examples
     --------
@@ -46,7 +46,7 @@ def paper_table(*, z_crit: float = 1.96) -> pd.DataFrame:
     )
     table["retention_tolerance_pp"] = _rounding_tolerance(table)
     table["p_value_gsme"] = stats.p_value(table["z"].to_numpy())
-    table["credited"] = table["z"].to_numpy() >= z_crit
+    table["credited"] = table["z"].to_numpy() >= (config or GateConfig()).z_crit
     return table
 
 
@@ -61,35 +61,41 @@ def run_table(run) -> pd.DataFrame:
     """The paper's row for one sealed run: train and sealed Δ, z, p, retention, pass@k.
 
     Train statistics compare the selected harness with the baseline on the train split,
-    sealed ones on the test split scored once by :meth:`gsme.run.Run.finalize`. For a
-    simulated agent the true effects from its ground truth stand beside the measured ones
-    (``true_train_delta_pp``, ``true_sealed_delta_pp``); for other agents they are NaN.
+    sealed ones on the test split scored once by :meth:`gsme.run.Run.finalize`, both with
+    the run's own gate settings. For a simulated agent the true effects from its ground
+    truth stand beside the measured ones (``true_train_delta_pp``, ``true_sealed_delta_pp``);
+    for other agents they are NaN.
 
     Returns
     -------
     DataFrame
-        One row: ``benchmark, simulated, policy, selected, n_train, n_test, rate_train_base,
-        rate_train_selected, train_delta_pp, train_z, train_p, rate_sealed_base,
-        rate_sealed_selected, sealed_delta_pp, sealed_z, sealed_p, sealed_decision,
-        retention_pct, pass3_train_base, pass3_train_selected, pass3_test_base,
-        pass3_test_selected, trials_spent, trials_borrowed, candidates, credited,
-        true_train_delta_pp, true_sealed_delta_pp``.
+        One row: ``agent, simulated, policy, design, selected, n_train, n_test,
+        rate_train_base, rate_train_selected, train_delta_pp, train_z, train_p,
+        rate_sealed_base, rate_sealed_selected, sealed_delta_pp, sealed_z, sealed_p,
+        sealed_decision, retention_pct, pass_at_<k>_train_base, pass_at_<k>_train_selected,
+        pass_at_<k>_test_base, pass_at_<k>_test_selected`` (``<k>`` the gate's ``k``),
+        ``trials_spent, trials_borrowed, candidates, credited, kept``,
+        ``significance_tests`` (comparisons that reached the significance gate),
+        ``expected_false_credits`` (how many of them would credit by chance if every
+        candidate were truly null: tests × the one-sided level), ``true_train_delta_pp,
+        true_sealed_delta_pp``.
 
     Raises
     ------
     RuntimeError
         When the run is not sealed yet (call ``run.finalize()`` first).
     """
-    chosen = run.ledger.get("sealed_candidate")
-    if chosen is None or run.ledger.get("sealed_result") is None:
+    sealed = run.sealed_result
+    if sealed is None:
         raise RuntimeError("the run is not sealed: call run.finalize() before run_table(run)")
-    cfg = run.config
+    chosen = str(sealed.loc[sealed["role"] == "selected", "candidate"].iloc[0])
+    gate = run.config.gate
     trials = run.trials()
-    row = {"benchmark": run.agent.name, "simulated": bool(run.agent.simulated),
-           "policy": cfg.policy, "selected": chosen,
+    row = {"agent": run.agent.name, "simulated": bool(run.agent.simulated),
+           "policy": run.config.policy, "design": gate.design, "selected": chosen,
            "n_train": len(run.tasks("train")), "n_test": len(run.tasks("test"))}
     for split, name in (("train", "train"), ("test", "sealed")):
-        test = _versus_baseline(trials, chosen, split, cfg)
+        test = _versus_baseline(trials, chosen, split, gate)
         row[f"rate_{name}_base"] = test["rate_parent"]
         row[f"rate_{name}_selected"] = test["rate_child"]
         row[f"{name}_delta_pp"] = test["delta_pp"]
@@ -98,26 +104,30 @@ def run_table(run) -> pd.DataFrame:
         if name == "sealed":
             row["sealed_decision"] = test["decision"]
     row["retention_pct"] = stats.retention(row["train_delta_pp"], row["sealed_delta_pp"])
-    at3 = stats.pass_at_k(trials[trials["candidate"].isin(["baseline", chosen])], k=cfg.k)
-    at3 = at3.set_index(["candidate", "split"])["pass_at_k"]
+    at_k = stats.pass_at_k(trials[trials["candidate"].isin([BASELINE, chosen])], k=gate.k)
+    at_k = at_k.set_index(["candidate", "split"])["pass_at_k"]
     for split in ("train", "test"):
-        row[f"pass3_{split}_base"] = at3.get(("baseline", split), np.nan)
-        row[f"pass3_{split}_selected"] = at3.get((chosen, split), np.nan)
+        row[f"pass_at_{gate.k}_{split}_base"] = at_k.get((BASELINE, split), np.nan)
+        row[f"pass_at_{gate.k}_{split}_selected"] = at_k.get((chosen, split), np.nan)
+    decisions = run.decisions()
+    tested = int(decisions["decision"].isin(["credit", "cull", "inconclusive"]).sum())
     row["trials_spent"] = run.trials_spent()
     row["trials_borrowed"] = int(trials["borrowed_from"].notna().sum())
     row["candidates"] = len(run.candidates()) - 1
-    row["credited"] = int((run.decisions()["decision"] == "credit").sum())
+    row["credited"] = int((decisions["decision"] == "credit").sum())
+    row["kept"] = int(decisions["kept"].sum())
+    row["significance_tests"] = tested
+    row["expected_false_credits"] = tested * gate.alpha
     row.update(_true_effects(run, chosen))
     return pd.DataFrame([row])
 
 
-def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, cfg) -> pd.Series:
+def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, gate) -> pd.Series:
     """The paired test of ``chosen`` against the baseline; a null row when it is the baseline."""
-    if chosen != "baseline":
-        return stats.paired_test(trials, parent="baseline", child=chosen, split=split,
-                                 z_crit=cfg.z_crit, reference=cfg.reference,
-                                 min_tasks=cfg.min_tasks).iloc[0]
-    rates = stats.task_rates(trials[trials["candidate"] == "baseline"], split=split)
+    if chosen != BASELINE:
+        return stats.paired_test(trials, parent=BASELINE, child=chosen, split=split,
+                                 config=gate).iloc[0]
+    rates = stats.task_rates(trials[trials["candidate"] == BASELINE], split=split)
     rate = float(rates["rate"].mean())
     return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "z": 0.0,
                       "p_value": 1.0, "decision": "inconclusive"})
@@ -126,7 +136,7 @@ def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, cfg) -> pd.S
 def _true_effects(run, chosen: str) -> dict:
     if not hasattr(run.agent, "true_effect"):
         return {"true_train_delta_pp": np.nan, "true_sealed_delta_pp": np.nan}
-    child, base = run.harness_dir(chosen), run.harness_dir("baseline")
+    child, base = run.harness(chosen), run.harness(BASELINE)
     return {"true_train_delta_pp": run.agent.true_effect(child, base, "train"),
             "true_sealed_delta_pp": run.agent.true_effect(child, base, "test")}
 
@@ -158,7 +168,7 @@ def cost_table(run) -> pd.DataFrame:
     --------
     >>> cost_table(run)[["round", "trials", "total_usd"]]  # doctest: +SKIP
     """
-    calls = run.ledger.calls().reindex(columns=["round", *_CALL_COUNTS])
+    calls = run.calls().reindex(columns=["round", *_CALL_COUNTS])
     counts = calls[_CALL_COUNTS].astype(np.float64)
     trials = run.trials()
     trials = trials[trials["borrowed_from"].isna()]

@@ -1,166 +1,194 @@
 """A run: one directory holding the harness git repository, the ledger and the sealed test.
 
-``Run.create`` fixes the train/test split (with a hash commitment of the test task ids);
-``Run.score`` runs the trials candidates still need; ``Run.finalize`` scores the baseline and
-the selected harness on the sealed test split exactly once. Everything a run knows is in its
-directory, so ``Run.open`` resumes a run that was killed at any moment.
+:class:`Run` is the store of one evolution run. It answers questions by name (its trials,
+candidates, decisions, archive, events) and records what the loop (:mod:`gsme.evolve`)
+decides, one domain step at a time; it scores candidates (:meth:`Run.score`) and seals the
+run (:meth:`Run.finalize`). Everything a run knows is in its directory, so
+:meth:`Run.open` resumes a run that was killed at any moment.
+
+One process writes to a run at a time: :meth:`Run.create` and :meth:`Run.open` take an
+exclusive lock on the directory (``gsme.lock``) held until :meth:`Run.close`; a second
+writer gets :class:`RunLockedError` naming the holder. ``Run.open(path, read_only=True)``
+takes no lock and writes nothing, for status and reports of live or archived runs.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import html
 import json
+import os
 import shutil
-from dataclasses import asdict, dataclass, fields
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import schema, scoring, stats
+from gsme import plugins, policy, schema, scoring, sequential, stats
 from gsme.agents.base import TaskAgent
+from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
-from gsme.gitrepo import HarnessRepo
-from gsme.ledger import Ledger
+from gsme.gitrepo import HarnessRepo, RepoError
+from gsme.ledger import Ledger, LedgerError
+from gsme.patches import Patch
+from gsme.resources import SEED_HARNESS
+from gsme.schema import BASELINE
+from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
 from gsme.vocabulary import Vocabulary
 
-POLICIES = ("gated", "greedy", "peak")
+__all__ = ["Run", "RunError", "RunLockedError", "SealedError", "test_commitment"]
+
+MAX_SCORING_PASSES = 64
 
 
 class RunError(RuntimeError):
     """The run directory or the request is not usable; the message says what to do."""
 
 
+class RunLockedError(RunError):
+    """Another process is writing to this run directory."""
+
+
 class SealedError(RunError):
     """The run is sealed: its test split was scored, so nothing more may be added or scored."""
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """Settings of one run. ``policy``: how children are kept (gated, greedy or peak)."""
-
-    seed: int = 0
-    k: int = 3
-    policy: str = "gated"
-    max_reruns: int = 2
-    z_crit: float = 1.96
-    reference: str = "normal"
-    min_tasks: int = 5
-    min_activations: int = 1
-    max_dropped_frac: float = 0.2
-    borrow: bool = True
-    max_failures: int = 40
-    explore: float = 0.0
-    batch_size: int = 64
-    workers: int = 4
-    remote_chunk: int = 32
-
-    def __post_init__(self):
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {self.policy!r}")
-        if self.k < 1:
-            raise ValueError(f"k must be at least 1, got {self.k}")
-        if self.max_reruns < 0:
-            raise ValueError(f"max_reruns must be >= 0, got {self.max_reruns}")
-
-    @classmethod
-    def from_dict(cls, values: dict) -> RunConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown run setting(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
-
-
 class Run:
-    """One evolution run, backed by its directory. Use :meth:`create` or :meth:`open`."""
+    """One evolution run, backed by its directory. Use :meth:`create` or :meth:`open`.
+
+    Attributes
+    ----------
+    path : Path
+    agent : TaskAgent
+    evolver : Evolver or None
+    config : RunConfig
+    schedule : Schedule or None
+        How long ``gsme run``/``resume`` evolve it (None for a run built in Python).
+    read_only : bool
+    """
 
     LEDGER = "ledger.sqlite"
+    REPO = "harness"
+    LOCK = "gsme.lock"
 
-    def __init__(self, path: Path, agent: TaskAgent, evolver: Evolver | None, ledger: Ledger):
+    def __init__(self, path: Path, *, agent: TaskAgent, evolver: Evolver | None,
+                 ledger: Ledger, lock=None):
         self.path = Path(path)
         self.agent = agent
         self.evolver = evolver
-        self.ledger = ledger
-        self.repo = HarnessRepo.open(self.path / "harness")
-        self.config = RunConfig.from_dict(ledger.get("config"))
+        self.read_only = ledger.read_only
+        self._ledger = ledger
+        self._lock = lock
+        try:
+            self.repo = HarnessRepo.open(self.path / self.REPO)
+            self.config = RunConfig.model_validate(ledger.get("config"))
+            stored = ledger.get("schedule")
+            self.schedule = None if stored is None else Schedule.model_validate(stored)
+        except (RepoError, ValidationError) as err:
+            self.close()
+            raise RunError(f"{self.path} is damaged: {err}") from None
         self._tasks = _tasks_from_json(ledger.get("tasks"))
-        # the round evolver calls are recorded with; gsme.evolve.run_round sets it
-        self.round_in_progress: int | None = None
-        if evolver is not None and hasattr(evolver, "on_call"):
-            evolver.on_call = self._add_call
-
-    def _add_call(self, record: dict) -> None:
-        """Write one evolver call's record to the ledger with ``round_in_progress``."""
-        self.ledger.add_call({**record, "round": self.round_in_progress})
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
-    def create(
-        cls,
-        path,
-        *,
-        agent: TaskAgent,
-        evolver: Evolver | None = None,
-        config: RunConfig | dict | None = None,
-        agent_spec: dict | None = None,
-        evolver_spec: dict | None = None,
-    ) -> Run:
+    def create(cls, path, *, agent: TaskAgent, evolver: Evolver | None = None,
+               config: RunConfig | None = None, schedule: Schedule | None = None,
+               agent_spec: dict | None = None, evolver_spec: dict | None = None,
+               baseline_dir=SEED_HARNESS) -> Run:
         """Create a run directory at ``path`` (which must not exist or be empty).
 
-        ``agent_spec``/``evolver_spec`` (see :mod:`gsme.config`) let :meth:`open` rebuild
-        the agent and evolver on its own; without them, pass them to :meth:`open`.
+        The directory is built aside and moved into place at the end, so a run killed
+        while being created leaves nothing at ``path``. ``agent_spec``/``evolver_spec``
+        (see :mod:`gsme.plugins`) let :meth:`open` rebuild the agent and evolver on its
+        own; without them, pass both to :meth:`open`. The test split is fixed now and
+        committed by hash; it is scored once, by :meth:`finalize`.
         """
-        from gsme.config import check_no_secrets
-
-        check_no_secrets(agent_spec, "agent")
-        check_no_secrets(evolver_spec, "evolver")
+        refuse_credentials(agent_spec, "[agent]")
+        refuse_credentials(evolver_spec, "[evolver]")
+        config = _checked(config, RunConfig, "config")
+        schedule = None if schedule is None else _checked(schedule, Schedule, "schedule")
         path = Path(path)
-        if path.exists() and any(path.iterdir()):
-            raise RunError(f"{path} exists and is not empty; choose a new run directory (to continue a run: gsme resume DIR)")
-        config = _as_config(config)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise RunError(f"{path} exists and is not an empty folder; choose a new run "
+                           "directory (to continue a run: gsme resume DIR)")
         tasks = _checked_tasks(agent.tasks())
-        path.mkdir(parents=True, exist_ok=True)
-        ledger = Ledger(path / cls.LEDGER)
-        ledger.put("config", asdict(config))
-        ledger.put("agent", {"name": agent.name, "simulated": bool(agent.simulated),
-                             "spec": agent_spec})
-        ledger.put("evolver", {"name": getattr(evolver, "name", None), "spec": evolver_spec})
-        ledger.put("tasks", tasks.to_json(orient="split", index=False))
-        ledger.put("test_commitment", test_commitment(tasks))
-        ledger.put("vocabulary", Vocabulary.default().to_dict())
-        repo = HarnessRepo.init(path / "harness")
-        ledger.append("candidates", repo.candidates())
-        ledger.event("created", 0, n_train=int((tasks["split"] == "train").sum()),
-                     n_test=int((tasks["split"] == "test").sum()))
-        return cls(path, agent, evolver, ledger)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
+        try:
+            ledger = Ledger(staging / cls.LEDGER, create=True)
+            ledger.put("config", config.model_dump(mode="json"))
+            ledger.put("schedule", None if schedule is None else schedule.model_dump())
+            ledger.put("agent", {"name": agent.name, "simulated": bool(agent.simulated),
+                                 "spec": agent_spec})
+            ledger.put("evolver", {"name": getattr(evolver, "name", None),
+                                   "spec": evolver_spec})
+            ledger.put("tasks", tasks.to_json(orient="split", index=False))
+            ledger.put("vocabulary", Vocabulary.default().to_dict())
+            repo = HarnessRepo.init(staging / cls.REPO, baseline_dir=baseline_dir)
+            ledger.append("candidates", repo.candidates())
+            ledger.event("created", 0, n_train=int((tasks["split"] == "train").sum()),
+                         n_test=int((tasks["split"] == "test").sum()),
+                         test_commitment=test_commitment(tasks))
+            ledger.close()
+            if path.exists():
+                path.rmdir()
+            staging.rename(path)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return cls.open(path, agent=agent, evolver=evolver)
 
     @classmethod
-    def open(cls, path, *, agent: TaskAgent | None = None, evolver: Evolver | None = None):
-        """Reopen a run; rebuild its agent/evolver from their stored specs when not given."""
-        from gsme import config as config_lib
+    def open(cls, path, *, agent: TaskAgent | None = None, evolver: Evolver | None = None,
+             read_only: bool = False) -> Run:
+        """Reopen a run; rebuild its agent/evolver from their stored specs when not given.
 
+        ``read_only`` takes no lock and never writes (status and reports of a live or an
+        archived run); such a run cannot score, evolve or seal.
+
+        Raises
+        ------
+        RunError
+            Not a run directory, damaged, or its test split does not match the commitment
+            made when it was created.
+        RunLockedError
+            Another process holds the run (not raised with ``read_only``).
+        """
         path = Path(path)
-        if not (path / cls.LEDGER).is_file() or not (path / "harness" / ".git").exists():
-            raise RunError(f"{path} is not a gsme run directory (no {cls.LEDGER} or harness/)")
-        ledger = Ledger(path / cls.LEDGER)
-        if ledger.get("config") is None:
-            raise RunError(f"{path / cls.LEDGER} holds no run configuration: damaged run")
-        if agent is None:
-            stored = ledger.get("agent") or {}
-            spec = stored.get("spec")
-            agent = (config_lib.build_agent(spec) if spec is not None
-                     else _AbsentAgent(stored, _tasks_from_json(ledger.get("tasks"))))
-        if evolver is None:
-            spec = (ledger.get("evolver") or {}).get("spec")
-            evolver = config_lib.build_evolver(spec) if spec is not None else None
-        commitment = test_commitment(_checked_tasks(agent.tasks()))
-        if commitment != ledger.get("test_commitment"):
-            raise RunError(
-                "the agent's test split differs from the one sealed when the run was created "
-                "(hash commitment mismatch); refusing to continue"
-            )
-        return cls(path, agent, evolver, ledger)
+        if not (path / cls.LEDGER).is_file() or not (path / cls.REPO).is_dir():
+            raise RunError(f"{path} is not a gsme run directory (no {cls.LEDGER} and "
+                           f"{cls.REPO}/)")
+        lock = None if read_only else _lock(path / cls.LOCK)
+        try:
+            ledger = Ledger(path / cls.LEDGER, read_only=read_only)
+        except LedgerError as err:
+            _unlock(lock)
+            raise RunError(str(err)) from None
+        try:
+            agent = agent or _stored_agent(ledger, read_only)
+            if evolver is None and not read_only:
+                spec = (ledger.get("evolver") or {}).get("spec")
+                evolver = plugins.build_evolver(spec) if spec is not None else None
+            _check_commitment(path, ledger, agent)
+            return cls(path, agent=agent, evolver=evolver, ledger=ledger, lock=lock)
+        except BaseException:
+            ledger.close()
+            _unlock(lock)
+            raise
+
+    def close(self) -> None:
+        """Release the ledger and the directory lock (a closed run can be reopened)."""
+        self._ledger.close()
+        _unlock(self._lock)
+        self._lock = None
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- frames -------------------------------------------------------------------------
     def tasks(self, split: str | None = None) -> pd.DataFrame:
@@ -171,175 +199,337 @@ class Run:
         return self._tasks[self._tasks["split"] == split].reset_index(drop=True)
 
     def trials(self, *, split: str | None = None, candidate: str | None = None) -> pd.DataFrame:
-        """Trials in the ledger, with ``borrowed_from`` (provenance) and ``round`` columns."""
-        clauses, params = [], []
+        """Trials in the ledger (the trials frame, plus the ``round`` each was recorded in)."""
         if split is not None:
             _check_split(split)
-            clauses.append("split = ?")
-            params.append(split)
-        if candidate is not None:
-            clauses.append("candidate = ?")
-            params.append(candidate)
-        return self.ledger.frame("trials", " AND ".join(clauses), tuple(params))
+        return self._ledger.frame("trials", split=split, candidate=candidate)
 
     def candidates(self) -> pd.DataFrame:
         """The candidates frame (the git repository is its source of truth)."""
-        return self.ledger.frame("candidates").sort_values(["round", "candidate"],
-                                                          ignore_index=True)
+        return self._ledger.frame("candidates").sort_values(["round", "candidate"],
+                                                            ignore_index=True)
 
     def decisions(self) -> pd.DataFrame:
-        """Every gate decision, with the ``round`` it was made in."""
-        return self.ledger.frame("decisions")
+        """Every gate decision, with the ``round`` it was made in and whether it was ``kept``."""
+        return self._ledger.frame("decisions")
 
     def diagnoses(self) -> pd.DataFrame:
-        return self.ledger.frame("diagnoses")
+        """Every diagnosis the evolver made, with its ``round``."""
+        return self._ledger.frame("diagnoses")
+
+    def proposals(self) -> pd.DataFrame:
+        """Every proposal (committed or refused, with the reason) by ``round``."""
+        return self._ledger.frame("proposals")
 
     def archive(self, round: int | None = None) -> pd.DataFrame:
         """The archive after ``round`` (default: the latest snapshot)."""
-        snaps = self.ledger.frame("archive")
+        snaps = self._ledger.frame("archive")
+        if round is not None:
+            snaps = snaps[snaps["snapshot"] <= int(round)]
         if snaps.empty:
             return archive_lib.empty()
-        last = int(snaps["snapshot"].max()) if round is None else int(round)
-        taken = snaps[snaps["snapshot"] <= last]
-        if taken.empty:
-            return archive_lib.empty()
-        latest = taken[taken["snapshot"] == taken["snapshot"].max()]
+        latest = snaps[snaps["snapshot"] == snaps["snapshot"].max()]
         return latest.drop(columns="snapshot").reset_index(drop=True)
 
     def events(self, kind: str | None = None) -> pd.DataFrame:
-        return self.ledger.events(kind)
+        """The run's append-only events (``id, ts, kind, round, payload``)."""
+        return self._ledger.events(kind)
+
+    def calls(self) -> pd.DataFrame:
+        """Every evolver call recorded (tokens, cost, ...), with its ``round``."""
+        return self._ledger.calls()
 
     def transcript(self, ref: str) -> str:
         """The transcript stored under a trial's ``trajectory`` reference."""
-        return self.ledger.transcript(ref)
+        return self._ledger.transcript(ref)
+
+    def harness(self, candidate: str) -> dict[str, str]:
+        """The files of ``candidate``'s committed harness (path → text), read from git."""
+        return self.repo.files(candidate)
+
+    def snapshot(self, candidate: str) -> scoring.Snapshot:
+        """``candidate``'s committed harness as trials receive it (files and modes)."""
+        return scoring.Snapshot(self.repo.files(candidate), self.repo.executables(candidate))
 
     @property
     def vocabulary(self) -> Vocabulary:
-        return Vocabulary.from_dict(self.ledger.get("vocabulary"))
-
-    def save_vocabulary(self, vocabulary: Vocabulary) -> None:
-        self.ledger.put("vocabulary", vocabulary.to_dict())
+        """The run's why vocabulary (the evolver may have added labels)."""
+        return Vocabulary.from_dict(self._ledger.get("vocabulary"))
 
     @property
     def sealed(self) -> bool:
-        return self.ledger.get("sealed_candidate") is not None
+        """True once sealing began: nothing may be added, the test split is being scored."""
+        return not self.events("sealing").empty
+
+    @property
+    def sealed_result(self) -> pd.DataFrame | None:
+        """What :meth:`finalize` returned, or None while the run is not (fully) sealed."""
+        done = self.events("sealed")
+        return None if done.empty else pd.DataFrame(done["payload"].iloc[0]["result"])
 
     def trials_spent(self) -> int:
         """Trials actually run (borrowed trials cost nothing)."""
-        return self.ledger.count("trials", "borrowed_from IS NULL")
+        return self._ledger.count_trials(borrowed=False)
 
-    def harness_dir(self, candidate: str) -> Path:
-        """A checked-out working tree of ``candidate``'s harness (made once, then reused)."""
-        target = self.path / "worktrees" / candidate
-        stamp = target.with_suffix(".commit")
-        if stamp.is_file() and target.is_dir():
-            return target
-        if target.exists():
-            shutil.rmtree(target)
-        self.repo.checkout(candidate, target)
-        stamp.write_text(self.repo.commit_of(candidate))
-        return target
+    def rounds_done(self) -> int:
+        """How many evolution rounds are complete."""
+        done = self.events("round_done")
+        return 0 if done.empty else int(done["round"].max())
+
+    def round_started(self, round: int) -> dict | None:
+        """The ``round_started`` payload of ``round`` (its parent), None if not begun."""
+        started = self.events("round_started")
+        started = started[started["round"] == round]
+        return None if started.empty else started["payload"].iloc[-1]
+
+    def round_committed(self, round: int) -> bool:
+        """True once ``round``'s candidates are all committed (it resumes at scoring)."""
+        committed = self.events("candidates_committed")
+        return bool((committed["round"] == round).any())
+
+    # -- domain writes (the loop's steps) -----------------------------------------------
+    def begin_round(self, round: int, *, parent: str) -> None:
+        """Record that ``round`` starts and extends ``parent``."""
+        self._writable()
+        self._ledger.event("round_started", round, parent=parent)
+
+    def record_diagnoses(self, diagnoses: pd.DataFrame, *, round: int) -> None:
+        self._writable()
+        if not diagnoses.empty:
+            self._ledger.append("diagnoses", diagnoses.assign(round=round))
+
+    def save_vocabulary(self, vocabulary: Vocabulary) -> None:
+        self._writable()
+        self._ledger.put("vocabulary", vocabulary.to_dict())
+
+    def record_call(self, record: dict, *, round: int | None) -> None:
+        """Record one evolver call (the evolver's log sink)."""
+        self._ledger.add_call({**record, "round": round})
+
+    def add_mutation(self, parent: str, patch: Patch, *, round: int) -> str:
+        """Commit ``patch`` over ``parent`` as a new candidate (its row comes with
+        :meth:`commit_candidates`). Raises :class:`~gsme.patches.PatchError`."""
+        self._writable()
+        return self.repo.add_mutation(parent, patch, round=round)
+
+    def add_recombination(self, base: str, elites: list[str], *,
+                          round: int) -> tuple[str | None, str | None]:
+        """Merge ``elites`` onto ``base``; ``(candidate, None)`` or ``(None, reason)``."""
+        self._writable()
+        return self.repo.recombine(base, elites, round=round)
+
+    def tried_recombinations(self) -> set[frozenset]:
+        """Every parent set a recombination was proposed with (committed or not)."""
+        proposals = self.proposals()
+        proposals = proposals[proposals["kind"] == "recombination"]
+        return {frozenset(schema.split_ids(p)) for p in proposals["parents"]}
+
+    def record_proposals(self, proposals: pd.DataFrame, *, round: int) -> None:
+        self._writable()
+        if not proposals.empty:
+            self._ledger.append("proposals", proposals.assign(round=round))
+
+    def commit_candidates(self, names: list[str], *, round: int) -> pd.DataFrame:
+        """Record ``names`` as ``round``'s candidates; return their rows."""
+        self._writable()
+        rows = self.repo.candidates()
+        rows = rows[rows["candidate"].isin(names)].reset_index(drop=True)
+        self._ledger.append("candidates", rows)
+        self._ledger.event("candidates_committed", round, candidates=list(names))
+        return rows
+
+    def record_decisions(self, decisions: pd.DataFrame, *, round: int) -> None:
+        """Store ``round``'s decisions (with ``kept``) and note each on its git commit."""
+        self._writable()
+        self._ledger.append("decisions", decisions.assign(round=round))
+        for row in decisions.to_dict("records"):
+            self.repo.annotate(row["candidate"], {"gate": row})
+
+    def snapshot_archive(self, archive: pd.DataFrame, *, round: int) -> None:
+        self._writable()
+        self._ledger.delete_round("archive", round)
+        self._ledger.append("archive", archive.assign(snapshot=round))
+
+    def end_round(self, round: int) -> None:
+        """Record ``round`` as complete (once)."""
+        self._writable()
+        if self.rounds_done() < round:
+            self._ledger.event("round_done", round, spent=self.trials_spent())
+
+    def record_budget_reached(self, round: int) -> None:
+        self._writable()
+        self._ledger.event("budget_reached", round, spent=self.trials_spent())
 
     def discard(self, candidate: str) -> None:
-        """Remove a candidate that was never scored (its branch, row and working tree)."""
-        self._require_open()
-        if self.ledger.count("trials", "candidate = ?", (candidate,)):
+        """Remove a candidate that was never scored (its branch and row)."""
+        self._writable()
+        if self._ledger.count_trials(candidate=candidate):
             raise RunError(f"candidate {candidate!r} has trials; scored candidates stay")
         self.repo.discard(candidate)
-        self.ledger.delete("candidates", "candidate = ?", (candidate,))
-        target = self.path / "worktrees" / candidate
-        target.with_suffix(".commit").unlink(missing_ok=True)
-        shutil.rmtree(target, ignore_errors=True)
+        self._ledger.delete_candidate(candidate)
+
+    def discard_round(self, round: int) -> None:
+        """Drop what an interrupted ``round`` left before its candidates were committed."""
+        self._writable()
+        for table in ("diagnoses", "proposals"):
+            self._ledger.delete_round(table, round)
+        stale = self.repo.candidates()
+        stale = list(stale.loc[stale["round"] == round, "candidate"])
+        scored = sorted(c for c in stale if self._ledger.count_trials(candidate=c))
+        if scored:
+            raise RunError(
+                f"round {round} was started step by step and its candidates {scored} are "
+                f"scored; finish it with evolve.credit(...) and evolve.insert(...) first")
+        for name in reversed(stale):
+            self.discard(name)
+
+    # -- the sink scoring writes to -----------------------------------------------------
+    def record_trials(self, rows: list[tuple[dict, str | None]]) -> None:
+        self._ledger.add_trials(rows)
+
+    def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
+        self._ledger.mark_infra_failed(keys, error)
+        self._ledger.event("health_failed_after_batch", None, trials=len(keys))
 
     # -- scoring ------------------------------------------------------------------------
-    def score(self, candidates, *, split: str = "train", k: int | None = None,
-              executor=None, progress: bool = True, round: int = 0) -> pd.DataFrame:
-        """Run the trials ``candidates`` still need on ``split``, with validity re-runs.
+    def score(self, candidates, *, split: str = "train", executor=None,
+              progress: bool = True, round: int = 0) -> pd.DataFrame:
+        """Run the trials ``candidates`` still need on the train split; return their trials.
 
-        Returns the candidates' trials on that split (borrowed ones included).
+        The gate's design decides the repeats (:func:`gsme.sequential.wanted`); trials are
+        borrowed where a scored candidate behaves identically, and infrastructure failures
+        are re-run. The test split is sealed: only :meth:`finalize` scores it.
         """
         if split == "test":
             raise SealedError("the test split is sealed: it is scored only by run.finalize()")
-        self._require_open()
-        return self._score(_as_list(candidates), split=split, k=k or self.config.k,
-                           executor=executor, progress=progress, round=round)
+        _check_split(split)
+        self._writable()
+        if self.sealed:
+            raise SealedError(f"run {self.path} is sealed; start a new run to evolve further")
+        names = _as_list(candidates)
+        self._score(names, split="train", label=f"round {round}: scoring", round=round,
+                    executor=executor, progress=progress)
+        trials = self.trials(split="train")
+        return trials[trials["candidate"].isin(names)].reset_index(drop=True)
 
-    def _score(self, candidates, *, split, k, executor, progress, round) -> pd.DataFrame:
+    def _score(self, names, *, split, label, round, executor, progress) -> None:
         if isinstance(self.agent, _AbsentAgent):
-            self.agent.run(None, None, k=k, attempt=0, seed=0)  # raises: nothing can run
-        for _ in range(self.config.max_reruns + 1):
-            todo = scoring.plan(self, candidates, split=split, k=k)
+            self.agent.refuse()
+        candidates = self.candidates()
+        pairs = _pairs(candidates, names) if split == "train" else None
+        borrow = self.config if split == "train" else self.config.model_copy(
+            update={"borrow": False})
+        for _ in range(MAX_SCORING_PASSES):
+            trials = self.trials(split=split)
+            wanted = (sequential.wanted(trials, pairs, self._tasks, split=split,
+                                        config=self.config.gate) if pairs is not None else
+                      scoring.wanted_slots(self._tasks, names, split=split,
+                                           k=self.config.gate.k))
+            todo = scoring.plan(trials, candidates, self._tasks, wanted, config=borrow)
             if not todo.borrowed.empty:
-                self.ledger.append("trials", todo.borrowed.assign(round=round))
+                self._ledger.append("trials", todo.borrowed.assign(round=round))
             if not todo.specs:
-                break
-            scoring.execute(self, todo.specs, executor=executor, progress=progress, round=round)
-        trials = self.trials(split=split)
-        return trials[trials["candidate"].isin(candidates)].reset_index(drop=True)
+                if todo.borrowed.empty:
+                    return
+                continue
+            scoring.execute(todo.specs, agent=self.agent, harness=self.snapshot, sink=self,
+                            config=self.config, tasks=self._tasks, executor=executor,
+                            progress=progress, label=label, round=round)
+        raise RunError(f"scoring did not settle after {MAX_SCORING_PASSES} passes")
 
     # -- sealed test --------------------------------------------------------------------
     def finalize(self, *, executor=None, progress: bool = True) -> pd.DataFrame:
-        """Seal the run: score baseline and the selected harness on the test split once.
+        """Seal the run: score the baseline and the reported harness on the test split once.
 
-        The selected harness is the policy's choice (see :func:`gsme.evolve.selected`). A
-        second call returns the stored result and runs nothing.
+        The reported harness is the policy's choice (:func:`gsme.policy.reported`). Sealing
+        is recorded before the first test trial, so a run killed while sealing resumes
+        sealing the same harness; a second call returns the stored result and runs nothing.
 
         Returns
         -------
         DataFrame
-            One row per scored candidate: ``candidate, role, split, rate, n_tasks``
-            (``rate``: the mean of per-task rates over valid repeats, as the paired test
-            counts).
+            One row per role: ``candidate, role`` (baseline or selected), ``split``,
+            ``rate`` (the mean of per-task rates over valid repeats, as the paired test
+            counts) and ``n_tasks``.
         """
-        from gsme.evolve import selected
-
-        stored = self.ledger.get("sealed_result")
-        if stored is not None:
-            return pd.DataFrame(stored)
-        chosen = self.ledger.get("sealed_candidate") or selected(self)
-        self.ledger.put("sealed_candidate", chosen)
-        self.ledger.event("sealing", None, candidate=chosen)
-        todo = ["baseline"] if chosen == "baseline" else ["baseline", chosen]
-        trials = self._score(todo, split="test", k=self.config.k, executor=executor,
-                             progress=progress, round=-1)
-        rates = stats.task_rates(trials, split="test").groupby("candidate")["rate"]
-        rows = [
-            {"candidate": c, "role": "baseline" if c == "baseline" else "selected",
-             "split": "test", "rate": float(rates.mean()[c]), "n_tasks": int(rates.count()[c])}
-            for c in todo
-        ]
-        if chosen == "baseline":
+        done = self.sealed_result
+        if done is not None:
+            return done
+        if self.read_only:
+            raise RunError(f"run {self.path} is open read-only; it cannot be sealed")
+        sealing = self.events("sealing")
+        if sealing.empty:
+            chosen = policy.reported(self.archive(), self.trials(split="train"),
+                                     policy=self.config.policy)
+            self._ledger.event("sealing", None, candidate=chosen)
+        else:
+            chosen = sealing["payload"].iloc[0]["candidate"]
+        todo = [BASELINE] if chosen == BASELINE else [BASELINE, chosen]
+        self._score(todo, split="test", label="sealed test: scoring", round=-1,
+                    executor=executor, progress=progress)
+        rates = stats.task_rates(self.trials(split="test"), split="test")
+        rates = rates[rates["candidate"].isin(todo)].groupby("candidate")["rate"]
+        rows = [{"candidate": c, "role": "baseline" if c == BASELINE else "selected",
+                 "split": "test", "rate": float(rates.mean()[c]),
+                 "n_tasks": int(rates.count()[c])} for c in todo]
+        if chosen == BASELINE:
             rows.append({**rows[0], "role": "selected"})
-        self.ledger.put("sealed_result", rows)
-        self.ledger.event("sealed", None, candidate=chosen)
+        self._ledger.event("sealed", None, candidate=chosen, result=rows)
         return pd.DataFrame(rows)
 
-    def _require_open(self) -> None:
+    def _writable(self) -> None:
+        if self.read_only:
+            raise RunError(f"run {self.path} is open read-only")
         if self.sealed:
             raise SealedError(
                 f"run {self.path} is sealed (test scored for "
-                f"{self.ledger.get('sealed_candidate')!r}); start a new run to evolve further"
-            )
+                f"{self.events('sealing')['payload'].iloc[0]['candidate']!r}); start a new "
+                "run to evolve further")
 
+    # -- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
         kind = "simulated " if self.agent.simulated else ""
-        return f"<gsme.Run {self.path} {kind}agent={self.agent.name!r} sealed={self.sealed}>"
+        return (f"<gsme.Run {self.path} {kind}agent={self.agent.name!r} "
+                f"rounds={self.rounds_done()} sealed={self.sealed}>")
+
+    def _repr_html_(self) -> str:
+        best = archive_lib.summary(self.archive())
+        rows = {
+            "directory": str(self.path),
+            "agent": self.agent.name + (" (SIMULATED)" if self.agent.simulated else ""),
+            "policy / gate": f"{self.config.policy} / {self.config.gate.design}",
+            "rounds done": self.rounds_done(),
+            "trials spent": self.trials_spent()
+            if self.schedule is None or self.schedule.trial_budget is None
+            else f"{self.trials_spent()} of {self.schedule.trial_budget}",
+            "archive": f"{int(best['num_elites'].iloc[0])} elite(s), best "
+                       f"{best['best_candidate'].iloc[0] or BASELINE}",
+            "sealed": self.sealed,
+        }
+        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
+                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+                       for k, v in rows.items())
+        return f"<table><caption>gsme run</caption>{body}</table>"
 
 
 class _AbsentAgent(TaskAgent):
-    """Stands in for a custom agent that cannot be rebuilt: the run reads, never scores."""
+    """Stands in for an agent that is not rebuilt: the run reads, never scores."""
 
-    def __init__(self, stored: dict, tasks: pd.DataFrame):
+    def __init__(self, stored: dict, tasks: pd.DataFrame, reason: str):
         self.name = stored.get("name") or "agent"
         self.simulated = bool(stored.get("simulated"))
         self._tasks = tasks
+        self._reason = reason
 
     def tasks(self) -> pd.DataFrame:
         return self._tasks
 
-    def run(self, harness_dir, task, *, k, attempt, seed):
-        raise RunError(f"this run's agent ({self.name}) was built in Python and cannot be "
-                       "rebuilt from the run directory; reopen with Run.open(path, agent=...)")
+    def run(self, harness_dir, task, *, repeat, attempt, run_seed):
+        self.refuse()
+
+    def refuse(self):
+        raise RunError(f"this run's agent ({self.name}) {self._reason}; reopen with "
+                       "Run.open(path, agent=...) to score")
 
 
 def test_commitment(tasks: pd.DataFrame) -> str:
@@ -348,25 +538,95 @@ def test_commitment(tasks: pd.DataFrame) -> str:
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
 
+def _stored_agent(ledger: Ledger, read_only: bool) -> TaskAgent:
+    stored = ledger.get("agent") or {}
+    tasks = _tasks_from_json(ledger.get("tasks"))
+    spec = stored.get("spec")
+    if read_only:
+        return _AbsentAgent(stored, tasks, "is not rebuilt for a read-only run")
+    if spec is None:
+        return _AbsentAgent(stored, tasks, "was built in Python and cannot be rebuilt "
+                                           "from the run directory")
+    return plugins.build_agent(spec)
+
+
+def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent) -> None:
+    created = ledger.events("created")
+    if created.empty:
+        raise RunError(f"{path} has no creation event: damaged run")
+    promised = created["payload"].iloc[0].get("test_commitment")
+    held = test_commitment(_tasks_from_json(ledger.get("tasks")))
+    if held != promised:
+        raise RunError("the ledger's test split differs from the one committed when the run "
+                       "was created; refusing to continue")
+    if test_commitment(_checked_tasks(agent.tasks())) != promised:
+        raise RunError("the agent's test split differs from the one sealed when the run was "
+                       "created (hash commitment mismatch); refusing to continue")
+
+
+def _lock(path: Path):
+    """Hold an exclusive lock on ``path`` for this process, or raise RunLockedError."""
+    try:
+        handle = open(path, "a+")  # noqa: SIM115 - held open until the run is closed
+    except OSError as err:
+        raise RunError(f"cannot lock {path.parent} for writing ({err.strerror}); open it "
+                       "with read_only=True to read it") from None
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise RunLockedError(f"{path.parent} is in use by {holder}; wait for it to end or "
+                             "stop it (gsme status works meanwhile)") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def _unlock(handle) -> None:
+    if handle is not None and not handle.closed:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _pairs(candidates: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    rows = candidates.set_index("candidate")
+    parent = {n: (schema.split_ids(rows.loc[n, "parents"]) or [None])[0] for n in names}
+    return pd.DataFrame({"candidate": list(parent), "parent": list(parent.values())},
+                        dtype=object)
+
+
+def _checked(value, model, name: str):
+    if value is None:
+        return model()
+    if isinstance(value, model):
+        return value
+    if isinstance(value, dict):
+        try:
+            return model.model_validate(value)
+        except ValidationError as err:
+            raise ConfigError(describe(err, table=name)) from None
+    raise TypeError(f"{name} must be a {model.__name__} or dict, got {type(value).__name__}")
+
+
 def _checked_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(tasks, pd.DataFrame):
         raise TypeError(f"agent.tasks() must return a DataFrame, got {type(tasks).__name__}")
-    missing = {"task_id", "split"} - set(tasks.columns)
-    if missing:
-        raise schema.FrameError(f"agent.tasks() is missing column(s) {sorted(missing)}")
+    schema.require(tasks, ["task_id", "split"], "agent.tasks()")
     bad = ~tasks["split"].isin(schema.SPLITS)
     if bad.any():
         raise schema.FrameError(
-            f"agent.tasks() column 'split' must be one of {schema.SPLITS}:\n{tasks[bad].head()}"
-        )
+            f"agent.tasks() column 'split' must be one of {schema.SPLITS}:\n{tasks[bad].head()}")
     dup = tasks["task_id"].duplicated(keep=False)
     if dup.any():
         raise schema.FrameError(f"agent.tasks() repeats task ids:\n{tasks[dup].head()}")
     if not (tasks["split"] == "train").any():
         raise schema.FrameError("agent.tasks() has no train task")
-    return tasks.drop(columns=[c for c in ("content",) if c in tasks.columns]).reset_index(
-        drop=True
-    )
+    out = tasks.drop(columns=[c for c in ("content",) if c in tasks.columns])
+    return out.assign(task_id=out["task_id"].astype(str)).reset_index(drop=True)
 
 
 def _tasks_from_json(text: str) -> pd.DataFrame:
@@ -376,16 +636,6 @@ def _tasks_from_json(text: str) -> pd.DataFrame:
     return out
 
 
-def _as_config(config) -> RunConfig:
-    if config is None:
-        return RunConfig()
-    if isinstance(config, dict):
-        return RunConfig.from_dict(config)
-    if isinstance(config, RunConfig):
-        return config
-    raise TypeError(f"config must be a RunConfig or dict, got {type(config).__name__}")
-
-
 def _as_list(candidates) -> list[str]:
     return [candidates] if isinstance(candidates, str) else list(candidates)
 
@@ -393,5 +643,3 @@ def _as_list(candidates) -> list[str]:
 def _check_split(split: str) -> None:
     if split not in schema.SPLITS:
         raise ValueError(f"split must be one of {schema.SPLITS}, got {split!r}")
-
-

@@ -1,140 +1,183 @@
-"""Column contracts for gsme's four frames: trials, candidates, decisions, archive.
+"""Every frame gsme passes around, its columns and types, and the vocabulary they use.
 
-Every public function that takes one of these frames validates it here first, so a bad
-frame fails at the boundary with an error that names the column and shows the offending
-rows, never with a ``KeyError`` from deep inside pandas.
+One place for each name: the frames (trials, candidates, decisions, archive, diagnoses,
+proposals, outcomes, history, failures, tasks), their column contracts, the id of the
+baseline, the split, lever, kind, decision, gate and policy names, and the default failure
+modes. The ledger's tables and SQL types are generated from :data:`FRAMES`, and every public
+function that takes one of these frames validates it here first, so a bad frame fails at
+the boundary with an error that names the column and shows the offending rows.
 
-Column names are fixed: later versions add columns, never rename them. Cells hold scalars
-only; list-valued fields (``beacons`` of a trial, ``parents`` of a candidate) are
-comma-separated strings, see :func:`split_ids`.
+Names are fixed: later versions add columns, never rename them (see ``CHANGELOG.md``).
+Cells hold scalars only; list-valued fields (``beacons`` of a trial, ``parents`` of a
+candidate) are comma-separated strings, see :func:`split_ids`. A *repeat* is one of the K
+runs of a candidate on a task: ``repeat`` is its index (0..K-1) and ``k`` always a count.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
+__all__ = [
+    "BASELINE", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS", "LEDGER_TABLES",
+    "LEVERS", "OUTCOMES", "POLICIES", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
+    "FrameError", "as_trials", "columns", "empty", "join_ids", "require", "split_ids",
+    "validate",
+]
+
+BASELINE = "baseline"
+"""The id of the cold-start harness: every run's root candidate."""
 SPLITS = ("train", "test")
 LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")
 GATES = ("validity", "activation", "significance")
+POLICIES = ("gated", "greedy", "peak")
+"""How a run keeps children: by the gates, by any train gain, or by the peak train rate."""
+OUTCOMES = ("new_cell", "improved", "not_added")
+"""What :func:`gsme.archive.insert` did with a decided candidate."""
 
-TRIAL_KEY = ["candidate", "task_id", "split", "k", "attempt"]
-SLOT_KEY = ["candidate", "task_id", "split", "k"]
+FAILURE_MODES = MappingProxyType({
+    "thinking-runaway": "Reasoning runs on without converging and exhausts the token or "
+                        "thinking budget before an answer is given.",
+    "premature-finalization": "The agent commits to a final answer before the work is done "
+                              "or checked (stops early, skips remaining steps).",
+    "careless-submit": "The agent submits without verifying the result (tests not run, "
+                       "output not checked against the task).",
+    "tool-misuse": "A tool is called with wrong arguments, the wrong tool is used, or its "
+                   "output is misread.",
+    "format-error": "The answer is right in substance but breaks the required output format.",
+    "looping": "The agent repeats the same action or plan without making progress.",
+    "context-overflow": "The context window fills up (long outputs, files, histories) and "
+                        "needed information is truncated or lost.",
+})
+"""The default ``why`` vocabulary: failure mode → definition, in a fixed order."""
+
+_REQUIRED = object()
 
 
-def _str(nullable: bool = False, isin=None, **kw) -> pa.Column:
-    checks = [pa.Check.isin(list(isin))] if isin is not None else []
-    return pa.Column(object, checks=checks, nullable=nullable, coerce=False, **kw)
+@dataclass(frozen=True)
+class Column:
+    """One column of a frame: its ``kind`` (text, int, float or bool) and its checks.
+
+    ``default`` is the value :func:`as_trials` fills in when an optional column is missing;
+    a column without one is required.
+    """
+
+    name: str
+    kind: str
+    nullable: bool = False
+    isin: tuple | None = None
+    ge: int | None = None
+    unique: bool = False
+    default: object = _REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is _REQUIRED
 
 
-def _int(ge: int | None = 0, **kw) -> pa.Column:
-    checks = [pa.Check.ge(ge)] if ge is not None else []
-    return pa.Column(np.int64, checks=checks, nullable=False, **kw)
+def _text(name, nullable=False, isin=None, **kw) -> Column:
+    return Column(name, "text", nullable=nullable, isin=isin, **kw)
 
 
-def _float(**kw) -> pa.Column:
-    return pa.Column(np.float64, nullable=True, **kw)
+def _int(name, ge=0, **kw) -> Column:
+    return Column(name, "int", ge=ge, **kw)
 
 
-TRIALS = pa.DataFrameSchema(
-    {
-        "candidate": _str(),
-        "task_id": _str(),
-        "split": _str(isin=SPLITS),
-        "k": _int(),
-        "attempt": _int(),
-        "passed": pa.Column(bool, nullable=False),
-        "infra_ok": pa.Column(bool, nullable=False),
-        "activated": pa.Column(bool, nullable=False),
-        "beacons": _str(),
-        "tokens": _float(),
-        "cost_usd": _float(),
-        "seconds": _float(),
-        "pathology": _str(nullable=True),
-        "trajectory": _str(nullable=True),
-    },
-    unique=TRIAL_KEY,
-    name="trials",
-)
+def _float(name, **kw) -> Column:
+    return Column(name, "float", nullable=True, **kw)
 
-CANDIDATES = pa.DataFrameSchema(
-    {
-        "candidate": _str(unique=True),
-        "parents": _str(),
-        "kind": _str(isin=KINDS),
-        "where": _str(nullable=True, isin=LEVERS),
-        "why": _str(nullable=True),
-        "patch_id": _str(nullable=True),
-        "beacon": _str(nullable=True),
-        "env_gate": _str(nullable=True),
-        "commit": _str(nullable=True),
-        "branch": _str(nullable=True),
-        "round": _int(),
-        "rationale": _str(nullable=True),
-    },
-    name="candidates",
-)
 
-DECISIONS_SCHEMA = pa.DataFrameSchema(
-    {
-        "candidate": _str(),
-        "parent": _str(),
-        "split": _str(isin=SPLITS),
-        "n_tasks": _int(),
-        "n_dropped": _int(),
-        "n_changed": _int(),
-        "k": _int(),
-        "rate_parent": _float(),
-        "rate_child": _float(),
-        "delta_pp": _float(),
-        "se_pp": _float(),
-        "z": _float(),
-        "p_value": _float(),
-        "activation_rate": _float(),
-        "gate_failed": _str(nullable=True, isin=GATES),
-        "decision": _str(isin=DECISIONS),
-        "reason": _str(nullable=True),
-    },
-    name="decisions",
-)
+def _bool(name, **kw) -> Column:
+    return Column(name, "bool", **kw)
 
-ARCHIVE = pa.DataFrameSchema(
-    {
-        "where": _str(isin=LEVERS),
-        "why": _str(),
-        "candidate": _str(),
-        "rate": _float(),
-        "delta_pp": _float(),
-        "z": _float(),
-        "round": _int(),
-    },
-    unique=["where", "why"],
-    name="archive",
-)
 
-SCHEMAS = {
-    "trials": TRIALS,
-    "candidates": CANDIDATES,
-    "decisions": DECISIONS_SCHEMA,
-    "archive": ARCHIVE,
-}
+@dataclass(frozen=True)
+class Frame:
+    """A frame's contract: its columns in order and the columns that key a row."""
 
-# Optional trial columns and the value a missing one takes in :func:`as_trials`.
-TRIAL_DEFAULTS = {
-    "attempt": 0,
-    "infra_ok": True,
-    "activated": False,
-    "beacons": "",
-    "tokens": np.nan,
-    "cost_usd": np.nan,
-    "seconds": np.nan,
-    "pathology": None,
-    "trajectory": None,
-}
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+TRIAL_KEY = ["candidate", "task_id", "split", "repeat", "attempt"]
+SLOT_KEY = ["candidate", "task_id", "split", "repeat"]
+
+FRAMES = MappingProxyType({f.name: f for f in (
+    Frame("trials", (
+        _text("candidate"), _text("task_id"), _text("split", isin=SPLITS),
+        _int("repeat"), _int("attempt", default=0),
+        _bool("passed"), _bool("infra_ok", default=True), _bool("activated", default=False),
+        _text("beacons", default=""),
+        _float("tokens", default=np.nan), _float("cost_usd", default=np.nan),
+        _float("seconds", default=np.nan),
+        _text("pathology", nullable=True, default=None),
+        _text("trajectory", nullable=True, default=None),
+        _text("error", nullable=True, default=None),
+        _text("borrowed_from", nullable=True, default=None),
+    ), tuple(TRIAL_KEY)),
+    Frame("candidates", (
+        _text("candidate", unique=True), _text("parents"), _text("kind", isin=KINDS),
+        _text("where", nullable=True, isin=LEVERS), _text("why", nullable=True),
+        _text("patch_id", nullable=True), _text("beacon", nullable=True),
+        _text("env_gate", nullable=True), _text("commit", nullable=True),
+        _text("branch", nullable=True), _int("round"), _text("rationale", nullable=True),
+    ), ("candidate",)),
+    Frame("decisions", (
+        _text("candidate"), _text("parent"), _text("split", isin=SPLITS),
+        _int("n_tasks"), _int("n_dropped"), _int("n_changed"), _int("k"), _int("looks"),
+        _float("rate_parent"), _float("rate_child"), _float("delta_pp"), _float("se_pp"),
+        _float("z"), _float("p_value"), _float("activation_rate"),
+        _text("gate_failed", nullable=True, isin=GATES), _text("decision", isin=DECISIONS),
+        _text("reason", nullable=True),
+    ), ("candidate", "parent", "split")),
+    Frame("archive", (
+        _text("where", isin=LEVERS), _text("why"), _text("candidate"), _float("rate"),
+        _float("delta_pp"), _float("z"), _int("round"),
+    ), ("where", "why")),
+    Frame("diagnoses", (
+        _text("candidate"), _text("task_id"), _int("repeat"), _text("where", isin=LEVERS),
+        _text("why"), _text("evidence", nullable=True), _float("confidence"),
+    )),
+    Frame("proposals", (
+        _int("round"), _text("kind", isin=KINDS[1:]), _text("candidate", nullable=True),
+        _text("parents"), _bool("ok"), _text("reason", nullable=True),
+    )),
+    Frame("outcomes", (
+        _text("candidate"), _text("where", nullable=True), _text("why", nullable=True),
+        _text("status", isin=OUTCOMES), _float("improvement"), _text("reason", nullable=True),
+    )),
+    Frame("history", (
+        _text("candidate"), _text("mechanism"), _text("where", isin=LEVERS), _text("why"),
+        _text("decision", isin=DECISIONS), _float("delta_pp"),
+    )),
+    Frame("failures", (
+        _text("candidate"), _text("task_id"), _int("repeat"), _text("transcript"),
+    )),
+    Frame("tasks", (_text("task_id", unique=True), _text("split", isin=SPLITS))),
+)})
+"""Every frame's contract, by name. Frames may carry more columns than listed."""
+
+LEDGER_TABLES = MappingProxyType({
+    "trials": ("trials", (_int("round"),)),
+    "candidates": ("candidates", ()),
+    "decisions": ("decisions", (_int("round"), _bool("kept"))),
+    "diagnoses": ("diagnoses", (_int("round"),)),
+    "archive": ("archive", (_int("snapshot"),)),
+    "proposals": ("proposals", ()),
+})
+"""Ledger table → (the frame it stores, the columns the run adds to it)."""
 
 
 class FrameError(ValueError):
@@ -142,16 +185,34 @@ class FrameError(ValueError):
 
 
 def columns(kind: str) -> list[str]:
-    """Column names of the frame ``kind`` (trials, candidates, decisions or archive)."""
-    return list(_schema(kind).columns)
+    """Column names of the frame ``kind`` (one of :data:`FRAMES`)."""
+    return _frame(kind).names
 
 
 def empty(kind: str) -> pd.DataFrame:
     """A valid frame of ``kind`` with no rows and the contracted dtypes."""
-    schema = _schema(kind)
-    return pd.DataFrame(
-        {name: pd.Series(dtype=_dtype(col)) for name, col in schema.columns.items()}
-    )
+    return pd.DataFrame({c.name: pd.Series(dtype=_DTYPES[c.kind]) for c in _frame(kind).columns})
+
+
+def require(frame, names, what: str) -> pd.DataFrame:
+    """Check that ``frame`` is a DataFrame holding the columns ``names``; return it.
+
+    For inputs that are not whole contracted frames (a plot's table, a pairs frame).
+
+    Raises
+    ------
+    TypeError
+        ``frame`` is not a DataFrame.
+    FrameError
+        Names the missing columns, the columns ``frame`` has, and ``what`` it is.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise FrameError(f"{what} frame is missing column(s) {missing}; it has "
+                         f"{list(frame.columns)}")
+    return frame
 
 
 def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -164,18 +225,12 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     TypeError
         When ``frame`` is not a DataFrame.
     """
-    schema = _schema(kind)
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{kind} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in schema.columns if c not in frame.columns]
-    if missing:
-        raise FrameError(
-            f"{kind} frame is missing column(s) {missing}; "
-            f"it has {list(frame.columns)}, the contract is {list(schema.columns)}"
-        )
+    contract = _frame(kind)
+    require(frame, contract.names, kind)
     try:
         positional = frame if _has_positional_index(frame) else frame.reset_index(drop=True)
-        schema.validate(_as_object_strings(positional, schema), lazy=True, inplace=True)
+        _PANDERA[kind].validate(_as_object_strings(positional, contract), lazy=True,
+                                inplace=True)
     except SchemaErrors as err:
         raise FrameError(_describe(kind, frame, err.failure_cases)) from None
     return frame
@@ -184,43 +239,42 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
 def as_trials(frame: pd.DataFrame) -> pd.DataFrame:
     """Return a validated copy of a trials frame, filling optional columns and fixing dtypes.
 
-    Required columns: ``candidate, task_id, split, k, passed``. Missing optional columns
-    take defaults (``attempt`` 0, ``infra_ok`` True, ``activated`` False, ``beacons`` "",
-    numbers NaN, ``pathology``/``trajectory`` None). ``passed``, ``infra_ok`` and
-    ``activated`` may be given as bools, 0/1 or "true"/"false"; anything else (NaN
-    included) is rejected, never guessed.
+    Required columns: ``candidate, task_id, split, repeat, passed``. Missing optional
+    columns take defaults (``attempt`` 0, ``infra_ok`` True, ``activated`` False,
+    ``beacons`` "", numbers NaN, ``pathology``/``trajectory``/``error``/``borrowed_from``
+    None). ``passed``, ``infra_ok`` and ``activated`` may be given as bools, 0/1 or
+    "true"/"false"; anything else (NaN included) is rejected, never guessed.
 
     Examples
     --------
     >>> t = as_trials(pd.DataFrame({"candidate": ["a"], "task_id": ["t1"],
-    ...                             "split": ["train"], "k": [0], "passed": [1]}))
-    >>> bool(t.loc[0, "passed"]), t.loc[0, "attempt"]
-    (True, np.int64(0))
+    ...                             "split": ["train"], "repeat": [0], "passed": [1]}))
+    >>> bool(t.loc[0, "passed"]), int(t.loc[0, "attempt"])
+    (True, 0)
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"trials must be a pandas DataFrame, got {type(frame).__name__}")
+    contract = _frame("trials")
     out = frame.copy()
-    required = ["candidate", "task_id", "split", "k", "passed"]
+    required = [c.name for c in contract.columns if c.required]
     missing = [c for c in required if c not in out.columns]
     if missing:
         raise FrameError(
             f"trials frame is missing required column(s) {missing}; it has {list(out.columns)}"
         )
-    for name, default in TRIAL_DEFAULTS.items():
-        if name not in out.columns:
-            out[name] = default
-    for name in ("passed", "infra_ok", "activated"):
-        out[name] = _as_bool(out, name)
-    for name in ("k", "attempt"):
-        out[name] = _as_int(out, name)
-    for name in ("tokens", "cost_usd", "seconds"):
-        out[name] = pd.to_numeric(out[name], errors="coerce").astype(np.float64)
-    for name in ("candidate", "task_id", "split", "beacons"):
-        out[name] = out[name].astype(object).where(out[name].notna(), None)
+    for col in contract.columns:
+        if col.name not in out.columns:
+            out[col.name] = col.default
+        if col.kind == "bool":
+            out[col.name] = _as_bool(out, col.name)
+        elif col.kind == "int":
+            out[col.name] = _as_int(out, col.name)
+        elif col.kind == "float":
+            out[col.name] = pd.to_numeric(out[col.name], errors="coerce").astype(np.float64)
+        else:
+            out[col.name] = out[col.name].astype(object).where(out[col.name].notna(), None)
     out["beacons"] = out["beacons"].fillna("")
-    for name in ("pathology", "trajectory"):
-        out[name] = out[name].astype(object).where(out[name].notna(), None)
-    front = list(TRIALS.columns)
+    front = contract.names
     out = out[front + [c for c in out.columns if c not in front]]
     return validate(out.reset_index(drop=True), "trials")
 
@@ -237,16 +291,34 @@ def join_ids(values) -> str:
     return ",".join(str(v) for v in values)
 
 
-def _schema(kind: str) -> pa.DataFrameSchema:
+# ---------------------------------------------------------------------------- internals
+
+_DTYPES = {"text": object, "int": np.int64, "float": np.float64, "bool": bool}
+
+
+def _pandera(frame: Frame) -> pa.DataFrameSchema:
+    def column(c: Column) -> pa.Column:
+        checks = []
+        if c.isin is not None:
+            checks.append(pa.Check.isin(list(c.isin)))
+        if c.ge is not None:
+            checks.append(pa.Check.ge(c.ge))
+        return pa.Column(_DTYPES[c.kind], checks=checks, nullable=c.nullable,
+                         unique=c.unique, coerce=False)
+
+    unique = list(frame.key) if len(frame.key) > 1 else None
+    return pa.DataFrameSchema({c.name: column(c) for c in frame.columns}, unique=unique,
+                              name=frame.name)
+
+
+_PANDERA = {name: _pandera(frame) for name, frame in FRAMES.items()}
+
+
+def _frame(kind: str) -> Frame:
     try:
-        return SCHEMAS[kind]
+        return FRAMES[kind]
     except KeyError:
-        raise ValueError(f"unknown frame kind {kind!r}; expected one of {list(SCHEMAS)}") from None
-
-
-def _dtype(col: pa.Column):
-    dtype = str(col.dtype)
-    return {"object": object, "int64": np.int64, "float64": np.float64, "bool": bool}[dtype]
+        raise ValueError(f"unknown frame kind {kind!r}; expected one of {list(FRAMES)}") from None
 
 
 def _has_positional_index(frame: pd.DataFrame) -> bool:
@@ -254,15 +326,11 @@ def _has_positional_index(frame: pd.DataFrame) -> bool:
     return isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
 
 
-def _as_object_strings(frame: pd.DataFrame, schema: pa.DataFrameSchema) -> pd.DataFrame:
-    """Accept pandas' string dtypes where the contract says ``object`` (text columns)."""
-    text = [
-        name
-        for name, col in schema.columns.items()
-        if str(col.dtype) == "object"
-        and frame[name].dtype != object  # already object: nothing to convert
-        and pd.api.types.is_string_dtype(frame[name].dtype)
-    ]
+def _as_object_strings(frame: pd.DataFrame, contract: Frame) -> pd.DataFrame:
+    """Accept pandas' string dtypes where the contract says text (object)."""
+    text = [c.name for c in contract.columns
+            if c.kind == "text" and frame[c.name].dtype != object
+            and pd.api.types.is_string_dtype(frame[c.name].dtype)]
     if not text:
         return frame
     out = frame.copy()
@@ -320,16 +388,12 @@ def _describe(kind: str, frame: pd.DataFrame, cases: pd.DataFrame) -> str:
             values = group["failure_case"].astype(str).unique()[:10]
             lines.append(f"  got: {', '.join(values)}")
     if is_unique_check.any():
-        key = _unique_key(kind)
+        contract = _frame(kind)
+        key = list(contract.key) or [c.name for c in contract.columns if c.unique]
         dup = frame.reset_index(drop=True).duplicated(key, keep=False).to_numpy()
         lines.append(f"- columns {key} must be unique; {int(dup.sum())} rows share a key")
         lines.append("  offending rows:\n" + _indent(frame.iloc[dup.nonzero()[0][:10]].to_string()))
     return "\n".join(lines)
-
-
-def _unique_key(kind: str) -> list[str]:
-    schema = _schema(kind)
-    return list(schema.unique or [n for n, c in schema.columns.items() if c.unique])
 
 
 def _indent(text: str) -> str:

@@ -1,96 +1,242 @@
-"""Scoring: which trials a set of candidates still needs, and running them through an executor.
+"""Scoring: which trials candidates still need (a pure plan), and running them.
 
-A candidate is never re-scored on a (task, split, k) slot it already holds a valid trial for.
-A child whose new patches' env gates all reject a task behaves exactly as its parent there,
-so it borrows the parent's trials on that task instead of running new ones (tree-aware score
-borrowing); the gate and the beacon(s) come from the candidate's row, which git records
-for exactly the patches the child adds over its first parent. A slot whose trial failed for infrastructure reasons is re-run, up to
-``max_reruns`` more attempts (the validity gate).
+:func:`plan` is a function of frames: the trials so far, the candidates, the tasks and the
+slots wanted (``candidate, task_id, split, repeats``). A slot with a trial is judged by the
+validity gate (:func:`gsme.gates.validity_gate`: re-run an infrastructure failure up to
+``max_reruns`` times, never re-score a valid slot); a slot never tried is borrowed when a
+scored candidate behaves identically on that task (:func:`behaviour`), else run.
+
+:func:`execute` runs trial specs through any :class:`concurrent.futures.Executor`. Each
+trial runs in a copy of its candidate's committed harness in a temporary folder outside
+the run directory, so trials see nothing of the run (ledger, test split). A worker thread
+reuses its copy for the next trial of the same harness only after checking that the copy
+is still exactly the committed files (a trial that changed, added or removed anything gets
+a fresh copy), so no trial sees what another left; copies are removed when scoring ends.
+Results go to a sink (the run) as each trial completes.
 """
 
 from __future__ import annotations
 
+import atexit
 import concurrent.futures as cf
+import hashlib
+import os
+import shutil
+import tempfile
+import threading
 import time
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from gsme import envgate, schema
-from gsme.agents.base import Trajectory, TrialSpec, trial_row
+from gsme import envgate, gates, schema
+from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
+from gsme.settings import RunConfig
 
-if TYPE_CHECKING:
-    from gsme.run import Run
+__all__ = ["HEALTH_TRIES", "InfraError", "MIN_FAILED_BATCH", "Plan", "Sink", "Snapshot", "behaviour", "execute",
+           "plan", "wanted_slots"]
 
 HEALTH_TRIES = 3
+MIN_FAILED_BATCH = 5
+"""A batch of at least this many trials that all fail for infrastructure reasons stops a run."""
 
 
 class InfraError(RuntimeError):
-    """The agent's environment failed its health check; nothing was scored."""
+    """The agent's environment failed: its health check, or every trial of a batch."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A candidate's committed harness: its files and which of them are executable."""
+
+    files: Mapping[str, str]
+    executables: frozenset[str] = frozenset()
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of the files and modes: equal snapshots share trial copies."""
+        h = hashlib.blake2b(digest_size=16)
+        for rel, text in sorted(self.files.items()):
+            h.update(f"{rel}\0{rel in self.executables}\0".encode() + text.encode() + b"\0")
+        return h.hexdigest()
+
+    def write(self, target: Path) -> Path:
+        """Write the harness into the new folder ``target``; return it."""
+        for rel, text in self.files.items():
+            path = target / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+            if rel in self.executables:
+                path.chmod(0o755)
+        return target
+
+    def intact(self, folder: Path) -> bool:
+        """True when ``folder`` holds exactly these files with this content, nothing else."""
+        found, dirs = set(), set()
+        for here, subdirs, names in os.walk(folder):
+            rel = Path(here).relative_to(folder)
+            dirs.update((rel / d).as_posix() for d in subdirs)
+            found.update((rel / n).as_posix() for n in names)
+        wanted = {str(Path(p).parent.as_posix()) for p in self.files} - {"."}
+        parents = {"/".join(p.split("/")[:i]) for p in wanted
+                   for i in range(1, p.count("/") + 2)}
+        if found != set(self.files) or dirs != parents:
+            return False
+        return all((folder / rel).read_bytes() == text.encode("utf-8")
+                   and os.access(folder / rel, os.X_OK) == (rel in self.executables)
+                   for rel, text in self.files.items())
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The trials a scoring pass will run, and the parent trials it will borrow."""
+    """The trials a scoring pass runs, and the trial rows it borrows (ready to record)."""
 
     specs: list[TrialSpec]
     borrowed: pd.DataFrame
 
 
-def plan(run: Run, candidates: list[str], *, split: str, k: int) -> Plan:
-    """Work out the trials ``candidates`` still need on ``split`` at ``k`` repeats.
+class Sink(Protocol):
+    """Where :func:`execute` puts what it learns (a :class:`gsme.run.Run`)."""
 
-    Returns a :class:`Plan`: trial specs to run (missing slots, and the next attempt of
-    slots whose last attempt was an infrastructure failure) and the rows to borrow.
+    def record_trials(self, rows: list[tuple[dict, str | None]]) -> None: ...
+
+    def mark_infra_failed(self, keys: list[tuple], error: str) -> None: ...
+
+
+def wanted_slots(tasks: pd.DataFrame, candidates, *, split: str, k: int) -> pd.DataFrame:
+    """Every task of ``split`` at ``k`` repeats, for each candidate (the fixed design).
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, task_id, split, repeats``.
     """
-    tasks = run.tasks(split)
-    existing = run.trials(split=split)
-    cands = run.candidates().set_index("candidate")
-    specs: list[TrialSpec] = []
-    borrowed = []
-    slots = pd.MultiIndex.from_product(
-        [tasks["task_id"], range(k)], names=["task_id", "k"]
-    ).to_frame(index=False)
-    for cand in candidates:
-        if cand not in cands.index:
-            raise KeyError(f"unknown candidate {cand!r}; the run has {list(cands.index)}")
-        mine = existing[existing["candidate"] == cand]
-        todo = _open_slots(slots, mine, run.config.max_reruns)
-        if todo.empty:
-            continue
-        row = cands.loc[cand]
-        parent = _parent(row)
-        if run.config.borrow and parent is not None and split == "train":
-            free = ~envgate.parse(row["env_gate"] or "").mask(tasks)
-            free_tasks = set(tasks.loc[free, "task_id"])
-            lend = todo["task_id"].isin(free_tasks) & (todo["attempt"] == 0)
-            rows = _borrow(existing, parent, cand, todo[lend])
-            if len(rows):
-                borrowed.append(rows)
-                got = rows[["task_id", "k"]].drop_duplicates()
-                todo = todo.merge(got, on=["task_id", "k"], how="left", indicator=True)
-                todo = todo[todo["_merge"] == "left_only"].drop(columns="_merge")
-        beacon = row["beacon"] or None
-        specs += [
-            TrialSpec(cand, t, split, int(kk), int(a), beacon)
-            for t, kk, a in todo[["task_id", "k", "attempt"]].itertuples(index=False)
-        ]
-    lent = pd.concat(borrowed, ignore_index=True) if borrowed else pd.DataFrame()
-    return Plan(specs=specs, borrowed=lent)
+    ids = tasks.loc[tasks["split"] == split, "task_id"].astype(object)
+    grid = pd.MultiIndex.from_product([list(candidates), ids], names=["candidate", "task_id"])
+    return grid.to_frame(index=False).assign(split=split, repeats=int(k))
 
 
-def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, round=0) -> int:
-    """Run ``specs`` through ``executor`` (threads by default), committing each trial.
+def behaviour(candidates: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
+    """What decides each candidate's behaviour on each task: its patches that act there.
 
-    With the default thread pool every trial is its own task and is committed as it
+    A candidate's patches are those of its lineage: a mutation adds one patch to its
+    parent's, a recombination unites its parents'. A patch acts on a task when its env gate
+    admits it. Two candidates with the same ``acting`` set on a task behave identically
+    there, so one may borrow the other's trials on it.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, task_id, acting``: one row per candidate and task; ``acting`` is the
+        sorted, comma-separated ids of the mutations whose patches act (empty: none).
+    """
+    schema.validate(candidates, "candidates")
+    rows = candidates.set_index("candidate")
+    lineage: dict[str, frozenset] = {}
+
+    def patches(name: str) -> frozenset:
+        if name not in lineage:
+            row = rows.loc[name]
+            own = {name} if row["kind"] == "mutation" else set()
+            lineage[name] = frozenset(own).union(
+                *(patches(p) for p in schema.split_ids(row["parents"]) if p in rows.index))
+        return lineage[name]
+
+    masks = {name: envgate.parse(rows.loc[name, "env_gate"] or "").mask(tasks)
+             for name in rows.index[rows["kind"] == "mutation"]}
+    frames = []
+    for name in rows.index:
+        mine = sorted(patches(name))
+        acting = np.full(len(tasks), "", dtype=object)
+        for m in mine:
+            acting = np.where(masks[m], np.where(acting == "", m, acting + "," + m), acting)
+        frames.append(pd.DataFrame({"candidate": name, "task_id": tasks["task_id"].to_numpy(),
+                                    "acting": acting}))
+    return pd.concat(frames, ignore_index=True).astype(object)
+
+
+def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
+         wanted: pd.DataFrame, *, config: RunConfig) -> Plan:
+    """The trials still needed for the ``wanted`` slots, and the rows to borrow.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The run's trials so far (any candidates; with ``borrowed_from``).
+    candidates, tasks : DataFrame
+        The run's candidates and tasks (env gates are evaluated on the tasks' features).
+    wanted : DataFrame
+        ``candidate, task_id, split, repeats``: each candidate needs repeats
+        ``0 .. repeats-1`` of each task listed.
+    config : RunConfig
+        ``gate.max_reruns`` (validity) and ``borrow``.
+
+    Returns
+    -------
+    Plan
+        ``specs``: a first attempt of each missing slot nobody can lend, and the next
+        attempt of each slot whose attempts all failed for infrastructure reasons and
+        that may still be re-run; ``borrowed``: trials rows copied from an identically
+        behaving candidate (``borrowed_from`` names the candidate that ran the trial).
+    """
+    schema.require(wanted, ["candidate", "task_id", "split", "repeats"], "wanted")
+    slots = _expand(wanted)
+    unknown = sorted(set(slots["candidate"]) - set(candidates["candidate"]))
+    if unknown:
+        raise KeyError(f"unknown candidate(s) {unknown}; the run has "
+                       f"{list(candidates['candidate'])}")
+    mine = trials[trials["candidate"].isin(slots["candidate"].unique())]
+    state = gates.validity_gate(mine, config=config.gate) if len(mine) else None
+    if state is not None:
+        slots = slots.merge(state[["candidate", "task_id", "split", "repeat", "needs_rerun",
+                                   "next_attempt"]],
+                            on=["candidate", "task_id", "split", "repeat"], how="left")
+    else:
+        slots = slots.assign(needs_rerun=np.nan, next_attempt=np.nan)
+    missing = slots[slots["needs_rerun"].isna()].drop(columns=["needs_rerun", "next_attempt"])
+    rerun = slots[slots["needs_rerun"] == True]  # noqa: E712 - NaN means "no trial yet"
+    borrowed = pd.DataFrame()
+    if config.borrow and len(missing) and len(trials):
+        borrowed = _lend(trials, candidates, tasks, missing)
+        if len(borrowed):
+            got = borrowed[["candidate", "task_id", "split", "repeat"]].assign(_got=True)
+            missing = missing.merge(got, how="left", on=["candidate", "task_id", "split",
+                                                         "repeat"])
+            missing = missing[missing["_got"].isna()].drop(columns="_got")
+    beacons = candidates.set_index("candidate")["beacon"]
+    specs = [TrialSpec(c, t, s, int(r), 0, beacons.get(c) or None) for c, t, s, r in
+             missing[["candidate", "task_id", "split", "repeat"]].itertuples(index=False)]
+    specs += [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None) for c, t, s, r, a in
+              rerun[["candidate", "task_id", "split", "repeat", "next_attempt"]]
+              .itertuples(index=False)]
+    return Plan(specs=specs, borrowed=borrowed)
+
+
+def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str], Snapshot],
+            sink: Sink, config: RunConfig, tasks: pd.DataFrame, executor=None,
+            progress: bool = True, label: str = "scoring", round: int = 0) -> int:
+    """Run ``specs`` through ``executor`` (threads by default), recording each trial.
+
+    With the default thread pool every trial is its own task and is recorded as it
     completes. Any other executor (a Dask cluster, a process pool) receives chunks of
-    ``config.remote_chunk`` trials, so the agent is shipped once per chunk rather than once
-    per trial; a chunk is committed in one transaction when it completes. Harness
-    directories are paths, so remote workers need the run directory on a shared filesystem.
-    The agent's health check runs before and after each batch; a failed check after a batch
-    marks that batch's trials as infrastructure failures, so they are re-run, never scored.
+    ``config.remote_chunk`` trials, each carrying its harness files, so workers need no
+    shared file system; a chunk is recorded in one transaction when it completes. The
+    agent's health check runs before and after each batch of ``config.batch_size``; a
+    failed check after a batch marks that batch's trials as infrastructure failures (they
+    are re-run, never scored).
+
+    Raises
+    ------
+    InfraError
+        The health check failed :data:`HEALTH_TRIES` times before a batch, or every trial of
+        a batch failed for infrastructure reasons (the message names the commonest error).
+        What completed is recorded first.
 
     Returns
     -------
@@ -100,53 +246,117 @@ def execute(run: Run, specs: list[TrialSpec], *, executor=None, progress=True, r
     if not specs:
         return 0
     own_pool = executor is None
-    pool = executor or cf.ThreadPoolExecutor(max_workers=run.config.workers)
-    chunk = 1 if own_pool else run.config.remote_chunk
-    tasks = run.tasks().set_index("task_id")
-    bar = _progress(len(specs), progress, desc=f"round {round}: scoring")
+    pool = executor or cf.ThreadPoolExecutor(max_workers=config.workers)
+    chunk = 1 if own_pool else config.remote_chunk
+    records = tasks.set_index("task_id")
+    snapshots = {c: harness(c) for c in dict.fromkeys(s.candidate for s in specs)}
+    bar = _progress(len(specs), progress, desc=label)
     try:
-        size = max(run.config.batch_size, chunk)
+        size = max(config.batch_size, chunk)
         for start in range(0, len(specs), size):
-            batch = specs[start : start + size]
-            _require_health(run)
+            batch = specs[start: start + size]
+            _require_health(agent)
             futures = {
-                pool.submit(_run_chunk, run.agent, [
-                    (run.harness_dir(s.candidate), _task_record(tasks, s.task_id), s)
-                    for s in part
-                ], run.config.seed): part
-                for part in (batch[i : i + chunk] for i in range(0, len(batch), chunk))
+                pool.submit(_run_chunk, agent, [
+                    (snapshots[s.candidate], _task_record(records, s.task_id), s)
+                    for s in part], config.run_seed): part
+                for part in (batch[i: i + chunk] for i in range(0, len(batch), chunk))
             }
+            errors: list[str | None] = []
             for future in cf.as_completed(futures):
                 done = list(zip(futures[future], future.result(), strict=True))
-                run.ledger.add_trials([(_row(spec, traj, round), traj.transcript)
-                                       for spec, traj in done])
+                sink.record_trials([(_row(spec, traj, round), traj.transcript)
+                                    for spec, traj in done])
+                errors += [None if traj.infra_ok else (traj.error or "unknown error")
+                           for _, traj in done]
                 bar.update(len(done))
-            if not _healthy(run):
-                run.ledger.mark_infra_failed(
-                    [(s.candidate, s.task_id, s.split, s.k, s.attempt) for s in batch]
-                )
-                run.ledger.event("health_failed_after_batch", round, trials=len(batch))
+            if not _healthy(agent):
+                sink.mark_infra_failed([(s.candidate, s.task_id, s.split, s.repeat, s.attempt)
+                                        for s in batch], "health check failed after the batch")
+            if len(errors) >= MIN_FAILED_BATCH and all(e is not None for e in errors):
+                common, count = Counter(errors).most_common(1)[0]
+                raise InfraError(f"every trial of a batch of {len(errors)} failed for "
+                                 f"infrastructure reasons ({count} with: {common[:300]}); "
+                                 "fix the environment and resume")
     finally:
         bar.close()
         if own_pool:
-            pool.shutdown()
+            pool.shutdown(cancel_futures=True)
+            _COPIES.clear()
     return len(specs)
 
 
+# ---------------------------------------------------------------------------- internals
+
+
+def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
+    """One row per wanted slot: ``candidate, task_id, split, repeat``."""
+    repeats = wanted["repeats"].to_numpy(np.int64)
+    out = wanted.loc[wanted.index.repeat(repeats), ["candidate", "task_id", "split"]]
+    out = out.reset_index(drop=True)
+    out["repeat"] = np.concatenate([np.arange(n) for n in repeats]) if len(repeats) else []
+    return out.astype({"repeat": np.int64})
+
+
+def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
+    """Rows lent to ``missing`` slots by candidates that behave identically there."""
+    acting = behaviour(candidates, tasks)
+    valid = trials[trials["infra_ok"]].sort_values("attempt", kind="stable")
+    valid = valid.drop_duplicates(["candidate", "task_id", "split", "repeat"])
+    donors = valid.merge(acting, on=["candidate", "task_id"])
+    wanted = missing.merge(acting, on=["candidate", "task_id"])
+    offers = wanted.merge(donors.rename(columns={"candidate": "donor"}),
+                          on=["task_id", "split", "repeat", "acting"])
+    offers = offers[offers["donor"] != offers["candidate"]]
+    if offers.empty:
+        return pd.DataFrame()
+    rank = _donor_rank(candidates)
+    offers = offers.assign(_rank=[rank.get((c, d), len(rank) + 1) for c, d in
+                                  zip(offers["candidate"], offers["donor"])])
+    offers = offers.sort_values(["_rank", "donor"], kind="stable")
+    offers = offers.drop_duplicates(["candidate", "task_id", "split", "repeat"])
+    beacons = candidates.set_index("candidate")["beacon"]
+    source = offers["borrowed_from"].where(offers["borrowed_from"].notna(), offers["donor"])
+    out = offers.drop(columns=["donor", "acting", "_rank"]).assign(
+        borrowed_from=source.astype(object), attempt=0)
+    own = [set(schema.split_ids(beacons.get(c))) for c in out["candidate"]]
+    out["activated"] = [bool(mine & set(schema.split_ids(b))) for mine, b in
+                        zip(own, out["beacons"])]
+    return out[[c for c in trials.columns if c in out.columns]].reset_index(drop=True)
+
+
+def _donor_rank(candidates: pd.DataFrame) -> dict[tuple[str, str], int]:
+    """Preference of donors per borrower: its parents in order, then its other ancestors."""
+    parents = {c: schema.split_ids(p) for c, p in zip(candidates["candidate"],
+                                                      candidates["parents"])}
+    rank = {}
+    for name in parents:
+        order, queue = [], list(parents[name])
+        while queue:
+            here = queue.pop(0)
+            if here not in order:
+                order.append(here)
+                queue += parents.get(here, [])
+        rank.update({(name, d): i for i, d in enumerate(order)})
+    return rank
+
+
 def _row(spec: TrialSpec, traj: Trajectory, round: int) -> dict:
-    ref = "/".join([spec.split, spec.candidate, spec.task_id, f"k{spec.k}a{spec.attempt}"])
-    return {**trial_row(spec, traj, ref), "borrowed_from": None, "round": round}
+    ref = "/".join([spec.split, spec.candidate, spec.task_id, f"r{spec.repeat}a{spec.attempt}"])
+    return {**trial_row(spec, traj, ref), "round": round}
 
 
-def _run_chunk(agent, items, seed: int) -> list[Trajectory]:
-    return [_run_one(agent, harness_dir, task, spec, seed) for harness_dir, task, spec in items]
+def _run_chunk(agent: TaskAgent, items, run_seed: int) -> list[Trajectory]:
+    return [_run_one(agent, snapshot, task, spec, run_seed) for snapshot, task, spec in items]
 
 
-def _run_one(agent, harness_dir, task: dict, spec: TrialSpec, seed: int) -> Trajectory:
-    """Run one trial; an exception in the agent is an infrastructure failure, not a fail."""
+def _run_one(agent: TaskAgent, snapshot: Snapshot, task: dict, spec: TrialSpec,
+             run_seed: int) -> Trajectory:
+    """Run one trial in a checked copy of the harness; an agent's crash is an infra failure."""
     started = time.perf_counter()
     try:
-        return agent.run(harness_dir, task, k=spec.k, attempt=spec.attempt, seed=seed)
+        return agent.run(_COPIES.get(snapshot), task, repeat=spec.repeat,
+                         attempt=spec.attempt, run_seed=run_seed)
     except Exception as err:  # noqa: BLE001 - an agent's crash is an infra failure, not a stop
         return Trajectory(
             passed=False, infra_ok=False, seconds=time.perf_counter() - started,
@@ -154,32 +364,35 @@ def _run_one(agent, harness_dir, task: dict, spec: TrialSpec, seed: int) -> Traj
         )
 
 
-def _open_slots(slots: pd.DataFrame, mine: pd.DataFrame, max_reruns: int) -> pd.DataFrame:
-    """Slots without a valid trial whose next attempt is allowed, with that attempt number."""
-    if mine.empty:
-        return slots.assign(attempt=0)
-    agg = mine.groupby(["task_id", "k"]).agg(
-        valid=("infra_ok", "any"), attempts=("attempt", "max")
-    ).reset_index()
-    merged = slots.merge(agg, on=["task_id", "k"], how="left")
-    fresh = merged["valid"].isna()
-    rerun = (merged["valid"] == False) & (merged["attempts"] < max_reruns)
-    merged["attempt"] = np.where(fresh, 0, merged["attempts"].fillna(-1) + 1).astype(np.int64)
-    return merged.loc[fresh | rerun, ["task_id", "k", "attempt"]].reset_index(drop=True)
+class _Copies:
+    """Harness copies for trials: one per thread and harness, checked before each reuse."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._folders: dict[tuple[int, str], Path] = {}
+
+    def get(self, snapshot: Snapshot) -> Path:
+        key = (threading.get_ident(), snapshot.digest)
+        with self._lock:
+            folder = self._folders.get(key)
+        if folder is not None and snapshot.intact(folder / "harness"):
+            return folder / "harness"
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        folder = Path(tempfile.mkdtemp(prefix="gsme-trial-"))
+        with self._lock:
+            self._folders[key] = folder
+        return snapshot.write(folder / "harness")
+
+    def clear(self) -> None:
+        with self._lock:
+            folders, self._folders = list(self._folders.values()), {}
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _parent(row: pd.Series) -> str | None:
-    parents = schema.split_ids(row["parents"])
-    return parents[0] if parents else None
-
-
-def _borrow(existing: pd.DataFrame, parent: str, cand: str, todo: pd.DataFrame) -> pd.DataFrame:
-    src = existing[existing["candidate"] == parent].merge(
-        todo[["task_id", "k"]], on=["task_id", "k"]
-    )
-    if src.empty:
-        return src
-    return src.assign(candidate=cand, borrowed_from=parent, activated=False)
+_COPIES = _Copies()
+atexit.register(_COPIES.clear)
 
 
 def _task_record(tasks: pd.DataFrame, task_id: str) -> dict:
@@ -188,16 +401,16 @@ def _task_record(tasks: pd.DataFrame, task_id: str) -> dict:
     return record
 
 
-def _healthy(run: Run) -> bool:
+def _healthy(agent: TaskAgent) -> bool:
     try:
-        return bool(run.agent.health_check())
+        return bool(agent.health_check())
     except Exception:  # noqa: BLE001 - a health check that raises is a failed health check
         return False
 
 
-def _require_health(run: Run) -> None:
+def _require_health(agent: TaskAgent) -> None:
     for attempt in range(HEALTH_TRIES):
-        if _healthy(run):
+        if _healthy(agent):
             return
         time.sleep(0.1 * 2**attempt)
     raise InfraError(

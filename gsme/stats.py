@@ -14,6 +14,7 @@ import pandas as pd
 
 from gsme import _paired, schema
 from gsme.power import mde, power, power_table
+from gsme.settings import GateConfig
 
 __all__ = [
     "aa_test",
@@ -53,7 +54,7 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train",
-    ...                   "k": [0, 1, 2], "passed": [True, False, True]})
+    ...                   "repeat": [0, 1, 2], "passed": [True, False, True]})
     >>> float(task_rates(t)["rate"].iloc[0])
     0.6666666666666666
     """
@@ -78,9 +79,7 @@ def paired_test(
     parent: str,
     child: str,
     split: str = "train",
-    z_crit: float = 1.96,
-    reference: str = "normal",
-    min_tasks: int = 10,
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Per-task paired test of ``child`` against ``parent`` on one split.
 
@@ -103,32 +102,31 @@ def paired_test(
     parent, child : str
         Candidate ids; both must have trials on ``split``.
     split : {"train", "test"}
-    z_crit : float
-        Normal critical value; it fixes the two-sided level α = 2·(1 − Φ(z_crit)).
-    reference : {"normal", "t"}
-        Reference distribution of z. ``"t"`` uses Student t with n − 1 degrees of freedom
-        for p and for the critical value at level α (the normal reference over-credits at
-        small n: about 3.1% one-sided at n = 26 instead of 2.5%).
-    min_tasks : int
-        Fewest paired tasks that can decide (at least 2).
+    config : GateConfig, optional
+        ``z_crit`` (the level α = 2·(1 − Φ(z_crit))), ``reference`` (``"t"``: Student t
+        with n − 1 degrees of freedom for p and the critical value; the normal reference
+        over-credits at small n, about 3.1% one-sided at n = 26 instead of 2.5%) and
+        ``min_tasks``; default :class:`~gsme.settings.GateConfig`.
 
     Returns
     -------
     DataFrame
         One row: ``candidate`` (the child), ``parent``, ``split``, ``n_tasks``,
         ``n_dropped``, ``n_changed`` (tasks whose rate differs), ``k`` (most valid repeats
-        of a paired task), ``rate_parent``, ``rate_child``, ``delta_pp``, ``se_pp``, ``z``,
+        of a paired task), ``looks`` (1), ``rate_parent``, ``rate_child``, ``delta_pp``, ``se_pp``, ``z``,
         ``p_value``, ``decision`` and ``reason`` (why, when not decided by z alone).
 
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": ["p"] * 3 + ["c"] * 3, "task_id": ["t1", "t2", "t3"] * 2,
-    ...                   "split": "train", "k": 0, "passed": [0, 1, 0, 1, 1, 0]})
-    >>> paired_test(t, parent="p", child="c", min_tasks=2)[["delta_pp", "decision"]]
+    ...                   "split": "train", "repeat": 0, "passed": [0, 1, 0, 1, 1, 0]})
+    >>> paired_test(t, parent="p", child="c", config=GateConfig(min_tasks=2))[
+    ...     ["delta_pp", "decision"]]
         delta_pp      decision
     0  33.333333  inconclusive
     """
-    z_crit = _paired.check_test_args(split, z_crit, reference, min_tasks)
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
     if parent == child:
         raise ValueError(f"parent and child must differ, both are {child!r}")
     trials = _paired.checked_trials(trials)
@@ -140,9 +138,7 @@ def paired_test(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    return _paired.compare(
-        _paired.encode_slots(trials), pairs, split=split, z_crit=z_crit, reference=reference, min_tasks=min_tasks
-    )
+    return _paired.compare(_paired.encode_slots(trials), pairs, split=split, config=config)
 
 
 def paired_tasks(
@@ -160,7 +156,7 @@ def paired_tasks(
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": ["p", "p", "c"], "task_id": ["t1", "t2", "t1"],
-    ...                   "split": "train", "k": 0, "passed": [False, True, True]})
+    ...                   "split": "train", "repeat": 0, "passed": [False, True, True]})
     >>> paired_tasks(t, parent="p", child="c")[["task_id", "diff"]].to_dict("records")
     [{'task_id': 't1', 'diff': 1.0}]
     """
@@ -184,9 +180,7 @@ def aa_test(
     candidate: str,
     rerun: str,
     split: str = "train",
-    z_crit: float = 1.96,
-    reference: str = "normal",
-    min_tasks: int = 10,
+    config: GateConfig | None = None,
     power: float = 0.8,
 ) -> pd.DataFrame:
     """A/A test: a candidate re-scored against itself, the run's own noise floor.
@@ -207,18 +201,18 @@ def aa_test(
     >>> rng = np.random.default_rng(0)
     >>> t = pd.DataFrame({"candidate": np.repeat(["base", "base2"], 60),
     ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(20)], 3), 2),
-    ...                   "split": "train", "k": np.tile([0, 1, 2], 40),
+    ...                   "split": "train", "repeat": np.tile([0, 1, 2], 40),
     ...                   "passed": rng.random(120) < 0.5})
     >>> aa_test(t, candidate="base", rerun="base2")["decision"].item()
     'inconclusive'
     """
-    out = paired_test(trials, parent=candidate, child=rerun, split=split, z_crit=z_crit,
-                      reference=reference, min_tasks=min_tasks)
+    config = _paired.gate_config(config)
+    out = paired_test(trials, parent=candidate, child=rerun, split=split, config=config)
     n = int(out["n_tasks"].iloc[0])
     out["sd_pp"] = out["se_pp"] * np.sqrt(n)
     sd = float(out["sd_pp"].iloc[0])
     out["mde_pp"] = (
-        mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, z_crit=z_crit, reference=reference)
+        mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
         if n >= 2 and sd > 0 else np.nan
     )
     return out
@@ -311,7 +305,7 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1"] * 3 + ["t2"] * 3,
-    ...                   "split": "train", "k": [0, 1, 2] * 2, "passed": [1, 0, 0, 0, 0, 0]})
+    ...                   "split": "train", "repeat": [0, 1, 2] * 2, "passed": [1, 0, 0, 0, 0, 0]})
     >>> float(pass_at_k(t, k=3)["pass_at_k"].iloc[0])
     0.5
     """

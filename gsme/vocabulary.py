@@ -13,22 +13,11 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from gsme.schema import FAILURE_MODES
+
 __all__ = ["DEFAULT_LABELS", "Label", "Vocabulary"]
 
-DEFAULT_LABELS = {
-    "thinking-runaway": "Reasoning runs on without converging and exhausts the token or "
-                        "thinking budget before an answer is given.",
-    "premature-finalization": "The agent commits to a final answer before the work is done "
-                              "or checked (stops early, skips remaining steps).",
-    "careless-submit": "The agent submits without verifying the result (tests not run, "
-                       "output not checked against the task).",
-    "tool-misuse": "A tool is called with wrong arguments, the wrong tool is used, or its "
-                   "output is misread.",
-    "format-error": "The answer is right in substance but breaks the required output format.",
-    "looping": "The agent repeats the same action or plan without making progress.",
-    "context-overflow": "The context window fills up (long outputs, files, histories) and "
-                        "needed information is truncated or lost.",
-}
+DEFAULT_LABELS = FAILURE_MODES
 
 
 @dataclass(frozen=True)

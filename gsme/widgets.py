@@ -1,24 +1,38 @@
-"""Interactive views of a run for Jupyter (ipywidgets is imported only when one is built)."""
+"""Interactive views of a run for Jupyter (ipywidgets is imported only when one is built).
+
+The panel draws on its own matplotlib :class:`~matplotlib.figure.Figure` with the Agg
+canvas, never through pyplot, and shows it as PNG bytes in an ``ipywidgets.Image``: it looks
+the same in JupyterLab, Notebook, VS Code and Voilà whatever the matplotlib backend (no
+``%matplotlib inline`` needed), and leaves pyplot's current figure alone.
+"""
 
 from __future__ import annotations
 
 import html
+import io
 from contextlib import contextmanager
 
+import numpy as np
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from gsme import analysis, plot, schema
 
 
-def explore(run, *, split="train", figsize=(15, 4.5)) -> Explorer:
+def explore(run, *, split="train", figsize=(15, 4.5), max_tasks=20, dpi=150) -> Explorer:
     """Build a panel to step through a run: round slider, candidate picker, transcripts.
 
     The slider sets the round ``r``: the z forest shows the decisions made up to ``r`` and
     the heatmap the archive after ``r``. The picker chooses one of those decided candidates:
-    the paired-task plot compares it with the parent of its decision, and the transcript
-    viewer lists its failing valid trials. Everything drawn is computed by
-    :func:`gsme.stats.paired_tasks` and :func:`gsme.archive.occupancy`.
+    it is ringed in the z forest, the paired-task plot compares it with the parent of its
+    decision, and the transcript viewer lists its failing valid trials. Everything drawn is
+    computed by :func:`gsme.stats.paired_tasks` and :func:`gsme.archive.occupancy`.
+
+    It stays readable on large runs: when more than ``max_tasks`` tasks are paired, the
+    paired-task plot shows only the tasks that moved, at most ``max_tasks`` of them (the
+    largest ``|Δ|``), and counts the rest; z-forest labels that would overlap are dropped,
+    the picked candidate's first, then credits and culls by ``|z|``.
 
     Parameters
     ----------
@@ -28,12 +42,17 @@ def explore(run, *, split="train", figsize=(15, 4.5)) -> Explorer:
     split : {"train", "test"}
         The split whose decisions and trials are shown.
     figsize : tuple of float
-        Size of the three-plot figure, in inches.
+        Size of the three-plot figure, in inches (shown at 100 px per inch, or narrower to
+        fit the page).
+    max_tasks : int
+        Most task rows the paired-task plot draws.
+    dpi : int
+        Resolution of the PNG the figure is rendered to.
 
     Returns
     -------
     Explorer
-        Displays as the panel in a notebook; holds the widgets and the figure.
+        Displays as the panel in a notebook; holds the widgets, the figure and its PNG.
 
     Raises
     ------
@@ -45,28 +64,32 @@ def explore(run, *, split="train", figsize=(15, 4.5)) -> Explorer:
     >>> from gsme.widgets import explore
     >>> explore(run)  # doctest: +SKIP
     """
-    return Explorer(run, split=split, figsize=figsize)
+    return Explorer(run, split=split, figsize=figsize, max_tasks=max_tasks, dpi=dpi)
 
 
 class Explorer:
     """The panel :func:`explore` returns: ``widget`` to display, ``figure`` it draws on.
 
     ``round`` (IntSlider), ``candidate`` (Dropdown), ``trial`` (Dropdown of failing trials,
-    valued by transcript reference) and ``transcript`` (HTML) are the panel's controls.
+    valued by transcript reference) and ``transcript`` (HTML) are the panel's controls;
+    ``image`` (Image) shows the figure, rendered to PNG (``png``) after every change.
     """
 
-    def __init__(self, run, *, split, figsize):
+    def __init__(self, run, *, split, figsize, max_tasks=20, dpi=150):
         if split not in schema.SPLITS:
             raise ValueError(f"split must be one of {list(schema.SPLITS)}, got {split!r}")
+        if isinstance(max_tasks, bool) or not isinstance(max_tasks, int) or max_tasks < 1:
+            raise ValueError(f"max_tasks must be a positive int, got {max_tasks!r}")
         widgets = _ipywidgets()
-        self.run, self.split = run, split
+        self.run, self.split, self.max_tasks, self.dpi = run, split, max_tasks, dpi
         self.candidates = run.candidates()
         self.decisions = _with_round(run.decisions(), self.candidates)
         self.decisions = self.decisions[self.decisions["split"] == split]
         self.trials = run.trials(split=split)
         self.failing = analysis.failing_trials(self.trials)
         rounds = self.candidates["round"].astype(int)
-        self.figure = Figure(figsize=figsize, layout="constrained")
+        self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+        FigureCanvasAgg(self.figure)  # a non-interactive canvas, whatever the backend
         self.axes = self.figure.subplots(1, 3, width_ratios=[1.2, 1, 1])
         self.round = widgets.IntSlider(min=int(rounds.min()), max=int(rounds.max()),
                                        value=int(rounds.max()), description="round")
@@ -74,8 +97,10 @@ class Explorer:
         self.trial = widgets.Dropdown(description="failing trial",
                                       layout=widgets.Layout(width="420px"))
         self.transcript = widgets.HTML()
-        self.output = widgets.Output()
-        self.widget = widgets.VBox([widgets.HBox([self.round, self.candidate]), self.output,
+        self.image = widgets.Image(format="png", layout=widgets.Layout(
+            width=f"{round(figsize[0] * 100)}px", max_width="100%", height="auto"))
+        self.image.add_class("gsme-explorer-figure")
+        self.widget = widgets.VBox([widgets.HBox([self.round, self.candidate]), self.image,
                                     self.trial, self.transcript])
         self._quiet = False
         self.round.observe(self._on_round, names="value")
@@ -86,34 +111,48 @@ class Explorer:
     def _repr_mimebundle_(self, **kwargs):
         return self.widget._repr_mimebundle_(**kwargs)
 
+    @property
+    def png(self) -> bytes:
+        """The figure as last shown, PNG bytes."""
+        return bytes(self.image.value)
+
     def _on_round(self, change) -> None:
         r = change["new"]
-        decided = self.decisions[self.decisions["round"] <= r]
-        options = list(pd.unique(decided["candidate"]))
+        options = list(pd.unique(self._decided(r)["candidate"]))
         current = self.candidate.value
         with self._quietly():
             self.candidate.options = options
             self.candidate.value = current if current in options else (
                 options[-1] if options else None)
-        forest, cells, _ = self.axes
-        forest.clear()
-        if len(decided):
-            plot.z_forest(decided, labels=True, ax=forest, title=f"decisions up to round {r}")
-        else:
-            _note(forest, f"no decisions up to round {r}")
+        cells = self.axes[1]
         cells.clear()
         self._draw_archive(cells, r)
+        self._draw_forest(r)
         self._draw_candidate()
         self._show()
 
     def _on_candidate(self, change) -> None:
         if not self._quiet:
+            self._draw_forest(self.round.value)
             self._draw_candidate()
             self._show()
 
     def _on_trial(self, change) -> None:
         if not self._quiet:
             self._show_transcript()
+
+    def _decided(self, r) -> pd.DataFrame:
+        return self.decisions[self.decisions["round"] <= r]
+
+    def _draw_forest(self, r) -> None:
+        forest, decided = self.axes[0], self._decided(r)
+        forest.clear()
+        if not len(decided):
+            _note(forest, f"no decisions up to round {r}")
+            return
+        picked = self.candidate.value
+        plot.z_forest(decided, labels=_label_order(decided, picked), highlight=picked,
+                      ax=forest, title=f"decisions up to round {r}")
 
     def _draw_archive(self, ax, r) -> None:
         from gsme import archive
@@ -139,8 +178,9 @@ class Explorer:
             row = self.decisions[self.decisions["candidate"] == child].iloc[-1]
             tasks = stats.paired_tasks(self.trials, parent=row["parent"], child=child,
                                        split=self.split)
-            plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, ax=ax,
-                              title=f"{child} vs {row['parent']}: {row['decision']}")
+            top = self.max_tasks if len(tasks) > self.max_tasks else None
+            plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, top=top,
+                              ax=ax, title=f"{child} vs {row['parent']}: {row['decision']}")
             failing = _transcripts(self.failing, child)
         with self._quietly():
             self.trial.options = failing
@@ -154,11 +194,18 @@ class Explorer:
             f"<pre style='max-height:24em;overflow:auto'>{html.escape(text)}</pre>")
 
     def _show(self) -> None:
-        from IPython.display import display
+        """Render the figure to PNG and hand the bytes to the Image widget.
 
-        self.output.clear_output(wait=True)
-        with self.output:
-            display(self.figure)
+        One Agg draw (it runs the constrained layout once), encoded by Pillow; ``savefig``
+        would lay the figure out twice.
+        """
+        from PIL import Image
+
+        self.figure.canvas.draw()
+        pixels = Image.fromarray(np.asarray(self.figure.canvas.buffer_rgba())).convert("RGB")
+        buffer = io.BytesIO()
+        pixels.save(buffer, format="png", dpi=(self.dpi, self.dpi))
+        self.image.value = buffer.getvalue()
 
     @contextmanager
     def _quietly(self):
@@ -170,12 +217,29 @@ class Explorer:
             self._quiet = False
 
 
+def _label_order(decided: pd.DataFrame, picked) -> list[str]:
+    """Candidates to label in the z forest, most important first: the picked one, then the
+    credits and culls, then the rest, each by ``|z|``; overlapping labels drop from the end."""
+    rank = (decided.assign(other=decided["candidate"] != picked,
+                           unsettled=~decided["decision"].isin(["credit", "cull"]),
+                           smaller=-decided["z"].abs())
+            .sort_values(["other", "unsettled", "smaller", "candidate"], kind="stable"))
+    return list(pd.unique(rank["candidate"].astype(str)))
+
+
 def _transcripts(failing: pd.DataFrame, candidate) -> list[tuple[str, str]]:
     """(label, transcript ref) of the candidate's failing trials that kept a transcript."""
+    repeat = _repeat_column(failing)
     rows = failing[(failing["candidate"] == candidate) & failing["trajectory"].notna()]
-    rows = rows.sort_values(["task_id", "k", "attempt"])
-    return [(f"{r.task_id} k={r.k} · {r.pathology if pd.notna(r.pathology) else 'unlabelled'}",
-             r.trajectory) for r in rows.itertuples()]
+    rows = rows.sort_values(["task_id", repeat, "attempt"])
+    return [(f"{task} repeat={r} · {path if pd.notna(path) else 'unlabelled'}", ref)
+            for task, r, path, ref in zip(rows["task_id"], rows[repeat], rows["pathology"],
+                                          rows["trajectory"])]
+
+
+def _repeat_column(trials: pd.DataFrame) -> str:
+    """The trials column of the repeat index (``repeat``; ``k`` in older ledgers)."""
+    return "repeat" if "repeat" in trials.columns else "k"
 
 
 def _with_round(decisions: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:

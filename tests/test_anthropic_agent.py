@@ -10,11 +10,11 @@ import anthropic
 import httpx2
 import pytest
 
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.agents import anthropic_agent as aa
 from gsme.agents.anthropic_agent import AnthropicAgent, extract_code
 from gsme.agents.middleware import load_runtime
-from gsme.bench import pyfunc
+from gsme.suites import pyfunc
 
 DATA = Path(__file__).parent / "data" / "anthropic_agent"
 KEY = "sk-ant-api03-TESTSECRET-0123456789"

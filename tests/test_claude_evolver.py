@@ -15,15 +15,23 @@ from pathlib import Path
 
 import anthropic
 import httpx2
+import jsonschema
 import pandas as pd
 import pytest
 
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.evolvers.claude import ClaudeEvolver, ClaudeEvolverError
 from gsme.evolvers.claude_models import DEFAULT_MODEL, MODEL_ENV, accepts_temperature, tool_choice
 from gsme.evolvers.claude_prompt import digest, sample_failures, train_failures
-from gsme.evolvers.claude_tools import CHANGE_ITEM, PATCH_ITEM, TOOLS, check, payload_items
-from gsme.harness import apply_patch, read_patches, validate_patch
+from gsme.evolvers.claude_tools import (
+    CHANGE_ITEM,
+    DIAGNOSIS_ITEM,
+    PATCH_ITEM,
+    TOOLS,
+    check,
+    payload_items,
+)
+from gsme.patches import apply_patch, read_patches, validate_patch
 from gsme.vocabulary import Vocabulary
 
 DATA = Path(__file__).parent / "data" / "claude_evolver"
@@ -171,7 +179,7 @@ def test_propose_request_shows_archive_history_lineage_and_shares_cached_prefix(
 def test_lineage_patches_are_shown_and_their_beacons_refused(diagnoses, harness):
     server = Server(ok("propose_ok.json"), ok("propose_ok.json"))
     prior = body("propose_ok.json")["content"][1]["input"]["patches"][1]
-    from gsme.patch import FileChange, Patch
+    from gsme.patches import FileChange, Patch
     apply_patch(harness, Patch(id="p-earlier", where="knowledge", why="careless-submit",
                                mechanism="earlier-checklist", beacon="runaway-guard",
                                changes=(FileChange("knowledge/check.md", "runaway-guard\n"),)))
@@ -495,6 +503,45 @@ def test_schema_check_names_every_field_at_fault():
     with pytest.raises(ValueError, match="one key 'patches'"):
         payload_items("propose_patches", {"diagnoses": []})
     assert [t["input_schema"]["required"] for t in TOOLS] == [["diagnoses"], ["patches"]]
+
+
+def test_tool_schemas_are_valid_draft_2020_12():
+    for tool in TOOLS:
+        jsonschema.Draft202012Validator.check_schema(tool["input_schema"])
+
+
+def test_schema_check_paths_reach_nested_items():
+    patch = {"where": "prompt", "why": "w", "mechanism": "m", "env_gate": "x" * 501,
+             "beacon": "b", "rationale": "r", "predicted_tasks": [], "changes": [],
+             "new_label": {"label": "w", "definition": " ", "extra": 1}}
+    items = [dict(patch, env_gate=""), dict(patch, env_gate=""), patch]
+    assert check(items, {"type": "array", "items": PATCH_ITEM}, "items") == [
+        "items[0].new_label: unknown field 'extra'; allowed: ['definition', 'label']",
+        "items[0].new_label.definition: must not be empty",  # blank counts as empty
+        "items[1].new_label: unknown field 'extra'; allowed: ['definition', 'label']",
+        "items[1].new_label.definition: must not be empty",
+        "items[2].env_gate: 501 characters, at most 500",
+        "items[2].new_label: unknown field 'extra'; allowed: ['definition', 'label']",
+        "items[2].new_label.definition: must not be empty",
+    ]
+
+
+def test_schema_check_is_stricter_than_json_schema_on_numbers_and_blanks():
+    item = {"task_id": "t1", "k": 0, "where": "prompt", "why": "w", "evidence": "e",
+            "confidence": 0.5}
+    assert check(item, DIAGNOSIS_ITEM, "d") == []
+    assert check(dict(item, k=1.0), DIAGNOSIS_ITEM, "d") == ["d.k: expected integer, got 1.0"]
+    assert check(dict(item, k=True), DIAGNOSIS_ITEM, "d") == ["d.k: expected integer, got True"]
+    for bad in (float("nan"), float("inf")):
+        assert check(dict(item, confidence=bad), DIAGNOSIS_ITEM, "d") == [
+            f"d.confidence: expected number, got {bad!r}"]
+    assert check(dict(item, confidence=1.5, k=-1, evidence=" \n"), DIAGNOSIS_ITEM, "d") == [
+        "d.k: -1 is below the minimum 0", "d.evidence: must not be empty",
+        "d.confidence: 1.5 is above the maximum 1"]
+    # a field of the wrong type gets one message, not one per rule it then also breaks
+    assert check(dict(item, where=3, why=None), DIAGNOSIS_ITEM, "d") == [
+        "d.where: expected string, got 3", "d.why: expected string, got None"]
+    assert check([], DIAGNOSIS_ITEM, "d") == ["d: expected object, got []"]
 
 
 def test_train_failures_drop_test_rows_and_pathology(failures):

@@ -83,7 +83,7 @@ class RecordingEvolver(RuleEvolver):
         return super().diagnose(failures, **kwargs)
 
     def propose(self, parent, diagnoses, archive, vocabulary, *, n, history=None):
-        from gsme.harness import harness_files
+        from gsme.patches import harness_files
 
         self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness_files(parent)),
                       history.to_csv()]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from gsme import analysis, evolve, experiments, report, schema, sim
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.run import Run
 
 

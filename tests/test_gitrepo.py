@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.gitrepo import HarnessRepo, RepoError
-from gsme.harness import PatchError, apply_patch, harness_files
-from gsme.patch import FileChange, Patch
+from gsme.patches import PatchError, apply_patch, harness_files
+from gsme.patches import FileChange, Patch
 from gsme.schema import empty, validate
 
 GATE = 'category in ["math", "py"] and title != "a, b: \\"c\\""'
@@ -274,7 +274,7 @@ def test_discard_removes_a_leaf_candidate_and_its_id_is_reused(tmp_path):
 
 
 def test_a_merge_whose_files_outgrow_the_size_limit_is_refused(tmp_path):
-    from gsme.harness import MAX_BYTES
+    from gsme.patches import MAX_BYTES
 
     repo = HarnessRepo.init(tmp_path / "r")
     half = "x" * (MAX_BYTES // 2 + 10) + "\n"

@@ -9,10 +9,21 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import LineCollection, PathCollection
-from matplotlib.colors import to_rgba
+from matplotlib.colors import to_hex, to_rgb, to_rgba
+from matplotlib.markers import MarkerStyle
 from matplotlib.patches import Rectangle
 
 from gsme import plot, schema
+
+# Machado, Oliveira & Fernandes (2009) CVD simulation, severity 1, on linear RGB.
+CVD = {
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413],
+                     [-0.011820, 0.042940, 0.968881]],
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216],
+                   [-0.003882, -0.048116, 1.051998]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602],
+                   [0.004733, 0.691367, 0.303900]],
+}
 
 
 @pytest.fixture
@@ -22,15 +33,23 @@ def ax():
     plt.close(fig)
 
 
+def contracted(kind, given: pd.DataFrame, **values) -> pd.DataFrame:
+    """``given`` plus every other column of the ``kind`` contract, at a neutral default."""
+    neutral = {"text": "", "int": 3, "float": 0.5, "bool": True}
+    out = given.assign(**values)
+    for col in schema.FRAMES[kind].columns:
+        if col.name not in out.columns:
+            out[col.name] = None if col.nullable and col.kind == "text" else neutral[col.kind]
+    return out
+
+
 def decisions_frame(rows):
     """A valid decisions frame from (candidate, parent, round, z, delta_pp, se_pp, decision)."""
     out = pd.DataFrame(rows, columns=["candidate", "parent", "round", "z", "delta_pp", "se_pp",
                                       "decision"])
-    n = len(out)
-    out = out.assign(split="train", n_tasks=20, n_dropped=0, n_changed=3, k=3,
-                     rate_parent=0.5, rate_child=0.5 + out["delta_pp"] / 100,
-                     p_value=0.05, activation_rate=1.0, gate_failed=[None] * n, reason="")
-    return out
+    return contracted("decisions", out, split="train", n_tasks=20, n_dropped=0, n_changed=3,
+                      rate_parent=0.5, rate_child=0.5 + out["delta_pp"] / 100, p_value=0.05,
+                      activation_rate=1.0, reason="")
 
 
 def candidates_frame(rows):
@@ -48,6 +67,42 @@ def scatter_points(ax):
             for c in ax.collections if isinstance(c, PathCollection)}
 
 
+def marker_of(collection) -> str:
+    """The marker code (``^ v o x X s D``) a scatter's points are drawn with."""
+    path = collection.get_paths()[0]
+    for code in ("^", "v", "o", "x", "X", "s", "D"):
+        style = MarkerStyle(code)
+        ref = style.get_path().transformed(style.get_transform())
+        if ref.vertices.shape == path.vertices.shape and np.allclose(ref.vertices,
+                                                                     path.vertices):
+            return code
+    raise AssertionError(f"unknown marker with vertices {path.vertices[:4]}")
+
+
+def hex_faces(collection) -> set:
+    return {to_hex(f) for f in collection.get_facecolors()}
+
+
+def delta_e(a, b, deficiency=None) -> float:
+    """CIELAB ΔE76 between colours ``a`` and ``b`` as seen with ``deficiency`` (or normal)."""
+    def lab(color):
+        c = np.asarray(to_rgb(color))
+        linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+        if deficiency is not None:
+            linear = np.clip(np.asarray(CVD[deficiency]) @ linear, 0, 1)
+        xyz = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
+                        [0.0193, 0.1192, 0.9505]]) @ linear / [0.95047, 1.0, 1.08883]
+        f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+        return np.array([116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])])
+    return float(np.linalg.norm(lab(a) - lab(b)))
+
+
+def visible_label_boxes(ax):
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    return {t.get_text(): t.get_window_extent(renderer) for t in ax.texts if t.get_visible()}
+
+
 def hlines_at(ax):
     return sorted(line.get_ydata()[0] for line in ax.lines
                   if len(set(line.get_ydata())) == 1 and len(line.get_ydata()) == 2)
@@ -61,6 +116,49 @@ FOREST = decisions_frame([
 ])
 
 
+OLD_RED_GREEN = {"credit": "#2ca02c", "cull": "#d62728"}
+
+
+def test_decision_and_direction_palettes_are_blue_orange_grey_with_shapes():
+    assert plot.DECISION_COLORS["credit"] == plot.DIRECTION_COLORS["up"] == "#0072B2"
+    assert plot.DECISION_COLORS["cull"] == plot.DIRECTION_COLORS["down"] == "#E69F00"
+    for grey in (plot.DECISION_COLORS["inconclusive"], plot.DIRECTION_COLORS["unchanged"]):
+        r, g, b = to_rgb(grey)
+        assert r == g == b  # "nothing happened" is neutral, not a hue
+    assert {k: plot.DECISION_MARKERS[k] for k in ("credit", "cull", "inconclusive")} == {
+        "credit": "^", "cull": "v", "inconclusive": "o"}
+    assert plot.DIRECTION_MARKERS == {"up": "^", "down": "v", "unchanged": "o"}
+    assert len(set(plot.DECISION_MARKERS.values())) == len(plot.DECISION_MARKERS)
+    assert set(plot.DECISION_COLORS) == set(plot.DECISION_MARKERS) == set(schema.DECISIONS)
+
+
+@pytest.mark.parametrize("deficiency", [None, *CVD])
+def test_good_bad_and_nothing_stay_apart_under_colour_blindness(deficiency):
+    for colors, good, bad, nothing in ((plot.DECISION_COLORS, "credit", "cull", "inconclusive"),
+                                       (plot.DIRECTION_COLORS, "up", "down", "unchanged")):
+        assert delta_e(colors[good], colors[bad], deficiency) > 40
+        assert delta_e(colors[good], colors[nothing], deficiency) > 20
+        assert delta_e(colors[bad], colors[nothing], deficiency) > 20
+
+
+def test_the_colour_blindness_check_rejects_red_green():
+    # the old palette: 120 ΔE apart with normal vision, 7 under deuteranopia
+    assert delta_e(OLD_RED_GREEN["credit"], OLD_RED_GREEN["cull"]) > 100
+    assert delta_e(OLD_RED_GREEN["credit"], OLD_RED_GREEN["cull"], "deuteranopia") < 15
+
+
+def test_category_palette_is_apart_from_decisions():
+    decision_hex = {to_hex(c) for c in [*plot.DECISION_COLORS.values(),
+                                        *plot.DIRECTION_COLORS.values()]}
+    category_hex = {to_hex(c) for c in plot.CATEGORY_PALETTE}
+    assert len(category_hex) == 9 and not category_hex & decision_hex
+    many = plot.category_colors([f"p{i}" for i in range(12)] + ["unknown"])
+    assert [to_hex(many[f"p{i}"]) for i in range(9)] == [to_hex(c) for c in
+                                                         plot.CATEGORY_PALETTE]
+    assert len({to_hex(c) for c in many.values()}) == 13
+    assert to_hex(many["unknown"]) == "#dddddd"
+
+
 def test_z_forest_points_colours_thresholds_and_legend(ax):
     out = plot.z_forest(FOREST, ax=ax, labels=True)
     assert out is ax
@@ -71,6 +169,13 @@ def test_z_forest_points_colours_thresholds_and_legend(ax):
     assert pts["cull"][0].tolist() == [[1.15, -2.2]]
     assert np.allclose(pts["cull"][1][0], to_rgba(plot.DECISION_COLORS["cull"]))
     assert pts["inconclusive"][0].tolist() == [[1.85, 0.7]]
+    drawn = {c.get_label(): c for c in ax.collections if isinstance(c, PathCollection)}
+    assert {k: (marker_of(drawn[k]), hex_faces(drawn[k]))
+            for k in ("credit", "cull", "inconclusive")} == {
+        "credit": ("^", {"#0072b2"}), "cull": ("v", {"#e69f00"}),
+        "inconclusive": ("o", {"#8c8c8c"})}
+    legend_markers = [h.get_paths()[0] for h in ax.get_legend().legend_handles[:3]]
+    assert [marker_of(PathCollection([p])) for p in legend_markers] == ["^", "v", "o"]
     assert hlines_at(ax) == [-1.96, 0.0, 1.96]
     dashed = [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"]
     assert sorted(dashed) == [-1.96, 1.96]
@@ -81,6 +186,38 @@ def test_z_forest_points_colours_thresholds_and_legend(ax):
     assert sorted(t.get_text() for t in ax.texts) == ["c1", "c2", "c3"]
     assert ax.get_ylabel().startswith("z") and ax.get_xlabel() == "round"
     assert list(ax.get_xticks()) == [1, 2] and ax.get_xlim() == (0.35, 2.65)
+
+
+def test_z_forest_labels_never_overlap_and_keep_the_largest_z(ax):
+    ax.figure.set_size_inches(3, 3)
+    crowd = decisions_frame([(f"c{i:02d}", "c0", 1, 2.0 + 0.01 * i, 1.0, 1.0, "inconclusive")
+                             for i in range(12)])
+    plot.z_forest(crowd, labels=True, ax=ax)
+    boxes = visible_label_boxes(ax)
+    assert "c11" in boxes  # the largest |z| keeps its label
+    assert 1 <= len(boxes) < 12
+    names = sorted(boxes)
+    assert not any(boxes[a].overlaps(boxes[b]) for a in names for b in names if a < b)
+    assert len(ax.texts) == 12  # the hidden ones are kept, only not drawn
+
+
+def test_z_forest_labels_in_priority_order_and_highlight(ax):
+    ax.figure.set_size_inches(3, 3)
+    crowd = decisions_frame([(f"c{i:02d}", "c0", 1, 2.0 + 0.01 * i, 1.0, 1.0, "inconclusive")
+                             for i in range(12)])
+    plot.z_forest(crowd, labels=["c03", "c04", "c99"], highlight="c03", ax=ax)
+    assert [t.get_text() for t in ax.texts] == ["c03", "c04"]
+    assert list(visible_label_boxes(ax)) == ["c03"]  # c04 would overlap it
+    ring = next(c for c in ax.collections if c.get_gid() == "highlight")
+    point = next(c for c in ax.collections if c.get_label() == "inconclusive")
+    assert ring.get_offsets().tolist() == [point.get_offsets()[3].tolist()]
+
+
+def test_z_forest_other_hue_uses_the_category_palette(ax):
+    plot.z_forest(FOREST.assign(mechanism=["a", "b", "a", "b"]), hue="mechanism", ax=ax)
+    pts = scatter_points(ax)
+    assert to_hex(pts["a"][1][0]) == to_hex(plot.CATEGORY_PALETTE[0])
+    assert to_hex(pts["b"][1][0]) == to_hex(plot.CATEGORY_PALETTE[1])
 
 
 def test_z_forest_delta_draws_intervals_of_z_crit_se(ax):
@@ -134,6 +271,43 @@ def test_paired_tasks_segments_coloured_by_direction(ax):
     assert legend.get_title().get_text() == "3 of 4 tasks moved"
     assert [t.get_text() for t in legend.get_texts()] == [
         "up (2)", "down (1)", "unchanged (1)", "c0", "c1"]
+    # the child's marker repeats the direction: ▲ blue up, ▼ orange down, ● grey unchanged
+    child = {c.get_gid(): c for c in ax.collections if isinstance(c, PathCollection)}
+    assert {d: (marker_of(child[f"child-{d}"]), hex_faces(child[f"child-{d}"]),
+                child[f"child-{d}"].get_offsets()[:, 1].tolist())
+            for d in ("up", "down", "unchanged")} == {
+        "up": ("^", {"#0072b2"}, [3.0, 2.0]), "down": ("v", {"#e69f00"}, [0.0]),
+        "unchanged": ("o", {"#8c8c8c"}, [1.0])}
+    assert hex_faces(child["parent"]) == {"#ffffff"}
+    assert not any(t.get_gid() == "hidden-note" for t in ax.texts)
+
+
+def test_paired_tasks_top_shows_the_largest_moves_and_counts_the_rest(ax):
+    n = 120
+    diff = np.zeros(n)
+    diff[:30] = np.linspace(-0.9, 0.9, 30)  # 30 moved tasks, the rest unchanged
+    many = pd.DataFrame({"task_id": [f"task{i:03d}" for i in range(n)], "rate_parent": 0.5,
+                         "rate_child": 0.5 + diff / 2}).assign(
+        diff=lambda d: d["rate_child"] - d["rate_parent"])
+    plot.paired_tasks(many, top=10, ax=ax)
+    rows = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(rows) == 10
+    kept = many.set_index("task_id").loc[rows, "diff"]
+    assert kept.abs().min() >= many["diff"].abs().nlargest(10).min()
+    assert list(kept) == sorted(kept, reverse=True)  # still biggest gain on top
+    assert ax.get_legend().get_title().get_text() == "30 of 120 tasks moved"
+    note = next(t for t in ax.texts if t.get_gid() == "hidden-note").get_text()
+    assert note == "not shown:\n20 moved, smaller |Δ|\n90 unchanged"
+    assert ax.get_ylabel() == "task (10 of 120 shown)"
+
+
+def test_paired_tasks_top_with_nothing_moved_says_so(ax):
+    still = TASKS.assign(rate_child=TASKS["rate_parent"], diff=0.0)
+    plot.paired_tasks(still, top=5, ax=ax)
+    texts = [t.get_text() for t in ax.texts]
+    assert "no task moved (4 unchanged)" in texts and "not shown:\n4 unchanged" in texts
+    with pytest.raises(ValueError, match="top"):
+        plot.paired_tasks(TASKS, top=0, ax=ax)
 
 
 def test_paired_tasks_names_missing_column_and_nan_rows(ax):
@@ -186,6 +360,7 @@ def test_occupancy_shows_rates_and_hatched_empty_cells(ax):
     assert [t.get_text() for t in ax.get_xticklabels()] == ["careless", "runaway", "tooling"]
     assert ax.get_xlabel() == "why" and ax.get_ylabel() == "where"
     assert all(t.get_rotation() == 0 for t in ax.get_yticklabels())  # levers read across
+    assert all(t.get_rotation() == 30 for t in ax.get_xticklabels())  # long slugs slant
     mesh = ax.collections[0]
     assert mesh.get_array().count() == 2  # only the occupied cells are coloured
 
@@ -223,9 +398,16 @@ def test_tree_layout_is_tidy_and_deterministic():
 
 def test_lineage_nodes_edges_colours_and_shapes(ax):
     plot.lineage(CANDS, LINEAGE_DECISIONS, ax=ax)
-    nodes = {c.get_gid(): c for c in ax.collections if isinstance(c, PathCollection)}
-    assert set(nodes) == {"baseline", "mutation", "recombination"}
+    drawn = {c.get_gid(): c for c in ax.collections if isinstance(c, PathCollection)}
+    nodes = {k: drawn[k] for k in plot.KIND_MARKERS}
+    assert set(drawn) == {*plot.KIND_MARKERS, "decision-credit", "decision-cull",
+                          "decision-inconclusive"}
     assert sum(len(c.get_offsets()) for c in nodes.values()) == 5
+    # each decided node also carries its decision's glyph, so the tree reads without colour
+    glyphs = {k: (marker_of(drawn[f"decision-{k}"]), drawn[f"decision-{k}"].get_offsets().tolist())
+              for k in ("credit", "cull", "inconclusive")}
+    assert glyphs == {"credit": ("^", [[1.0, 0.5], [1.0, 2.0]]), "cull": ("v", [[2.0, 0.0]]),
+                      "inconclusive": ("o", [[3.0, 1.0]])}
     assert nodes["recombination"].get_offsets().tolist() == [[3.0, 1.0]]
     faces = [tuple(f) for f in nodes["mutation"].get_facecolors()]
     assert faces == [to_rgba(plot.DECISION_COLORS[d]) for d in ("credit", "credit", "cull")]
@@ -234,9 +416,12 @@ def test_lineage_nodes_edges_colours_and_shapes(ax):
              if isinstance(c, LineCollection)}
     assert len(edges["edges"]) == 4  # one per non-root candidate, from its first parent
     assert [s.tolist() for s in edges["merge-edges"]] == [[[1.0, 2.0], [3.0, 1.0]]]
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["credit", "cull", "inconclusive", "no decision",
-                      "baseline", "mutation", "recombination"]
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "credit", "cull", "inconclusive", "no decision", "baseline", "mutation", "recombination"]
+    assert [h.get_marker() for h in legend.legend_handles[:3]] == ["^", "v", "o"]
+    assert [h.get_markerfacecolor() for h in legend.legend_handles[:3]] == [
+        "#0072B2", "#E69F00", "#8C8C8C"]
     assert sorted(t.get_text() for t in ax.texts) == ["c0", "c1", "c2", "c3", "c4"]
 
 
@@ -262,9 +447,12 @@ def test_retention_points_identity_line_and_labels(ax):
     plot.retention(RETENTION, ax=ax, title="published")
     pts = scatter_points(ax)
     assert pts["credited"][0].tolist() == [[6.3, 9.3], [15.8, 13.7]]
+    credited = next(c for c in ax.collections if c.get_label() == "credited")
+    assert (marker_of(credited), hex_faces(credited)) == ("^", {"#0072b2"})
     hollow = next(c for c in ax.collections if c.get_label() == "not credited")
     assert hollow.get_offsets().tolist() == [[4.0, -1.0]]
     assert np.allclose(hollow.get_facecolors()[0], to_rgba("white"))
+    assert marker_of(hollow) == "o" and to_hex(hollow.get_edgecolors()[0]) == "#8c8c8c"
     identity = next(line for line in ax.lines if line.get_label() == "100% retention")
     assert identity.get_xy1() == (0, 0) and identity.get_slope() == 1
     assert [t.get_text() for t in ax.texts] == ["TB2 147%", "LiveCode 86%", "SWE —"]
@@ -295,7 +483,8 @@ def test_pathologies_stacks_shares_per_candidate(ax):
     bars = [(p.get_x() + p.get_width() / 2, p.get_y(), p.get_height()) for p in ax.patches]
     # careless segments first at the bottom, runaway stacked on c0, zero-height on c1
     assert bars == [(0.0, 0.0, 0.75), (1.0, 0.0, 1.0), (0.0, 0.75, 0.25), (1.0, 1.0, 0.0)]
-    assert ax.patches[0].get_facecolor() != ax.patches[2].get_facecolor()
+    assert [to_hex(ax.patches[i].get_facecolor()) for i in (0, 2)] == [
+        to_hex(c) for c in plot.CATEGORY_PALETTE[:2]]  # careless, runaway: not decision hues
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["careless", "runaway"]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["c0", "c1"]
     assert ax.get_ylabel() == "share of failing trials"

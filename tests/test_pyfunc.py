@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gsme.bench import pyfunc
+from gsme.suites import pyfunc
 
 
 def test_tasks_frame_has_a_fixed_stratified_split():

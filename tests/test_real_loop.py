@@ -23,7 +23,7 @@ import pytest
 
 from gsme import evolve, report
 from gsme.agents.anthropic_agent import AnthropicAgent
-from gsme.bench import pyfunc
+from gsme.suites import pyfunc
 from gsme.evolvers.claude import ClaudeEvolver
 from gsme.prices import call_cost
 from gsme.run import Run, RunConfig

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from gsme import sim
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.evolvers import DIAGNOSIS_COLUMNS
 from gsme.evolvers.rule import UNMATCHED, RuleEvolver, derive_gate
 from gsme.evolvers.templates import TEMPLATES
-from gsme.harness import apply_patch, read_patches
+from gsme.patches import apply_patch, read_patches
 from gsme.schema import LEVERS
 from gsme.sim.transcripts import AMBIGUOUS, MISLEADING
 from gsme.vocabulary import Vocabulary

@@ -7,7 +7,7 @@ import pytest
 
 from gsme import sim
 from gsme.agents import TaskAgent, Trajectory
-from gsme.patch import FileChange, Patch
+from gsme.patches import FileChange, Patch
 from gsme.run import Run, RunConfig, RunError, SealedError
 
 

@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 
 from gsme import sim
-from gsme._paths import SEED_HARNESS
+from gsme.resources import SEED_HARNESS
 from gsme.agents import TrialSpec, to_trials
-from gsme.harness import apply_patch
-from gsme.patch import FileChange, Patch
+from gsme.patches import apply_patch
+from gsme.patches import FileChange, Patch
 from gsme.sim.benchmark import PRESET_SPECS
 from gsme.stats import paired_test
 

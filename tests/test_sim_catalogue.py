@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme.patch import FileChange, Patch
+from gsme.patches import FileChange, Patch
 from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
 from gsme.sim.catalogue import CATALOGUE, TRIGGERS, effect_of
 from gsme.sim.model import WHY_INDEX, base_onset, compile_harness

@@ -4,14 +4,19 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import io
 import sys
 
+import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.collections import PathCollection
+from PIL import Image
 
 from gsme import schema, widgets
 
+#: The trials column of the repeat index, whichever name the schema gives it.
+REPEAT = "repeat" if "repeat" in schema.columns("trials") else "k"
 TASKS = ["t1", "t2", "t3", "t4"]
 # pass pattern per candidate and task over K=3 repeats
 PASSES = {
@@ -35,18 +40,10 @@ class FakeRun:
 
     def decisions(self):
         rows = [("c1", "c0", 1, 2.4, "credit"), ("c2", "c1", 2, -0.8, "inconclusive")]
-        out = pd.DataFrame(rows, columns=["candidate", "parent", "round", "z", "decision"])
-        return out.assign(split="train", n_tasks=4, n_dropped=0, n_changed=2, k=3,
-                          rate_parent=0.5, rate_child=0.6, delta_pp=10.0, se_pp=4.0,
-                          p_value=0.02, activation_rate=1.0, gate_failed=None, reason="")
+        return decisions_frame(rows)
 
     def trials(self, *, split=None):
-        rows = [(c, t, "train", k, bool(p), f"{c}/{t}/{k}", None if p else "careless")
-                for c, by_task in PASSES.items() for t, ps in by_task.items()
-                for k, p in enumerate(ps)]
-        cols = ["candidate", "task_id", "split", "k", "passed", "trajectory", "pathology"]
-        out = schema.as_trials(pd.DataFrame(rows, columns=cols))
-        return out if split is None else out[out["split"] == split]
+        return trials_frame(PASSES, split)
 
     def archive(self, round=None):
         if round is not None and round < 1:
@@ -58,14 +55,80 @@ class FakeRun:
         return f"<transcript {ref}>"
 
 
+def decisions_frame(rows) -> pd.DataFrame:
+    """A valid decisions frame from (candidate, parent, round, z, decision) rows."""
+    out = pd.DataFrame(rows, columns=["candidate", "parent", "round", "z", "decision"])
+    neutral = {"text": "", "int": 3, "float": 0.5, "bool": True}
+    out = out.assign(split="train", delta_pp=10.0, se_pp=4.0, p_value=0.02, reason="")
+    for col in schema.FRAMES["decisions"].columns:
+        if col.name not in out.columns:
+            out[col.name] = None if col.nullable and col.kind == "text" else neutral[col.kind]
+    return out
+
+
+def trials_frame(passes, split=None) -> pd.DataFrame:
+    """A trials frame from {candidate: {task: [pass per repeat]}}; failures are labelled."""
+    rows = [(c, t, "train", r, bool(p), f"{c}/{t}/{r}", None if p else "careless")
+            for c, by_task in passes.items() for t, ps in by_task.items()
+            for r, p in enumerate(ps)]
+    cols = ["candidate", "task_id", "split", REPEAT, "passed", "trajectory", "pathology"]
+    out = schema.as_trials(pd.DataFrame(rows, columns=cols))
+    return out if split is None else out[out["split"] == split]
+
+
+class BigRun(FakeRun):
+    """120 tasks and 16 children in 4 rounds with crowded z values: a run at scale."""
+
+    n_tasks, rounds, children = 120, 4, 4
+
+    def __init__(self, seed=0):
+        rng = np.random.default_rng(seed)
+        names = ["c00"] + [f"c{i:02d}" for i in range(1, self.rounds * self.children + 1)]
+        base = rng.random(self.n_tasks)
+        self.passes = {}
+        for i, name in enumerate(names):
+            # each child flips a few tasks of the baseline: most tasks do not move
+            flip = rng.random(self.n_tasks) < (0 if i == 0 else 0.25)
+            rate = np.where(flip, rng.random(self.n_tasks), base)
+            self.passes[name] = {f"task{t:03d}": (rng.random(3) < rate[t]).astype(int).tolist()
+                                 for t in range(self.n_tasks)}
+        self.names = names
+
+    def candidates(self):
+        n = len(self.names)
+        rounds = [0] + [1 + i // self.children for i in range(n - 1)]
+        return pd.DataFrame({
+            "candidate": self.names, "parents": [""] + ["c00"] * (n - 1),
+            "kind": ["baseline"] + ["mutation"] * (n - 1),
+            "where": [None] + ["prompt"] * (n - 1), "why": [None] + ["careless"] * (n - 1),
+            "patch_id": None, "beacon": None, "env_gate": None, "commit": None,
+            "branch": None, "round": rounds, "rationale": None,
+        })
+
+    def decisions(self):
+        decisions = ["credit", "cull", "inconclusive", "credit"]
+        rows = [(c, "c00", 1 + i // self.children, 2.0 + 0.02 * i, decisions[i % 4])
+                for i, c in enumerate(self.names[1:])]
+        return decisions_frame(rows)
+
+    def trials(self, *, split=None):
+        return trials_frame(self.passes, split)
+
+
 @pytest.fixture
 def panel():
     return widgets.explore(FakeRun())
 
 
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return Image.open(io.BytesIO(data)).size
+
+
 def forest_points(panel):
     ax = panel.axes[0]
-    return sorted(tuple(p) for c in ax.collections if isinstance(c, PathCollection)
+    return sorted(tuple(p) for c in ax.collections
+                  if isinstance(c, PathCollection) and c.get_gid() != "highlight"
                   for p in c.get_offsets().tolist())
 
 
@@ -78,7 +141,7 @@ def test_initial_panel_shows_the_last_round(panel):
     assert sorted(t.get_text() for t in cells.texts).count("0.83") == 1
     assert sum(p.get_gid() == "empty-cell" for p in cells.patches) == 4 * 2 - 1
     assert panel.axes[2].get_title() == "c2 vs c1: inconclusive"
-    # c2's failing trials: t2 k=0, t3 k=0..2; the first one's transcript is shown
+    # c2's failing trials: t2 repeat 0, t3 repeats 0..2; the first one's transcript shows
     assert [ref for _, ref in panel.trial.options] == ["c2/t2/0", "c2/t3/0", "c2/t3/1",
                                                        "c2/t3/2"]
     assert "&lt;transcript c2/t2/0&gt;" in panel.transcript.value
@@ -108,6 +171,65 @@ def test_candidate_and_trial_pickers_update_plot_and_transcript(panel):
     panel.trial.value = "c1/t3/2"
     assert "c1/t3/2" in panel.transcript.value
     assert forest_points(panel) == [(1.0, 2.4), (2.0, -0.8)]  # the round is unchanged
+
+
+def test_figure_is_a_png_in_an_image_widget_not_a_pyplot_figure(panel):
+    import ipywidgets
+    import matplotlib.pyplot as plt
+
+    assert isinstance(panel.image, ipywidgets.Image) and panel.image.format == "png"
+    assert panel.image in panel.widget.children
+    assert png_size(panel.png) == (15 * 150, round(4.5 * 150))  # figsize at 150 dpi
+    assert plt.get_fignums() == []  # nothing went through pyplot
+    before = panel.png
+    panel.round.value = 1
+    assert panel.png != before and png_size(panel.png) == (2250, 675)
+    bundle = panel._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+
+
+def test_transcript_labels_name_the_repeat(panel):
+    assert [label for label, _ in panel.trial.options][:2] == [
+        "t2 repeat=0 · careless", "t3 repeat=0 · careless"]
+
+
+def test_picked_candidate_is_ringed_in_the_forest(panel):
+    ring = next(c for c in panel.axes[0].collections if c.get_gid() == "highlight")
+    assert ring.get_offsets().tolist() == [[2.0, -0.8]]
+    before = panel.png
+    panel.candidate.value = "c1"
+    ring = next(c for c in panel.axes[0].collections if c.get_gid() == "highlight")
+    assert ring.get_offsets().tolist() == [[1.0, 2.4]]
+    assert panel.png != before
+
+
+def test_large_run_stays_readable():
+    panel = widgets.explore(BigRun(), max_tasks=15)
+    assert png_size(panel.png) == (2250, 675)
+    paired = panel.axes[2]
+    rows = [t.get_text() for t in paired.get_yticklabels()]
+    assert len(rows) == 15
+    title = paired.get_legend().get_title().get_text()
+    moved = int(title.split()[0])
+    assert title == f"{moved} of 120 tasks moved" and moved > 15
+    note = next(t for t in paired.texts if t.get_gid() == "hidden-note").get_text()
+    assert note == f"not shown:\n{moved - 15} moved, smaller |Δ|\n{120 - moved} unchanged"
+    # forest: 16 labelled points, crowded; the labels drawn never overlap
+    forest = panel.axes[0]
+    renderer = panel.figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in forest.texts if t.get_visible()]
+    assert 1 <= len(boxes) < len(forest.texts) == 16
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    picked = panel.candidate.value
+    assert picked in [t.get_text() for t in forest.texts if t.get_visible()]
+    # and every task label of the paired plot fits in its row
+    tick_boxes = [t.get_window_extent(renderer) for t in paired.get_yticklabels()]
+    assert not any(a.overlaps(b) for i, a in enumerate(tick_boxes) for b in tick_boxes[i + 1:])
+
+
+def test_bad_max_tasks_is_named():
+    with pytest.raises(ValueError, match="max_tasks"):
+        widgets.explore(FakeRun(), max_tasks=0)
 
 
 def test_missing_ipywidgets_raises_a_clear_error(monkeypatch):

@@ -12,7 +12,7 @@ Per trial the agent reads the harness:
 * ``runtime/*.toml`` — middleware from :mod:`gsme.agents.middleware`.
 
 It asks the model for the function in one fenced ```python block, lets middleware send it
-back for more turns, then grades the last code with the benchmark's hidden tests in a
+back for more turns, then grades the last code with the task suite's hidden tests in a
 separate process. API errors left after the SDK's own retries make the trial an
 infrastructure failure. The API key never reaches a transcript, a trajectory or an error.
 
@@ -40,7 +40,7 @@ import pandas as pd
 
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.agents.middleware import Step, load_runtime
-from gsme.bench import pyfunc
+from gsme.suites import pyfunc
 from gsme.prices import call_cost
 
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AgentConfig", "AnthropicAgent", "extract_code",
@@ -49,7 +49,7 @@ __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AgentConfig", "AnthropicAgent", "extra
 DEFAULT_MODEL = "claude-haiku-4-5"
 MODEL_ENV = "GSME_TASK_MODEL"
 PLACEHOLDER_MODEL = "frozen-task-model"
-BENCHMARKS = ("pyfunc",)
+SUITES = ("pyfunc",)
 _CONFIG_KEYS = ("model", "temperature", "max_tokens", "thinking_budget", "turn_limit")
 _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 _KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
@@ -121,8 +121,8 @@ class AnthropicAgent(TaskAgent):
         The API key; kept only inside the client.
     model : str, optional
         The frozen task model (see the module docstring for the fallbacks).
-    benchmark : {"pyfunc"}
-        The bundled benchmark whose tasks it solves.
+    suite : {"pyfunc"}
+        The bundled task suite whose tasks it solves.
     tasks : sequence of str, optional
         Task ids to keep (each with its own split), e.g. a small run; default all tasks.
     max_retries : int
@@ -133,7 +133,7 @@ class AnthropicAgent(TaskAgent):
     Examples
     --------
     >>> agent = AnthropicAgent(api_key="sk-ant-...")          # doctest: +SKIP
-    >>> agent.run(SEED_HARNESS, agent.tasks().iloc[0], k=0, attempt=0, seed=0)  # doctest: +SKIP
+    >>> agent.run(SEED_HARNESS, agent.tasks().iloc[0], repeat=0, attempt=0, run_seed=0)  # doctest: +SKIP
     """
 
     name = "anthropic"
@@ -144,14 +144,14 @@ class AnthropicAgent(TaskAgent):
         client: anthropic.Anthropic | None = None,
         api_key: str | None = None,
         model: str | None = None,
-        benchmark: str = "pyfunc",
+        suite: str = "pyfunc",
         tasks: Sequence[str] | None = None,
         max_retries: int = 2,
         grade_timeout_s: float = 10,
     ) -> None:
-        if benchmark not in BENCHMARKS:
-            raise ValueError(f"benchmark must be one of {list(BENCHMARKS)}, got {benchmark!r}")
-        self.benchmark = benchmark
+        if suite not in SUITES:
+            raise ValueError(f"suite must be one of {list(SUITES)}, got {suite!r}")
+        self.suite = suite
         self.task_ids = None if tasks is None else _known_tasks(tasks)
         self.model = model
         self.max_retries = max_retries
@@ -161,7 +161,7 @@ class AnthropicAgent(TaskAgent):
 
     def __repr__(self) -> str:
         subset = "" if self.task_ids is None else f", tasks={len(self.task_ids)}"
-        return f"AnthropicAgent(model={self.model!r}, benchmark={self.benchmark!r}{subset})"
+        return f"AnthropicAgent(model={self.model!r}, suite={self.suite!r}{subset})"
 
     @property
     def client(self) -> anthropic.Anthropic:
@@ -172,7 +172,7 @@ class AnthropicAgent(TaskAgent):
         return self._client
 
     def tasks(self) -> pd.DataFrame:
-        """The benchmark's tasks (``task_id``, ``split`` and features), only ``tasks`` if given."""
+        """The suite's tasks (``task_id``, ``split`` and features), only ``tasks`` if given."""
         tasks = pyfunc.load_tasks()
         if self.task_ids is None:
             return tasks
@@ -193,7 +193,7 @@ class AnthropicAgent(TaskAgent):
         load_runtime(harness_dir)
 
     def run(
-        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+        self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int, run_seed: int
     ) -> Trajectory:
         """Solve ``task`` once under the harness at ``harness_dir`` and grade the answer."""
         start = time.perf_counter()
@@ -347,7 +347,7 @@ def _known_tasks(tasks) -> tuple[str, ...]:
     unknown = sorted(set(tasks) - set(pyfunc.load_tasks()["task_id"]))
     if unknown:
         raise ValueError(f"tasks names unknown pyfunc task id(s) {unknown}; see "
-                         "gsme.bench.pyfunc.load_tasks()")
+                         "gsme.suites.pyfunc.load_tasks()")
     return tuple(sorted(set(tasks)))
 
 

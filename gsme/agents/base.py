@@ -41,7 +41,7 @@ class TrialSpec:
     candidate: str
     task_id: str
     split: str
-    k: int
+    repeat: int
     attempt: int = 0
     beacon: str | None = None  # the candidate's own beacon(s), comma separated
 
@@ -49,7 +49,9 @@ class TrialSpec:
 class TaskAgent(abc.ABC):
     """A frozen task model inside a harness: runs one trial at a time.
 
-    Subclasses implement :meth:`tasks` and :meth:`run`; :meth:`health_check` is optional.
+    Subclasses implement :meth:`tasks` and :meth:`run`; :meth:`health_check` and
+    :meth:`check_harness` are optional. Trials may run in threads, processes or on other
+    machines, so an agent must be picklable and :meth:`run` safe to call concurrently.
     ``simulated`` is True for agents whose results are simulated, so every report can say so.
     """
 
@@ -62,15 +64,21 @@ class TaskAgent(abc.ABC):
 
     @abc.abstractmethod
     def run(
-        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+        self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int, run_seed: int
     ) -> Trajectory:
-        """Run ``task`` (a row of :meth:`tasks`) once under the harness at ``harness_dir``."""
+        """Run ``task`` (a row of :meth:`tasks`) once under the harness at ``harness_dir``.
+
+        ``harness_dir`` is a fresh copy of the candidate's harness made for this trial
+        alone and removed after it; ``repeat`` is the repeat index, ``attempt`` counts
+        re-runs after infrastructure failures, and ``run_seed`` is the run's seed (an agent
+        that draws random numbers seeds them from these, so a trial is reproducible).
+        """
 
     def health_check(self) -> bool:
         """True when the environment is healthy enough to run trials."""
         return True
 
-    def check_harness(self, harness_dir: Path) -> None:
+    def check_harness(self, harness_dir: Path) -> None:  # noqa: B027 - optional hook
         """Raise ``ValueError`` naming the problem if this agent cannot run the harness.
 
         The loop calls it on every new candidate before scoring, so a patch whose files
@@ -91,7 +99,7 @@ def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
         "candidate": spec.candidate,
         "task_id": spec.task_id,
         "split": spec.split,
-        "k": int(spec.k),
+        "repeat": int(spec.repeat),
         "attempt": int(spec.attempt),
         "passed": bool(traj.passed) and bool(traj.infra_ok),
         "infra_ok": bool(traj.infra_ok),
@@ -102,6 +110,8 @@ def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
         "seconds": float(traj.seconds),
         "pathology": traj.pathology,
         "trajectory": ref,
+        "error": traj.error,
+        "borrowed_from": None,
     }
 
 

@@ -6,7 +6,8 @@ environment) and reads ``{out}/result.json``.
 
 Template placeholders
 ---------------------
-``{harness}`` harness directory, ``{task_id}``, ``{k}``, ``{attempt}``, ``{seed}``,
+``{harness}`` harness directory (a fresh copy for this trial alone), ``{task_id}``,
+``{repeat}`` the repeat index, ``{attempt}``, ``{run_seed}``,
 ``{out}`` a fresh empty directory for this trial's output, ``{python}`` the running Python
 interpreter. A string template is split with :func:`shlex.split` before the placeholders
 are filled, so a filled value is always one argument. ``{{`` and ``}}`` are literal braces.
@@ -77,7 +78,7 @@ __all__ = ["BASE_ENV", "DEFAULT_EXIT_CODES", "OUTCOMES", "PLACEHOLDERS", "Comman
 
 OUTCOMES = ("result", "failure", "infra")
 DEFAULT_EXIT_CODES = {0: "result", 75: "infra"}
-PLACEHOLDERS = ("harness", "task_id", "k", "attempt", "seed", "out", "python")
+PLACEHOLDERS = ("harness", "task_id", "repeat", "attempt", "run_seed", "out", "python")
 BASE_ENV = ("PATH", "HOME", "LANG")
 RESULT_FILE = "result.json"
 _RESULT_FIELDS = ("passed", "infra_ok", "beacons", "tokens", "cost_usd", "transcript",
@@ -169,14 +170,15 @@ class CommandAgent(TaskAgent):
         return self._tasks.copy()
 
     def run(
-        self, harness_dir: Path, task: Mapping, *, k: int, attempt: int, seed: int
+        self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int, run_seed: int
     ) -> Trajectory:
         """Run the command once for ``task`` and turn its result into a trajectory."""
         task_id = str(task["task_id"])
-        out = self._new_out_dir(task_id, k, attempt)
+        out = self._new_out_dir(task_id, repeat, attempt)
         try:
-            values = {"harness": str(Path(harness_dir).resolve()), "task_id": task_id, "k": k,
-                      "attempt": attempt, "seed": seed, "out": str(out), "python": sys.executable}
+            values = {"harness": str(Path(harness_dir).resolve()), "task_id": task_id,
+                      "repeat": repeat, "attempt": attempt, "run_seed": run_seed,
+                      "out": str(out), "python": sys.executable}
             argv = [part.format_map(values) for part in self.command]
             (out / "task.json").write_text(json.dumps(_plain(task), default=str), encoding="utf-8")
             return self._run(argv, out)
@@ -225,12 +227,12 @@ class CommandAgent(TaskAgent):
     def _base_env(self) -> dict[str, str]:
         return {n: os.environ[n] for n in BASE_ENV if n in os.environ}
 
-    def _new_out_dir(self, task_id: str, k: int, attempt: int) -> Path:
+    def _new_out_dir(self, task_id: str, repeat: int, attempt: int) -> Path:
         parent = self.keep_outputs
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
-        return Path(tempfile.mkdtemp(prefix=f"{safe}-k{k}-a{attempt}-", dir=parent)).resolve()
+        return Path(tempfile.mkdtemp(prefix=f"{safe}-r{repeat}-a{attempt}-", dir=parent)).resolve()
 
 
 def _read_result(out: Path) -> tuple[dict | None, str | None]:

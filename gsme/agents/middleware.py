@@ -186,7 +186,7 @@ def load_runtime(harness_dir: str | Path) -> list[Middleware]:
 
     Examples
     --------
-    >>> from gsme._paths import SEED_HARNESS
+    >>> from gsme.resources import SEED_HARNESS
     >>> load_runtime(SEED_HARNESS)
     []
     """

@@ -3,53 +3,54 @@
 from __future__ import annotations
 
 import abc
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import pandas as pd
 
-from gsme.patch import Patch
+from gsme.patches import Patch
+from gsme.schema import columns
 
-DIAGNOSIS_COLUMNS = ["candidate", "task_id", "k", "where", "why", "evidence", "confidence"]
+DIAGNOSIS_COLUMNS = columns("diagnoses")
+"""The columns every diagnosis frame starts with (see :mod:`gsme.schema`)."""
+
+Log = Callable[[dict], None]
+"""Where an evolver reports each model call it makes (tokens, cost, ...): the run's ledger."""
 
 
 class Evolver(abc.ABC):
     """Reads failures, names their pathology (where × why), proposes env-gated patches.
 
-    ``failures`` holds failing *train* trials of the parent: ``candidate, task_id, k,
+    ``failures`` holds failing *train* trials of the parent: ``candidate, task_id, repeat,
     transcript`` plus the task's feature columns. It never holds a test task or a
-    ground-truth pathology label.
+    ground-truth pathology label. ``harness`` is the parent's committed harness as a
+    mapping of paths to text (read from git, never from a working tree). ``log``, when
+    given, receives one record per model call, as it happens.
     """
 
     name: str = "evolver"
 
     @abc.abstractmethod
-    def diagnose(self, failures: pd.DataFrame, *, parent: Path | None = None,
-                 vocabulary=None) -> pd.DataFrame:
-        """One row per failure: ``candidate, task_id, k, where, why, evidence, confidence``.
+    def diagnose(self, failures: pd.DataFrame, *, harness: Mapping[str, str] | None = None,
+                 vocabulary=None, log: Log | None = None) -> pd.DataFrame:
+        """One row per failure: ``candidate, task_id, repeat, where, why, evidence,
+        confidence``.
 
-        ``parent`` is the checked-out harness that failed and ``vocabulary`` the run's why
-        vocabulary (a new label may be added to it); evolvers that need neither ignore them.
+        ``vocabulary`` is the run's why vocabulary (a new label may be added to it);
+        evolvers that need neither it nor the harness ignore them.
         """
 
     @abc.abstractmethod
-    def propose(
-        self,
-        parent: Path,
-        diagnoses: pd.DataFrame,
-        archive: pd.DataFrame,
-        vocabulary,
-        *,
-        n: int,
-        history: pd.DataFrame | None = None,
-    ) -> list[Patch]:
-        """Up to ``n`` patches for the harness checked out at ``parent``.
+    def propose(self, diagnoses: pd.DataFrame, *, harness: Mapping[str, str],
+                archive: pd.DataFrame | None = None, vocabulary=None, n: int,
+                history: pd.DataFrame | None = None, log: Log | None = None) -> list[Patch]:
+        """Up to ``n`` patches for ``harness``.
 
-        ``history`` holds what the run already tried and how the gates judged it
-        (``candidate, mechanism, where, why, decision, delta_pp``), so an evolver need not
-        repeat a failure.
+        ``history`` holds what the run already tried and how the gates judged it (the
+        history frame: ``candidate, mechanism, where, why, decision, delta_pp``), so an
+        evolver need not repeat a failure.
         """
 
-    def reseed(self, seed: int) -> None:
+    def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook
         """Restart the evolver's randomness from ``seed``.
 
         The loop calls this at the start of every round with a seed derived from the run's

@@ -8,7 +8,8 @@ reason, in ``failed_proposals`` / ``failed_diagnoses``. Rate limits and server e
 (429, 500, 529, ...) are retried with backoff by the ``anthropic`` SDK itself
 (``max_retries``); a call that still fails is recorded and yields nothing, so a run goes
 on. Every API call is recorded (tokens, cost, stop reason) in ``calls`` and passed to
-``on_call``. The API key is handed to the SDK client only: no attribute, record, log
+``the ``log`` given to :meth:`~ClaudeEvolver.diagnose` or :meth:`~ClaudeEvolver.propose`
+(the run's ledger). The API key is handed to the SDK client only: no attribute, record, log
 message or exception of this module holds it.
 """
 
@@ -21,13 +22,12 @@ import os
 import re
 import tomllib
 import uuid
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Mapping
 
 import anthropic
 import pandas as pd
 
-from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
+from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver, Log
 from gsme.evolvers.claude_models import (
     API_TEMPERATURE,
     DEFAULT_MODEL,
@@ -55,8 +55,7 @@ from gsme.evolvers.claude_tools import (
     feedback,
     read_answer,
 )
-from gsme.harness import PatchError, harness_files, read_patches, validate_patch
-from gsme.patch import FileChange, Patch
+from gsme.patches import FileChange, Patch, PatchError, lever_files, read_patches, validate_patch
 from gsme.prices import call_cost
 from gsme.vocabulary import Vocabulary
 
@@ -95,8 +94,6 @@ class ClaudeEvolver(Evolver):
         Budget of one failure's transcript digest, estimated at four characters a token.
     seed : int
         Seed of the sampling of shown failures; :meth:`reseed` changes it per round.
-    on_call : callable, optional
-        Called with each call's record (see ``calls``), e.g. to write it to a ledger.
     max_failures : int
         At most this many failures are shown to one diagnose call.
     max_retries : int
@@ -118,8 +115,6 @@ class ClaudeEvolver(Evolver):
     vocabulary : Vocabulary or None
         The why vocabulary :meth:`diagnose` uses when given none: the last one passed to
         :meth:`propose`, else :meth:`Vocabulary.default`.
-    parent : Path or None
-        The harness :meth:`diagnose` shows when given none (nothing shown when None).
     """
 
     name = "claude"
@@ -127,16 +122,13 @@ class ClaudeEvolver(Evolver):
     def __init__(self, *, client: anthropic.Anthropic | None = None, api_key: str | None = None,
                  model: str | None = None, max_tokens: int = 8192,
                  temperature: float = 1.0, digest_tokens: int = 2000, seed: int = 0,
-                 on_call: Callable[[dict], None] | None = None, max_failures: int = 12,
-                 max_retries: int = 4):
+                 max_failures: int = 12, max_retries: int = 4):
         for arg, value, low in (("max_tokens", max_tokens, 1), ("digest_tokens", digest_tokens, 1),
                                 ("max_failures", max_failures, 1), ("max_retries", max_retries, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{arg} must be an integer >= {low}, got {value!r}")
         if not isinstance(temperature, (int, float)) or not 0.0 <= temperature <= 1.0:
             raise ValueError(f"temperature must be a number in [0, 1], got {temperature!r}")
-        if on_call is not None and not callable(on_call):
-            raise TypeError(f"on_call must be callable, got {type(on_call).__name__}")
         if client is not None and api_key is not None:
             raise ValueError("give either client or api_key, not both")
         if client is None:
@@ -156,13 +148,11 @@ class ClaudeEvolver(Evolver):
         self.digest_tokens = digest_tokens
         self.max_failures = max_failures
         self.seed = int(seed)
-        self.on_call = on_call
         self.calls: list[dict] = []
         self.failed_proposals: list[dict] = []
         self.failed_diagnoses: list[dict] = []
         self.history: pd.DataFrame | None = None
         self.vocabulary: Vocabulary | None = None
-        self.parent: Path | None = None
         self._task_features: dict[str, dict] = {}
         self._coined: dict[str, str] = {}
 
@@ -177,19 +167,20 @@ class ClaudeEvolver(Evolver):
 
     # ------------------------------------------------------------------------ diagnose
 
-    def diagnose(self, failures: pd.DataFrame, *, vocabulary: Vocabulary | None = None,
-                 parent: str | Path | None = None) -> pd.DataFrame:
+    def diagnose(self, failures: pd.DataFrame, *, harness: Mapping[str, str] | None = None,
+                 vocabulary: Vocabulary | None = None, log: Log | None = None) -> pd.DataFrame:
         """One row per failure the model explains, from digests of the failing trajectories.
 
         Only train rows are shown (others are dropped with a warning), never a
-        ``pathology`` column; at most ``max_failures``, sampled from ``seed``. A ``why``
+        ``pathology`` column; at most ``max_failures``, sampled from ``seed``. The lever
+        files of ``harness`` (the parent that failed) are shown when given. A ``why``
         the vocabulary lacks is accepted only with a ``new_label`` definition and is added
         to the vocabulary (``added_by="claude-evolver"``).
 
         Returns
         -------
         DataFrame
-            ``candidate, task_id, k, where, why, evidence, confidence`` and
+            ``candidate, task_id, repeat, where, why, evidence, confidence`` and
             ``evidence_verified``: False when the evidence is not a verbatim excerpt of
             the failure's transcript, in which case ``confidence`` is halved. Empty
             (same columns) when the call fails or nothing valid comes back.
@@ -204,46 +195,48 @@ class ClaudeEvolver(Evolver):
         known = {}
         for _, row in shown.iterrows():
             self._task_features[str(row["task_id"])] = features(row)
-            known.setdefault((str(row["task_id"]), int(row["k"])),
+            known.setdefault((str(row["task_id"]), int(row["repeat"])),
                              (row["candidate"], "" if pd.isna(row["transcript"])
                               else str(row["transcript"])))
-        parent = parent if parent is not None else self.parent
         text = load_prompt("diagnose", n_shown=len(shown), n_total=len(pool),
                            digests=failure_digests(shown, digest_tokens=self.digest_tokens))
         seen: set = set()
         rows = self._converse(
-            "diagnose", vocabulary, None if parent is None else harness_files(parent), text,
-            lambda item: self._diagnosis(item, known, vocabulary, seen),
+            "diagnose", vocabulary, None if harness is None else lever_files(harness), text,
+            lambda item: self._diagnosis(item, known, vocabulary, seen), log,
         )
         return _diagnoses_frame(rows)
 
     def _diagnosis(self, item: dict, known: dict, vocabulary: Vocabulary, seen: set) -> dict:
-        key = (item["task_id"], item["k"])
+        key = (item["task_id"], item["repeat"])
         if key not in known:
-            raise InvalidItem(f"task_id {key[0]!r} with k={key[1]} is not a failure shown")
+            raise InvalidItem(f"task_id {key[0]!r} with repeat={key[1]} is not a failure shown")
         if key in seen:
-            raise InvalidItem(f"a second diagnosis of task_id {key[0]!r} k={key[1]}; give one")
+            raise InvalidItem(f"a second diagnosis of task_id {key[0]!r} repeat={key[1]}; "
+                              "give one")
         why = self._label(item, vocabulary)
         candidate, transcript = known[key]
         verified = _squash(item["evidence"]).strip("\"'. ") in _squash(transcript)
         seen.add(key)
-        return {"candidate": candidate, "task_id": key[0], "k": key[1], "where": item["where"],
+        return {"candidate": candidate, "task_id": key[0], "repeat": key[1],
+                "where": item["where"],
                 "why": why, "evidence": item["evidence"],
                 "confidence": float(item["confidence"]) * (1.0 if verified else 0.5),
                 "evidence_verified": verified}
 
     # ------------------------------------------------------------------------- propose
 
-    def propose(self, parent: str | Path, diagnoses: pd.DataFrame, archive: pd.DataFrame,
-                vocabulary: Vocabulary, *, n: int,
-                history: pd.DataFrame | None = None) -> list[Patch]:
-        """Up to ``n`` validated patches for the harness at ``parent``.
+    def propose(self, diagnoses: pd.DataFrame, *, harness: Mapping[str, str],
+                archive: pd.DataFrame | None = None, vocabulary: Vocabulary | None = None,
+                n: int, history: pd.DataFrame | None = None,
+                log: Log | None = None) -> list[Patch]:
+        """Up to ``n`` validated patches for ``harness`` (the parent's files).
 
         The model is shown the harness files, the diagnoses (with the features of their
         tasks, as last seen by :meth:`diagnose`), the archive, the patches of the lineage
         and ``history`` (default ``self.history``): mechanisms tried before with the
         gates' decision. Each returned patch has passed :func:`validate_patch` on
-        ``parent``, has a fresh ``p-<hash>`` id, a slug beacon that appears in its added
+        ``harness``, has a fresh ``p-<hash>`` id, a slug beacon that appears in its added
         text and is not used in the lineage, and predicts diagnosed train tasks only.
 
         Returns
@@ -257,31 +250,33 @@ class ClaudeEvolver(Evolver):
         if missing:
             raise ValueError(f"diagnoses is missing column(s) {missing}; "
                              f"it needs {DIAGNOSIS_COLUMNS}")
+        vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
         if n == 0:
             return []
-        parent = Path(parent)
-        files = harness_files(parent)
-        lineage = read_patches(parent)
+        files = lever_files(harness)
+        lineage = read_patches(harness)
         for label in sorted(set(diagnoses["why"]) - set(vocabulary.labels)):
             if label in self._coined:
                 vocabulary.add(label, self._coined[label], added_by=ADDED_BY)
         text = load_prompt(
-            "propose", n=n, archive=archive_text(archive), lineage=lineage_text(lineage),
+            "propose", n=n, lineage=lineage_text(lineage),
+            archive=archive_text(archive if archive is not None else pd.DataFrame()),
             history=history_text(history if history is not None else self.history),
             diagnoses=diagnoses_text(diagnoses, self._task_features),
         )
-        context = {"parent": parent, "files": files, "vocabulary": vocabulary,
+        context = {"harness": harness, "files": files, "vocabulary": vocabulary,
                    "tasks": {str(t) for t in diagnoses["task_id"]}, "ids": set(),
                    "beacons": {p.beacon for p in lineage} | _runtime_beacons(files)}
         patches = self._converse("propose", vocabulary, files, text,
-                                 lambda item: self._patch(item, **context))
+                                 lambda item: self._patch(item, **context), log)
         for extra in patches[n:]:
             self.failed_proposals.append({"reason": f"more than n={n} valid patches",
                                           "raw": extra.id})
         return patches[:n]
 
-    def _patch(self, item: dict, *, parent: Path, files: dict, vocabulary: Vocabulary,
+    def _patch(self, item: dict, *, harness: Mapping[str, str], files: dict,
+               vocabulary: Vocabulary,
                tasks: set, ids: set, beacons: set) -> Patch:
         beacon = _slug(item["beacon"])
         if not beacon:
@@ -308,7 +303,7 @@ class ClaudeEvolver(Evolver):
         if patch.id in ids:
             raise InvalidItem("the same patch twice in one answer")
         try:
-            validate_patch(parent, patch)
+            validate_patch(harness, patch)
         except PatchError as err:
             raise InvalidItem(str(err)) from None
         self._label(item, vocabulary)
@@ -341,7 +336,7 @@ class ClaudeEvolver(Evolver):
         return label
 
     def _converse(self, kind: str, vocabulary: Vocabulary, files: dict | None, text: str,
-                  accept: Callable[[dict], object]) -> list:
+                  accept: Callable[[dict], object], log: Log | None) -> list:
         """Ask for ``kind``'s tool; keep the valid items; retry once with the errors.
 
         What is still invalid after the retry, or was invalid when the retry could not be
@@ -354,13 +349,13 @@ class ClaudeEvolver(Evolver):
         kept: list = []
         pending: list[dict] = []
         for attempt in (0, 1):
-            response, record = self._create(kind, tool, system, messages, attempt)
+            response, record = self._create(kind, tool, system, messages, attempt, log)
             if response is None:
                 failed += pending + [{"reason": record["error"], "raw": ""}]
                 return kept
             said = "".join(getattr(b, "text", "") for b in response.content)
             if response.stop_reason == "refusal":
-                self._emit(record, "the model refused (stop_reason 'refusal')")
+                self._emit(record, "the model refused (stop_reason 'refusal')", log)
                 failed += pending + [{"reason": record["error"], "raw": said}]
                 return kept
             problems, rejected = read_answer(response, tool, accept, kept,
@@ -369,14 +364,15 @@ class ClaudeEvolver(Evolver):
             pending = [{"reason": p, "raw": said} for p in problems] + [
                 {"reason": f"{label}: {reason}", "raw": json.dumps(raw)}
                 for label, reason, raw in rejected]
-            self._emit(record, "; ".join(reasons) or None)
+            self._emit(record, "; ".join(reasons) or None, log)
             if not pending:
                 return kept
             messages += feedback(response, tool, problems, reasons, n_kept=len(kept))
         failed += pending
         return kept
 
-    def _create(self, kind: str, tool: str, system: list, messages: list, attempt: int):
+    def _create(self, kind: str, tool: str, system: list, messages: list, attempt: int,
+                log: Log | None):
         """One API call: ``(response, record)``, or ``(None, record)`` after an API error."""
         record = {"call_id": uuid.uuid4().hex[:12], "kind": kind, "model": self.model,
                   "input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0,
@@ -390,12 +386,13 @@ class ClaudeEvolver(Evolver):
         try:
             response = self._client.messages.create(**params)
         except anthropic.APIStatusError as err:
-            self._emit(record, f"{type(err).__name__} (HTTP {err.status_code}): {err.message}")
+            self._emit(record, f"{type(err).__name__} (HTTP {err.status_code}): {err.message}",
+                       log)
             if isinstance(err, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
                 raise ClaudeEvolverError(record["error"]) from None
             return None, record
         except anthropic.APIConnectionError as err:
-            self._emit(record, f"{type(err).__name__}: {err}")
+            self._emit(record, f"{type(err).__name__}: {err}", log)
             return None, record
         usage = response.usage
         counts = {name: int(getattr(usage, name, 0) or 0) for name in
@@ -405,7 +402,7 @@ class ClaudeEvolver(Evolver):
                       cost_usd=call_cost(self.model, *counts.values()))
         return response, record
 
-    def _emit(self, record: dict, error: str | None) -> None:
+    def _emit(self, record: dict, error: str | None, log: Log | None) -> None:
         """Finish ``record`` (``ok`` when there is no error), keep it and pass it on."""
         record["error"] = None if error is None else self._redact(error)
         record["ok"] = error is None
@@ -413,8 +410,8 @@ class ClaudeEvolver(Evolver):
             log.warning("Claude evolver %s call %s: %s", record["kind"], record["call_id"],
                         record["error"])
         self.calls.append(record)
-        if self.on_call is not None:
-            self.on_call(dict(record))
+        if log is not None:
+            log(dict(record))
 
     def _redact(self, text: str) -> str:
         key = getattr(self._client, "api_key", None)
@@ -426,7 +423,7 @@ class ClaudeEvolver(Evolver):
 def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:
     columns = DIAGNOSIS_COLUMNS + ["evidence_verified"]
     frame = pd.DataFrame(rows, columns=columns)
-    return frame.astype({"k": "int64", "confidence": "float64", "evidence_verified": bool})
+    return frame.astype({"repeat": "int64", "confidence": "float64", "evidence_verified": bool})
 
 
 def _runtime_beacons(files: dict[str, str]) -> set[str]:

@@ -18,14 +18,14 @@ from string import Template
 import numpy as np
 import pandas as pd
 
-from gsme.patch import Patch
+from gsme.patches import Patch
 from gsme.schema import LEVERS
 
 CHARS_PER_TOKEN = 4
 """Token estimate used for digest budgets: about four characters of English per token."""
 
-FAILURE_COLUMNS = ("candidate", "task_id", "k", "transcript")
-_NOT_FEATURES = {"candidate", "task_id", "k", "transcript", "split", "pathology",
+FAILURE_COLUMNS = ("candidate", "task_id", "repeat", "transcript")
+_NOT_FEATURES = {"candidate", "task_id", "repeat", "transcript", "split", "pathology",
                  "trajectory", "attempt", "passed", "infra_ok", "activated", "beacons",
                  "tokens", "cost_usd", "seconds"}
 _HEAD_SHARE = 0.4  # share of a digest's budget given to the transcript's head
@@ -48,14 +48,14 @@ def train_failures(failures: pd.DataFrame) -> pd.DataFrame:
 
     Rows whose ``split`` (when the column is present) is not ``"train"`` are dropped
     with a warning; the ``pathology`` column is dropped. Rows are sorted by
-    ``task_id, k, candidate`` so that sampling does not depend on the input order.
+    ``task_id, repeat, candidate`` so that sampling does not depend on the input order.
 
     Raises
     ------
     TypeError
         ``failures`` is not a DataFrame.
     ValueError
-        A column of ``candidate, task_id, k, transcript`` is missing.
+        A column of ``candidate, task_id, repeat, transcript`` is missing.
     """
     if not isinstance(failures, pd.DataFrame):
         raise TypeError(f"failures must be a pandas DataFrame, got {type(failures).__name__}")
@@ -76,7 +76,7 @@ def train_failures(failures: pd.DataFrame) -> pd.DataFrame:
                 stacklevel=3,
             )
             out = out.loc[~held_out]
-    return out.sort_values(["task_id", "k", "candidate"], kind="stable").reset_index(drop=True)
+    return out.sort_values(["task_id", "repeat", "candidate"], kind="stable").reset_index(drop=True)
 
 
 def sample_failures(failures: pd.DataFrame, *, max_failures: int, seed: int) -> pd.DataFrame:
@@ -115,13 +115,13 @@ def features(row: pd.Series) -> dict:
 
 
 def failure_digests(failures: pd.DataFrame, *, digest_tokens: int) -> str:
-    """One block per failure: its task_id, k and features, then its transcript digest."""
+    """One block per failure: its task_id, repeat and features, then its transcript digest."""
     blocks = []
     for _, row in failures.iterrows():
         feats = ", ".join(f"{k}={v!r}" for k, v in features(row).items()) or "(none)"
         body = digest(row["transcript"], max_chars=digest_tokens * CHARS_PER_TOKEN)
         blocks.append(
-            f'<failure task_id="{row["task_id"]}" k="{int(row["k"])}">\n'
+            f'<failure task_id="{row["task_id"]}" repeat="{int(row["repeat"])}">\n'
             f"features: {feats}\n<transcript>\n{body}\n</transcript>\n</failure>"
         )
     return "\n\n".join(blocks)
@@ -197,8 +197,8 @@ def diagnoses_text(diagnoses: pd.DataFrame, task_features: dict[str, dict]) -> s
         feats = task_features.get(str(task_id))
         shown = ", ".join(f"{k}={v!r}" for k, v in feats.items()) if feats else "(unknown)"
         lines = [f"task_id {task_id} (features: {shown})"]
-        for r in group.sort_values("k").itertuples():
-            lines.append(f"  k={r.k} where={r.where} why={r.why} confidence={r.confidence:.2f}"
+        for r in group.sort_values("repeat").itertuples():
+            lines.append(f"  repeat={r.repeat} where={r.where} why={r.why} confidence={r.confidence:.2f}"
                          f" evidence: {r.evidence!r}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)

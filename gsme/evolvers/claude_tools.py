@@ -2,17 +2,18 @@
 
 The JSON schemas below are both what the API is given (``input_schema``) and what every
 answer is checked against, item by item, by :func:`check`: one source of truth. The
-validator covers exactly the subset of JSON Schema the two schemas use (``type`` with
-null unions, ``properties``, ``required``, ``additionalProperties: false``, ``items``,
-``enum``, ``minimum``, ``maximum``, ``minLength``, ``maxLength``, ``pattern``). Text
-fields that end up in manifests and commit messages are single lines of bounded length.
+checking is ``jsonschema``'s Draft 2020-12 validator, three rules stricter: a number is
+finite (NaN and infinities are not JSON numbers), an integer is an ``int`` (not ``2.0``)
+and ``minLength`` counts the characters left after stripping whitespace. Text fields that
+end up in manifests and commit messages are single lines of bounded length.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
+
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from gsme.schema import LEVERS
 
@@ -212,53 +213,71 @@ def payload_items(tool: str, payload) -> list:
 def check(value, schema: dict, label: str) -> list[str]:
     """Every way ``value`` breaks ``schema``, each message led by the field's ``label``.
 
+    A field of the wrong type gets that one message. Problems come field by field in
+    the order of the schema (items in order), a field's own before its parts'.
+
     Examples
     --------
     >>> check({"path": "prompt/a.md", "new": 3}, CHANGE_ITEM, "changes[0]")
     ["changes[0]: missing field 'old'", 'changes[0].new: expected string, got 3']
     """
-    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    if not any(_is(value, kind) for kind in kinds):
-        return [f"{label}: expected {' or '.join(kinds)}, got {_short(value)}"]
-    if value is None:
-        return []
-    errors = []
-    if "enum" in schema and value not in schema["enum"]:
-        errors.append(f"{label}: {_short(value)} is not one of {schema['enum']}")
-    if "minLength" in schema and len(value.strip()) < schema["minLength"]:
-        errors.append(f"{label}: must not be empty")
-    if "maxLength" in schema and len(value) > schema["maxLength"]:
-        errors.append(f"{label}: {len(value)} characters, at most {schema['maxLength']}")
-    if "pattern" in schema and re.search(schema["pattern"], value) is None:
-        errors.append(f"{label}: must be a single line")
-    if "minimum" in schema and value < schema["minimum"]:
-        errors.append(f"{label}: {value} is below the minimum {schema['minimum']}")
-    if "maximum" in schema and value > schema["maximum"]:
-        errors.append(f"{label}: {value} is above the maximum {schema['maximum']}")
-    if isinstance(value, dict):
-        props = schema.get("properties", {})
-        errors += [f"{label}: missing field {name!r}" for name in schema.get("required", [])
-                   if name not in value]
-        if schema.get("additionalProperties") is False:
-            errors += [f"{label}: unknown field {name!r}; allowed: {sorted(props)}"
-                       for name in value if name not in props]
-        for name, sub in props.items():
-            if name in value:
-                errors += check(value[name], sub, f"{label}.{name}")
-    if isinstance(value, list):
-        for index, item in enumerate(value):
-            errors += check(item, schema["items"], f"{label}[{index}]")
-    return errors
+    errors = list(_Validator(schema).iter_errors(value))
+    first = {}  # path -> index of the first error at or under it, in jsonschema's order
+    for index, error in enumerate(errors):
+        for n in range(len(error.path) + 1):
+            first.setdefault(tuple(error.path)[:n], index)
+    errors.sort(key=lambda e: [first[tuple(e.path)[:n]] for n in range(len(e.path) + 1)])
+    mistyped = {tuple(e.path) for e in errors if e.validator == "type"}
+    problems = []
+    for error in errors:
+        if error.validator == "type" or tuple(error.path) not in mistyped:
+            at = label + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+            problems += [f"{at}: {problem}" for problem in _problems(error)]
+    return list(dict.fromkeys(problems))
 
 
-def _is(value, kind: str) -> bool:
-    if kind == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "number":
-        return (isinstance(value, (int, float)) and not isinstance(value, bool)
-                and math.isfinite(value))  # NaN and infinities are not JSON numbers
-    return isinstance(value, {"string": str, "object": dict, "array": list,
-                              "null": type(None), "boolean": bool}[kind])
+def _problems(error: ValidationError) -> list[str]:
+    """What ``error`` says, in words fit to send back to the model."""
+    value, rule, schema = error.instance, error.validator_value, error.schema
+    match error.validator:
+        case "type":
+            kinds = " or ".join(rule if isinstance(rule, list) else [rule])
+            return [f"expected {kinds}, got {_short(value)}"]
+        case "required":
+            return [f"missing field {name!r}" for name in rule if name not in value]
+        case "additionalProperties":
+            allowed = sorted(schema.get("properties", {}))
+            return [f"unknown field {name!r}; allowed: {allowed}" for name in value
+                    if name not in allowed]
+        case "enum":
+            return [f"{_short(value)} is not one of {rule}"]
+        case "minLength":
+            return ["must not be empty" if rule == 1 else f"at least {rule} non-space characters"]
+        case "maxLength":
+            return [f"{len(value)} characters, at most {rule}"]
+        case "pattern":
+            return ["must be a single line" if rule == _ONE_LINE else f"must match {rule!r}"]
+        case "minimum":
+            return [f"{value} is below the minimum {rule}"]
+        case "maximum":
+            return [f"{value} is above the maximum {rule}"]
+    return [error.message]
+
+
+def _min_stripped_length(validator, min_length: int, value, schema: dict):
+    if validator.is_type(value, "string") and len(value.strip()) < min_length:
+        yield ValidationError(f"{value!r} is shorter than {min_length} non-space characters")
+
+
+_Validator = validators.extend(
+    Draft202012Validator,
+    validators={"minLength": _min_stripped_length},
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine_many({
+        "integer": lambda _, v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda _, v: (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                and math.isfinite(v)),
+    }),
+)
 
 
 def _short(value) -> str:

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from pathlib import Path
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
-from gsme.harness import PatchError, harness_files, read_patches, validate_patch
-from gsme.patch import Patch
+from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_patch
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
@@ -52,8 +51,8 @@ class RuleEvolver(Evolver):
     ----------
     seed : int
         Makes diagnoses and proposals reproducible. A diagnosis depends only on ``seed``
-        and the failure (candidate, task_id, k); proposals draw from a generator that
-        :meth:`reseed` restarts.
+        and the failure (candidate, task_id, repeat); proposals draw from a generator that
+        :meth:`reseed` restarts (a run reseeds it every round from its ``run_seed``).
     error_rate : float
         Probability that a matched diagnosis is replaced by a wrong label (uniform over the
         other known failure modes), in [0, 1].
@@ -61,7 +60,7 @@ class RuleEvolver(Evolver):
     Examples
     --------
     >>> ev = RuleEvolver(seed=0, error_rate=0.0)
-    >>> failures = pd.DataFrame({"candidate": ["c"], "task_id": ["t"], "k": [0],
+    >>> failures = pd.DataFrame({"candidate": ["c"], "task_id": ["t"], "repeat": [0],
     ...     "transcript": ["submit()  # submitted without running the tests"]})
     >>> ev.diagnose(failures)[["where", "why"]].iloc[0].tolist()
     ['runtime', 'careless-submit']
@@ -80,26 +79,26 @@ class RuleEvolver(Evolver):
         """Restart the proposal generator from ``seed``."""
         self._rng = np.random.default_rng(seed)
 
-    def diagnose(self, failures: pd.DataFrame, *, parent: Path | None = None,
-                 vocabulary=None) -> pd.DataFrame:
+    def diagnose(self, failures: pd.DataFrame, *, harness: Mapping[str, str] | None = None,
+                 vocabulary=None, log=None) -> pd.DataFrame:
         """Diagnose each failure from its ``transcript`` text alone.
 
-        ``parent`` and ``vocabulary`` are not needed and are ignored.
+        ``harness``, ``vocabulary`` and ``log`` are not needed and are ignored.
 
         Parameters
         ----------
         failures : DataFrame
-            ``candidate, task_id, k, transcript`` plus, optionally, task feature columns.
+            ``candidate, task_id, repeat, transcript`` plus, optionally, task features.
 
         Returns
         -------
         DataFrame
-            ``candidate, task_id, k, where, why, evidence, confidence`` (``evidence`` a
+            ``candidate, task_id, repeat, where, why, evidence, confidence`` (``evidence`` a
             quoted snippet of the transcript, ``confidence`` in (0, 1]), followed by the
             task feature columns of ``failures``, which :meth:`propose` uses to derive env
             gates. A transcript matching no signature gets ``why`` ``"wrong-answer"``.
         """
-        required = ["candidate", "task_id", "k", "transcript"]
+        required = ["candidate", "task_id", "repeat", "transcript"]
         missing = [c for c in required if c not in getattr(failures, "columns", [])]
         if missing:
             raise ValueError(f"failures lacks column(s) {missing}; required: {required}")
@@ -110,30 +109,31 @@ class RuleEvolver(Evolver):
             out[column] = failures[column].to_numpy()
         return out
 
-    def propose(self, parent: Path, diagnoses: pd.DataFrame, archive: pd.DataFrame,
-                vocabulary, *, n: int, history: pd.DataFrame | None = None) -> list[Patch]:
-        """Up to ``n`` patches for the dominant diagnosed failure modes of ``parent``.
+    def propose(self, diagnoses: pd.DataFrame, *, harness: Mapping[str, str],
+                archive: pd.DataFrame | None = None, vocabulary=None, n: int,
+                history: pd.DataFrame | None = None, log=None) -> list[Patch]:
+        """Up to ``n`` patches for the dominant diagnosed failure modes of ``harness``.
 
         Failure modes are served in order of how many diagnoses name them, round-robin;
         each gets a template on the lever its diagnoses most often name (the diagnosed
         ``where``; any lever once those are used up), drawn at random among those whose
         mechanism is not yet in the
-        parent's lineage (its ``patches/`` manifests), nor in this batch, nor tried before
+        harness's lineage (its ``patches/`` manifests), nor in this batch, nor tried before
         in the run without being credited (``history``: a tried mechanism whose
         ``decision`` was not ``credit``), as an engineer reading the run's record would. A
         label unknown to ``vocabulary`` is added to it first. The env gate is derived from
         the features of the failing tasks (see :func:`derive_gate`). Every patch is checked
-        with :func:`gsme.harness.validate_patch` against ``parent``. ``archive`` is not
-        consulted: the rule evolver aims at the parent's own failures.
+        with :func:`gsme.patches.validate_patch` against ``harness``. ``archive`` and
+        ``log`` are not used: the rule evolver aims at the parent's own failures.
         """
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be a whole number >= 0, got {n!r}")
         if "why" not in getattr(diagnoses, "columns", []):
             raise ValueError("diagnoses lacks column 'why'; pass the frame diagnose() returns")
-        used = {p.mechanism for p in read_patches(parent)}
+        used = {p.mechanism for p in read_patches(harness)}
         if history is not None and len(history):
             used |= set(history.loc[history["decision"] != "credit", "mechanism"])
-        files = harness_files(parent)
+        files = lever_files(harness)
         counts = diagnoses["why"].value_counts()
         order = sorted(counts.index, key=lambda w: (-counts[w], w))
         lever = diagnoses.groupby("why")["where"].agg(lambda s: s.value_counts().index[0])
@@ -152,7 +152,7 @@ class RuleEvolver(Evolver):
                 label = _known_label(why, vocabulary, self.name)
                 patch = self._build(template, label, diagnoses[diagnoses["why"] == why], files)
                 try:
-                    validate_patch(parent, patch)
+                    validate_patch(harness, patch)
                 except PatchError:
                     continue
                 patches.append(patch)
@@ -168,15 +168,16 @@ class RuleEvolver(Evolver):
                  if (m := pattern.search(text)) is not None]
         if not found:
             tail = text.strip().splitlines()[-1] if text.strip() else ""
-            return (row.candidate, row.task_id, int(row.k), "prompt", UNMATCHED, tail[:160], 0.3)
+            return (row.candidate, row.task_id, int(row.repeat), "prompt", UNMATCHED,
+                    tail[:160], 0.3)
         why, where, match = found[0]
         rng = np.random.default_rng([self.seed, _stable(f"{row.candidate}|{row.task_id}"),
-                                     int(row.k)])
+                                     int(row.repeat)])
         if rng.random() < self.error_rate:
             others = [w for w in KNOWN_WHYS if w != why]
             why = others[int(rng.integers(len(others)))]
             where = next(lever for w, lever, _ in SIGNATURES if w == why)
-        return (row.candidate, row.task_id, int(row.k), where, why, _evidence(text, match),
+        return (row.candidate, row.task_id, int(row.repeat), where, why, _evidence(text, match),
                 0.8 if len(found) == 1 else 0.5)
 
     def _build(self, template, why: str, rows: pd.DataFrame, files) -> Patch:

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 import tomli_w
 
-from gsme.patch import FileChange
+from gsme.patches import FileChange
 
 
 @dataclass(frozen=True)

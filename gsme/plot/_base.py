@@ -1,23 +1,80 @@
-"""What every gsme plot shares: the decision palette, column checks and the Axes to draw on."""
+"""What every gsme plot shares: the palettes, column checks and the Axes to draw on.
+
+The palettes live here and only here. Decisions and directions use the Okabe–Ito blue and
+orange, which stay apart under every common colour-vision deficiency, each doubled by a
+marker shape (▲ credit/up, ▼ cull/down, ● inconclusive/unchanged) so that a figure reads
+in greyscale too; "nothing happened" is a neutral grey. Pathologies use a different
+palette (Paul Tol's *muted*), as does any other category (a mechanism, a profile), so
+neither is mistaken for a decision.
+"""
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+import seaborn as sns
+from matplotlib.artist import Artist
 
 from gsme import schema
 
+#: Okabe & Ito (2008), "Color Universal Design": the two decision hues come from here.
+BLUE, ORANGE = "#0072B2", "#E69F00"
+#: Neutral greys: inconclusive / unchanged (mid), invalid (dark), inactive (light).
+GREY, DARK_GREY, LIGHT_GREY = "#8C8C8C", "#555555", "#C8C8C8"
+
 #: One colour per gate decision, used by every plot that colours by decision.
 DECISION_COLORS = {
-    "credit": "#2ca02c",
-    "cull": "#d62728",
-    "inconclusive": "#8c8c8c",
-    "invalid": "#c9b59a",
-    "inactive": "#b7c4d6",
+    "credit": BLUE,
+    "cull": ORANGE,
+    "inconclusive": GREY,
+    "invalid": DARK_GREY,
+    "inactive": LIGHT_GREY,
+}
+
+#: One marker per gate decision, doubling the colour: ▲ credit, ▼ cull, ● inconclusive.
+DECISION_MARKERS = {
+    "credit": "^",
+    "cull": "v",
+    "inconclusive": "o",
+    "invalid": "X",
+    "inactive": "s",
 }
 
 #: Colours of a task whose rate went up, down or stayed put between parent and child.
-DIRECTION_COLORS = {"up": "#2ca02c", "down": "#d62728", "unchanged": "#bdbdbd"}
+DIRECTION_COLORS = {"up": BLUE, "down": ORANGE, "unchanged": GREY}
+
+#: Markers of the child's rate by direction: ▲ up, ▼ down, ● unchanged.
+DIRECTION_MARKERS = {"up": "^", "down": "v", "unchanged": "o"}
+
+#: Paul Tol's *muted* qualitative scheme: colour-blind safe, and shares no colour with
+#: :data:`DECISION_COLORS`. Pathologies (and other categories) take these in order.
+CATEGORY_PALETTE = ("#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255",
+                     "#44AA99", "#999933", "#AA4499")
+
+#: The colour of failures without a pathology label (``"unknown"``).
+UNKNOWN_PATHOLOGY = "#DDDDDD"
+
+
+def category_colors(levels) -> dict:
+    """Colour per category (e.g. pathology): :data:`CATEGORY_PALETTE` in order.
+
+    The pathology ``"unknown"`` (a failure without a label) is light grey.
+
+    Past nine labels the rest take evenly spaced ``husl`` hues (distinct, but no longer
+    checked for colour-blind safety).
+
+    Examples
+    --------
+    >>> category_colors(["careless-submit", "unknown"])
+    {'careless-submit': '#CC6677', 'unknown': '#DDDDDD'}
+    """
+    levels = list(dict.fromkeys(levels))
+    named = [lv for lv in levels if lv != "unknown"]
+    colors = list(CATEGORY_PALETTE)
+    if len(named) > len(colors):
+        colors += sns.color_palette("husl", len(named) - len(colors)).as_hex()
+    out = dict(zip(named, colors))
+    return {lv: out.get(lv, UNKNOWN_PATHOLOGY) for lv in levels}
 
 
 def require(frame, columns, what: str) -> pd.DataFrame:
@@ -54,3 +111,40 @@ def finish(ax, *, xlabel=None, ylabel=None, title=None):
     if title is not None:
         ax.set_title(title)
     return ax
+
+
+class Declutter(Artist):
+    """Hides, at every draw, each label that would overlap a label drawn before it.
+
+    Labels are kept in the given priority order: the first always shows, each next one only
+    when its box (padded by ``pad`` pixels) touches no box already shown. The choice is
+    made at draw time, on the final layout, so it holds at any figure size or dpi. Add it
+    to the Axes that holds the labels (:func:`declutter` does).
+    """
+
+    def __init__(self, texts, *, pad: float = 1.0):
+        super().__init__()
+        self.texts = list(texts)
+        self.pad = pad
+        # drawn just before the labels (zorder 3), so their visibility is set in time
+        self.set_zorder(min((t.get_zorder() for t in self.texts), default=3) - 0.001)
+        self.set_in_layout(False)
+
+    def draw(self, renderer):
+        shown = []
+        for text in self.texts:
+            text.set_visible(True)
+            box = text.get_window_extent(renderer).padded(self.pad)
+            clear = not any(box.overlaps(other) for other in shown)
+            text.set_visible(clear)
+            if clear:
+                shown.append(box)
+        self.stale = False
+
+
+def declutter(ax, texts, *, pad: float = 1.0) -> Declutter:
+    """Keep ``texts`` (labels on ``ax``, most important first) from overlapping when drawn."""
+    artist = Declutter(texts, pad=pad)
+    artist.set_gid("declutter")
+    ax.add_artist(artist)
+    return artist

@@ -6,11 +6,12 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.collections import LineCollection
+from matplotlib.colors import to_rgb
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from gsme import schema
-from gsme.plot._base import DECISION_COLORS, finish, get_axes
+from gsme.plot._base import DECISION_COLORS, DECISION_MARKERS, finish, get_axes
 
 EMPTY_CELL = {"facecolor": "#f2f2f2", "edgecolor": "#9e9e9e", "hatch": "//"}
 KIND_MARKERS = {"baseline": "s", "mutation": "o", "recombination": "D"}
@@ -68,6 +69,9 @@ def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None,
         if annot:
             ax.text(j + 0.5, i + 0.5, "—", ha="center", va="center", color="0.45")
     ax.tick_params(axis="y", rotation=0)
+    # why labels are long slugs: slanted, so that they never run into each other
+    for label in ax.get_xticklabels():
+        label.set(rotation=30, ha="right", rotation_mode="anchor")
     return finish(ax, xlabel=table.columns.name or "why", ylabel=table.index.name or "where",
                   title=title)
 
@@ -76,7 +80,9 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
     """Draw the candidate tree: x is the round, each child to the right of its parents.
 
     Nodes are coloured by their train-split decision (:data:`DECISION_COLORS`; white when
-    undecided, e.g. the baseline) and shaped by kind (:data:`KIND_MARKERS`). A solid edge
+    undecided, e.g. the baseline), marked inside with the decision's glyph
+    (:data:`DECISION_MARKERS`: ▲ credit, ▼ cull, ● inconclusive) so that they read without
+    colour, and shaped by kind (:data:`KIND_MARKERS`). A solid edge
     joins each candidate to its first parent; a recombination also gets a dashed edge from
     every other parent it merges. The vertical layout is a deterministic tidy tree over
     first parents: leaves stack in (round, id) order, a parent sits midway between its
@@ -130,11 +136,17 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
             faces = [DECISION_COLORS.get(decided.get(c), UNDECIDED) for c in these]
             ax.scatter([pos[c][0] for c in these], [pos[c][1] for c in these], marker=marker,
                        c=faces, edgecolors="0.2", s=70, zorder=3, gid=kind, **kwargs)
+    for decision in schema.DECISIONS:
+        these = [c for c in names if decided.get(c) == decision]
+        if these:
+            ax.scatter([pos[c][0] for c in these], [pos[c][1] for c in these], s=18,
+                       marker=DECISION_MARKERS[decision], linewidths=0, zorder=4,
+                       color=_ink(DECISION_COLORS[decision]), gid=f"decision-{decision}")
     if labels:
         for c in names:
             ax.annotate(str(c), pos[c], xytext=(6, 4), textcoords="offset points", fontsize=7)
-    handles = [Patch(facecolor=DECISION_COLORS[d], edgecolor="0.2", label=d)
-               for d in schema.DECISIONS if (decided == d).any()]
+    handles = [Line2D([], [], ls="", marker=DECISION_MARKERS[d], ms=8, mfc=DECISION_COLORS[d],
+                      mec="0.2", label=d) for d in schema.DECISIONS if (decided == d).any()]
     if (~pd.Series(names).isin(decided.index)).any():
         handles.append(Patch(facecolor=UNDECIDED, edgecolor="0.2", label="no decision"))
     handles += [Line2D([], [], ls="", marker=KIND_MARKERS[k], mfc="0.8", mec="0.2", label=k)
@@ -176,6 +188,13 @@ def tree_layout(candidates) -> dict:
     if cyclic:
         raise schema.FrameError(f"candidates {cyclic} descend from themselves (parent cycle)")
     return {c: (float(rounds[c]), ys[c]) for c in order}
+
+
+def _ink(fill) -> str:
+    """Black or white, whichever reads better on ``fill`` (by its relative luminance)."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+               for c in to_rgb(fill))
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.3 else "white"
 
 
 def _parents(candidates) -> dict:

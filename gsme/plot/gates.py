@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.lines import Line2D
 
 from gsme import schema
-from gsme.plot._base import DECISION_COLORS, DIRECTION_COLORS, finish, get_axes, require
+from gsme.plot._base import (
+    CATEGORY_PALETTE,
+    DECISION_COLORS,
+    DECISION_MARKERS,
+    DIRECTION_COLORS,
+    DIRECTION_MARKERS,
+    category_colors,
+    declutter,
+    finish,
+    get_axes,
+    require,
+)
 
 _VALUES = {"z": "z (paired, per task)", "delta_pp": "Δ pass rate (pp)"}
 _DODGE = 0.6  # width of a round's slot shared by the candidates scored in it
@@ -22,7 +32,9 @@ def z_forest(
     z_crit=1.96,
     hue="decision",
     palette=None,
+    markers=None,
     labels=False,
+    highlight=None,
     title=None,
     ax=None,
     **kwargs,
@@ -33,6 +45,8 @@ def z_forest(
     ``value="delta_pp"`` each point carries its interval ±``z_crit``·``se_pp`` and a dashed
     line marks 0. Candidates scored in the same round are spread side by side. Rows whose
     value is NaN (e.g. an ``invalid`` comparison has no z) are drawn as × on the bottom edge.
+    Decisions are told apart by colour and by shape (▲ credit, ▼ cull, ● inconclusive), so
+    the plot reads without colour vision.
 
     Parameters
     ----------
@@ -50,9 +64,17 @@ def z_forest(
         Column colouring the points; ``"decision"`` uses :data:`DECISION_COLORS`.
     palette : dict, optional
         Colour per ``hue`` level; defaults to :data:`DECISION_COLORS` for decisions and to
-        seaborn's palette otherwise.
-    labels : bool
-        Annotate each point with its candidate id.
+        the categorical :data:`CATEGORY_PALETTE` otherwise.
+    markers : dict, optional
+        Marker per ``hue`` level; defaults to :data:`DECISION_MARKERS` for decisions and to
+        ``"o"`` otherwise.
+    labels : bool or list
+        Annotate points with their candidate id: ``True`` for every point, or a list of
+        candidate ids, most important first. Where labels would collide, only the more
+        important one is shown (with ``True``: the larger ``|value|``); this is settled
+        when the figure is drawn, at its final size.
+    highlight : str or list, optional
+        Candidate id(s) whose points get a black ring (e.g. the one being inspected).
     title : str, optional
         Axes title (say "simulated" here when the data are).
     ax : matplotlib Axes, optional
@@ -83,6 +105,7 @@ def z_forest(
         xlabel = f"comparison (row order; no {x!r} column)"
     y = data[value].to_numpy(dtype=float)
     levels, colors = _hue_colors(data, hue, palette)
+    shapes = _hue_markers(levels, hue, markers)
     for level in levels:
         mask = np.ones(len(data), bool) if hue is None else (data[hue] == level).to_numpy()
         ok = mask & np.isfinite(y)
@@ -90,7 +113,8 @@ def z_forest(
         if value == "delta_pp":
             half = z_crit * data.loc[ok, "se_pp"].to_numpy(dtype=float)
             ax.vlines(pos[ok], y[ok] - half, y[ok] + half, colors=color, lw=1.5, zorder=2)
-        ax.scatter(pos[ok], y[ok], color=color, label=str(level), zorder=3, **kwargs)
+        style = {"marker": shapes[level], "edgecolors": "0.2", "linewidths": 0.5, **kwargs}
+        ax.scatter(pos[ok], y[ok], color=color, label=str(level), zorder=3, **style)
         if (mask & ~ok).any():
             n = int((mask & ~ok).sum())
             ax.scatter(pos[mask & ~ok], np.full(n, 0.03), marker="x", color=color,
@@ -101,11 +125,12 @@ def z_forest(
         ax.axhline(0, color="0.7", lw=0.8)
     else:
         ax.axhline(0, ls="--", color="0.3", lw=1)
-    if labels:
-        for px, py, name in zip(pos, y, data["candidate"]):
-            if np.isfinite(py):
-                ax.annotate(str(name), (px, py), xytext=(4, 2), textcoords="offset points",
-                            fontsize=7)
+    names = data["candidate"].astype(str).to_numpy()
+    if highlight is not None:
+        ring = np.isin(names, [str(h) for h in np.atleast_1d(highlight)]) & np.isfinite(y)
+        ax.scatter(pos[ring], y[ring], s=180, facecolors="none", edgecolors="black",
+                   linewidths=1.5, zorder=4, label="_nolegend_", gid="highlight")
+    _label_points(ax, pos, y, names, labels)
     handles, names = ax.get_legend_handles_labels()
     if not np.isfinite(y).all():
         handles.append(Line2D([], [], ls="", marker="x", color="0.3"))
@@ -120,13 +145,15 @@ def z_forest(
 
 
 def paired_tasks(
-    tasks, *, parent_label="parent", child_label="child", title=None, ax=None, **kwargs
+    tasks, *, parent_label="parent", child_label="child", top=None, title=None, ax=None,
+    **kwargs
 ):
     """Draw one comparison task by task: parent rate → child rate, moved tasks highlighted.
 
-    One row per task (a dumbbell): a hollow marker at the parent's rate, a filled marker at
-    the child's, joined by a segment coloured by direction (:data:`DIRECTION_COLORS`). Tasks
-    are ordered by ``diff``, biggest gain on top; the legend counts the tasks that moved.
+    One row per task (a dumbbell): a hollow circle at the parent's rate, a filled marker at
+    the child's, joined by a segment coloured by direction (:data:`DIRECTION_COLORS`); the
+    child's marker says the direction too (▲ up, ▼ down, ● unchanged). Tasks are ordered
+    by ``diff``, biggest gain on top; the legend counts the tasks that moved, all of them.
 
     Parameters
     ----------
@@ -135,6 +162,10 @@ def paired_tasks(
         diff`` (other columns ignored).
     parent_label, child_label : str
         Legend names of the two sides (e.g. the candidate ids).
+    top : int, optional
+        Draw only the tasks that moved, at most ``top`` of them (the largest ``|diff|``,
+        ties by ``task_id``); a note beside the legend counts the tasks left out. For
+        suites of 100+ tasks. By default every task is drawn.
     title : str, optional
         Axes title.
     ax : matplotlib Axes, optional
@@ -150,7 +181,7 @@ def paired_tasks(
     --------
     >>> from gsme import stats, plot
     >>> t = stats.paired_tasks(trials, parent="c0", child="c1", split="train")  # doctest: +SKIP
-    >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1")  # doctest: +SKIP
+    >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1", top=20)  # doctest: +SKIP
     """
     cols = ["task_id", "rate_parent", "rate_child", "diff"]
     require(tasks, cols, "paired tasks frame")
@@ -160,33 +191,71 @@ def paired_tasks(
             f"paired tasks frame has missing rates in {int(bad.sum())} row(s):\n"
             f"{tasks.loc[bad].head(10)}"
         )
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int | np.integer)
+                            or top < 1):
+        raise ValueError(f"top must be a positive int or None, got {top!r}")
     ax = get_axes(ax)
     data = tasks.sort_values(["diff", "task_id"], ascending=[False, True], kind="stable")
     n = len(data)
-    y = np.arange(n)[::-1].astype(float)
+    all_diff = data["diff"].to_numpy(dtype=float)
+    counts = {"up": int((all_diff > 0).sum()), "down": int((all_diff < 0).sum()),
+              "unchanged": int((all_diff == 0).sum())}
+    moved = counts["up"] + counts["down"]
+    if top is not None:
+        data = _largest_moves(data, top)
+    shown = len(data)
+    y = np.arange(shown)[::-1].astype(float)
     diff = data["diff"].to_numpy(dtype=float)
     direction = np.where(diff > 0, "up", np.where(diff < 0, "down", "unchanged"))
     colors = [DIRECTION_COLORS[d] for d in direction]
     parent = data["rate_parent"].to_numpy(dtype=float)
     child = data["rate_child"].to_numpy(dtype=float)
     ax.hlines(y, parent, child, colors=colors, lw=2, zorder=1)
-    ax.scatter(parent, y, facecolors="white", edgecolors="0.3", zorder=2)
-    ax.scatter(child, y, color=colors, edgecolors="0.3", zorder=3, **kwargs)
-    counts = {d: int((direction == d).sum()) for d in DIRECTION_COLORS}
-    handles = [Line2D([], [], color=c, lw=2) for c in DIRECTION_COLORS.values()]
+    ax.scatter(parent, y, facecolors="white", edgecolors="0.3", zorder=2, gid="parent")
+    for d, marker in DIRECTION_MARKERS.items():
+        these = direction == d
+        if these.any():
+            style = {"marker": marker, "edgecolors": "0.3", **kwargs}
+            ax.scatter(child[these], y[these], color=DIRECTION_COLORS[d], zorder=3,
+                       gid=f"child-{d}", **style)
+    handles = [Line2D([], [], color=DIRECTION_COLORS[d], lw=2, marker=DIRECTION_MARKERS[d],
+                      mec="0.3") for d in DIRECTION_COLORS]
     names = [f"{d} ({counts[d]})" for d in DIRECTION_COLORS]
     handles += [Line2D([], [], ls="", marker="o", mfc="white", mec="0.3"),
                 Line2D([], [], ls="", marker="o", mfc="0.5", mec="0.3")]
     names += [parent_label, child_label]
-    moved = counts["up"] + counts["down"]
     ax.legend(handles, names, title=f"{moved} of {n} tasks moved", fontsize=8,
               loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    if n <= 40:
+    if shown < n:
+        ax.text(1.02, 0.0, _hidden_note(shown, moved, counts["unchanged"]),
+                transform=ax.transAxes, ha="left", va="bottom", fontsize=8, color="0.3",
+                gid="hidden-note")
+    if shown <= 40:
         ax.set_yticks(y, [str(t) for t in data["task_id"]], fontsize=7)
     else:
         ax.set_yticks([])
     ax.set_xlim(-0.05, 1.05)
-    return finish(ax, xlabel="pass rate over repeats", ylabel=f"task ({n})", title=title)
+    if shown == 0:
+        ax.set_ylim(-1, 1)
+        ax.text(0.5, 0.5, f"no task moved ({n} unchanged)", ha="center", va="center",
+                transform=ax.transAxes, color="0.4")
+    ylabel = f"task ({n})" if shown == n else f"task ({shown} of {n} shown)"
+    return finish(ax, xlabel="pass rate over repeats", ylabel=ylabel, title=title)
+
+
+def _largest_moves(data: pd.DataFrame, top: int) -> pd.DataFrame:
+    """The ``top`` moved rows of ``data`` with the largest ``|diff|``, in ``data``'s order."""
+    moved = data[data["diff"] != 0]
+    size = moved["diff"].abs().rename("size")
+    keep = (moved.assign(size=size).sort_values(["size", "task_id"], ascending=[False, True],
+                                                kind="stable").head(top).index)
+    return data.loc[data.index.isin(keep)]
+
+
+def _hidden_note(shown: int, moved: int, unchanged: int) -> str:
+    hidden = [f"{moved - shown} moved, smaller |Δ|"] if moved > shown else []
+    hidden += [f"{unchanged} unchanged"] if unchanged else []
+    return "not shown:\n" + "\n".join(hidden)
 
 
 def power_curve(table, *, x="n_tasks", hue="k", target=0.8, title=None, ax=None, **kwargs):
@@ -231,7 +300,7 @@ def power_curve(table, *, x="n_tasks", hue="k", target=0.8, title=None, ax=None,
         )
     ax = get_axes(ax)
     groups = [(None, table)] if hue is None else list(table.groupby(hue, sort=True))
-    colors = sns.color_palette(n_colors=max(len(groups), 1))
+    colors = category_colors(range(len(groups))).values()
     for (level, group), color in zip(groups, colors):
         group = group.sort_values(x)
         name = "power" if level is None else (f"K={level}" if hue == "k" else str(level))
@@ -253,15 +322,37 @@ def _dodge(x: np.ndarray) -> np.ndarray:
 
 def _hue_colors(data: pd.DataFrame, hue, palette):
     if hue is None:
-        return [None], {None: "C0"}
+        return [None], {None: CATEGORY_PALETTE[1]}
     if hue == "decision":
         levels = [d for d in schema.DECISIONS if (data[hue] == d).any()]
         palette = DECISION_COLORS if palette is None else palette
     else:
         levels = list(pd.unique(data[hue]))
         if palette is None:
-            palette = dict(zip(levels, sns.color_palette(n_colors=len(levels))))
+            palette = category_colors(levels)
     missing = [lv for lv in levels if lv not in palette]
     if missing:
         raise ValueError(f"palette has no colour for {hue} level(s) {missing}")
     return levels, palette
+
+
+def _hue_markers(levels, hue, markers) -> dict:
+    if markers is None:
+        markers = DECISION_MARKERS if hue == "decision" else {}
+    return {level: markers.get(level, "o") for level in levels}
+
+
+def _label_points(ax, x, y, names, labels) -> None:
+    """Annotate the chosen points with their names; collisions keep the first one."""
+    if labels is None or labels is False:
+        return
+    finite = np.isfinite(y)
+    if labels is True:
+        order = sorted(np.flatnonzero(finite), key=lambda i: (-abs(y[i]), names[i]))
+    else:
+        wanted = [str(name) for name in ([labels] if isinstance(labels, str) else labels)]
+        order = [i for name in wanted for i in np.flatnonzero((names == name) & finite)]
+    texts = [ax.annotate(names[i], (x[i], y[i]), xytext=(5, 3), textcoords="offset points",
+                         fontsize=7, gid="label") for i in order]
+    if texts:
+        declutter(ax, texts)

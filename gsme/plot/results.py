@@ -7,7 +7,15 @@ import pandas as pd
 import seaborn as sns
 
 from gsme import schema
-from gsme.plot._base import finish, get_axes, require
+from gsme.plot._base import (
+    DECISION_COLORS,
+    DECISION_MARKERS,
+    GREY,
+    category_colors,
+    finish,
+    get_axes,
+    require,
+)
 
 _LABEL_COLUMNS = ("benchmark", "run")
 
@@ -28,7 +36,8 @@ def retention(
     The dashed y = x line is 100 % retention (the sealed gain equals the train gain);
     points above it retained more than they gained on train. Each point is annotated
     "<label> <retention>%" ("—" when the retention is undefined). When the table has a
-    boolean ``credited`` column, uncredited rows are drawn hollow.
+    boolean ``credited`` column, credited rows are drawn as filled ▲ in the credit colour
+    and uncredited rows as hollow grey ●.
 
     Parameters
     ----------
@@ -72,13 +81,15 @@ def retention(
     ax.axhline(0, color="0.85", lw=0.8)
     ax.axvline(0, color="0.85", lw=0.8)
     ax.axline((0, 0), slope=1, ls="--", color="0.3", lw=1, label="100% retention")
-    color = kwargs.pop("color", "C0")
+    color = kwargs.pop("color", DECISION_COLORS["credit"])
     if credited.any():
-        ax.scatter(xs[credited], ys[credited], color=color, s=45, zorder=3,
-                   label="credited" if marked else "_points", **kwargs)
+        style = {"marker": DECISION_MARKERS["credit"] if marked else "o", **kwargs}
+        ax.scatter(xs[credited], ys[credited], color=color, edgecolors="0.2", linewidths=0.5,
+                   s=50, zorder=3, label="credited" if marked else "_points", **style)
     if (~credited).any():
-        ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=color, s=45,
-                   zorder=3, label="not credited", **kwargs)
+        style = {"marker": DECISION_MARKERS["inconclusive"], **kwargs}
+        ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=GREY, s=45,
+                   linewidths=1.5, zorder=3, label="not credited", **style)
     finite = np.concatenate([xs, ys, [0.0]])
     finite = finite[np.isfinite(finite)]
     lo, hi = finite.min(), finite.max()
@@ -108,7 +119,9 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
     value : str
         ``share`` (fractions of the bar's failures) or ``n`` (counts).
     palette : dict or str, optional
-        Colour per pathology, or a seaborn palette name.
+        Colour per pathology, or a seaborn palette name; by default
+        :func:`gsme.plot.category_colors` (colour-blind safe, apart from the decision
+        colours; ``unknown`` in light grey).
     title : str, optional
         Axes title.
     ax : matplotlib Axes, optional
@@ -138,9 +151,13 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
     kinds = list(pd.unique(shares["pathology"]))
     table = shares.pivot(index=x, columns="pathology", values=value)
     table = table.reindex(index=bars, columns=kinds).fillna(0.0)
-    if not isinstance(palette, dict):
-        palette = dict(zip(kinds, sns.color_palette(palette or ("tab10" if len(kinds) <= 10
-                                                               else "husl"), len(kinds))))
+    if palette is None:
+        palette = category_colors(kinds)
+    elif not isinstance(palette, dict):
+        palette = dict(zip(kinds, sns.color_palette(palette, len(kinds))))
+    missing = [k for k in kinds if k not in palette]
+    if missing:
+        raise ValueError(f"palette has no colour for pathology level(s) {missing}")
     positions = np.arange(len(bars))
     bottom = np.zeros(len(bars))
     for kind in kinds:

@@ -1,4 +1,4 @@
-"""The embedded default task agent: a *simulated* frozen model on simulated benchmarks.
+"""The embedded default task agent: a *simulated* frozen model on simulated task suites.
 
 Offline, fast and with known ground truth. ``preset(name)`` returns a :class:`SimAgent`;
 every number it produces is simulated and its ``name`` says so.
@@ -7,15 +7,15 @@ every number it produces is simulated and its ``name`` says so.
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.benchmark import PRESET_SPECS
+from gsme.sim.suite import PRESET_SPECS
 from gsme.sim.catalogue import CATALOGUE
 from gsme.sim.profiles import PROFILES, WHYS
 
 PRESETS = tuple(PRESET_SPECS)
-"""Names of the simulated benchmark presets."""
+"""Names of the simulated suite presets."""
 
 
-def preset(name: str, *, seed: int = 0, profile: str | None = None,
+def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
            infra_fault_rate: float | None = None, test_canary: str | None = None) -> SimAgent:
     """The simulated task agent of preset ``name``.
 
@@ -24,8 +24,8 @@ def preset(name: str, *, seed: int = 0, profile: str | None = None,
     name : str
         One of :data:`PRESETS`: ``tb2, livecode, omni-math, browsecomp-plus, gdpval,
         appworld, swe-bench, tiny``.
-    seed : int
-        Fixes the simulated benchmark (tasks, hidden difficulty, split).
+    suite_seed : int
+        Fixes the simulated suite (tasks, hidden difficulty, split).
     profile : str, optional
         One of :data:`PROFILES`; default: the preset's own profile.
     infra_fault_rate : float, optional
@@ -44,7 +44,7 @@ def preset(name: str, *, seed: int = 0, profile: str | None = None,
     if name not in PRESET_SPECS:
         raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
     rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
-    return SimAgent(name, seed=seed, profile=profile, infra_fault_rate=rate,
+    return SimAgent(name, suite_seed=suite_seed, profile=profile, infra_fault_rate=rate,
                     test_canary=test_canary)
 
 

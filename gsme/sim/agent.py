@@ -1,6 +1,6 @@
 """The simulated frozen task agent: a :class:`~gsme.agents.TaskAgent` with known ground truth.
 
-Its results are *simulated*: a benchmark preset (:mod:`gsme.sim.benchmark`), a model profile
+Its results are *simulated*: a suite preset (:mod:`gsme.sim.suite`), a model profile
 (:mod:`gsme.sim.profiles`) and the hidden catalogue of patch effects
 (:mod:`gsme.sim.catalogue`) decide every trial. It is the offline default that every test of
 the evolution loop stands on, and the instrument that audits it: :meth:`SimAgent.true_rates`
@@ -22,10 +22,10 @@ import pandas as pd
 
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.envgate import parse
-from gsme.harness import read_patches
+from gsme.patches import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
-from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
+from gsme.sim.suite import PRESET_SPECS, build_suite
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
 
@@ -37,26 +37,27 @@ _CACHE_SIZE = 256
 
 
 class SimAgent(TaskAgent):
-    """A simulated frozen model on a simulated benchmark.
+    """A simulated frozen model on a simulated task suite.
 
-    A trial is random given (harness, task, k, attempt, seed) and reproducible: its random
-    numbers are a blake2b hash of ``seed``, the content fingerprint of the harness's
-    ``patches/`` folder, the task and ``k`` (a counter-based generator), so two different
-    harnesses never share random numbers. Infrastructure faults come from a hash of
-    ``seed``, the task, ``k`` and ``attempt`` that leaves the harness out, so they do not
-    depend on it; the outcome leaves ``attempt`` out, so a re-run after a fault yields what
-    the faulted attempt would have yielded (faults delay a result, never change it). Only the patch manifests
-    matter: a patch acts through its ``mechanism`` (looked up in the hidden catalogue), its
+    A trial is random given (harness, task, repeat, attempt, run_seed) and reproducible:
+    its random numbers are a blake2b hash of ``run_seed``, ``suite_seed``, the content
+    fingerprint of the harness's ``patches/`` folder, the task and ``repeat`` (a
+    counter-based generator), so two different harnesses never share random numbers.
+    Infrastructure faults come from a hash of ``run_seed``, the task, ``repeat`` and
+    ``attempt`` that leaves the harness out, so they do not depend on it; the outcome leaves
+    ``attempt`` out, so a re-run after a fault yields what the faulted attempt would have
+    yielded (faults delay a result, never change it). Only the patch manifests matter: a
+    patch acts through its ``mechanism`` (looked up in the hidden catalogue), its
     ``env_gate`` and, for hints, the task ids it names.
 
     Parameters
     ----------
-    benchmark : str
+    preset : str
         A preset name, one of :data:`gsme.sim.PRESETS`.
     profile : str, optional
         A profile name, one of :data:`gsme.sim.PROFILES`; default: the preset's own.
-    seed : int
-        Fixes the benchmark: task features, hidden difficulty, the train/test split.
+    suite_seed : int
+        Fixes the simulated suite: task features, hidden difficulty, the train/test split.
     infra_fault_rate : float
         Probability that a trial's environment fails (``infra_ok`` False).
     test_canary : str, optional
@@ -65,58 +66,57 @@ class SimAgent(TaskAgent):
 
     Examples
     --------
-    >>> agent = SimAgent("tiny", seed=0)
+    >>> agent = SimAgent("tiny", suite_seed=0)
     >>> agent.name, agent.simulated
     ('simulated:tiny/qwen-careless', True)
     """
 
     simulated = True
 
-    def __init__(self, benchmark: str = "tiny", *, profile: str | None = None, seed: int = 0,
+    def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
                  test_canary: str | None = None):
-        if benchmark not in PRESET_SPECS:
-            raise ValueError(f"benchmark must be one of {list(PRESET_SPECS)}, got {benchmark!r}")
-        spec = PRESET_SPECS[benchmark]
+        if preset not in PRESET_SPECS:
+            raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
+        spec = PRESET_SPECS[preset]
         profile = spec.profile if profile is None else profile
         if profile not in PROFILES:
             raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
         if not 0.0 <= infra_fault_rate < 1.0:
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
-        self._args = (benchmark, profile, int(seed), float(infra_fault_rate), test_canary)
-        self.benchmark = build_benchmark(spec, seed=seed)
+        self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary)
+        self.suite = build_suite(spec, suite_seed=suite_seed)
         self.profile = PROFILES[profile]
-        self.seed = int(seed)
+        self.suite_seed = int(suite_seed)
         self.infra_fault_rate = float(infra_fault_rate)
         self.name = f"simulated:{spec.name}/{profile}"
-        tasks = self.benchmark.tasks.copy()
+        tasks = self.suite.tasks.copy()
         if test_canary is not None:
             test = tasks["split"] == "test"
             tasks.loc[test, "content"] = tasks.loc[test, "content"] + f" [{test_canary}]"
         self._tasks = tasks
         self._content = tasks["content"].tolist()
-        self._task_keys = [f"{self.seed}|{t}" for t in tasks["task_id"]]
-        self._onset = base_onset(self.benchmark, self.profile)
-        self._by_stat: dict = {}
+        self._task_keys = [f"{self.suite_seed}|{t}" for t in tasks["task_id"]]
+        self._onset = base_onset(self.suite, self.profile)
         self._by_fingerprint: dict[str, HarnessModel] = {}
         self._gates: dict[str, np.ndarray] = {}
 
     def __reduce__(self):
         """Pickle as the constructor's arguments: small, and picklable by any executor."""
-        benchmark, profile, seed, rate, canary = self._args
-        return _rebuild, (benchmark, profile, seed, rate, canary)
+        preset, profile, suite_seed, rate, canary = self._args
+        return _rebuild, (preset, profile, suite_seed, rate, canary)
 
     def tasks(self) -> pd.DataFrame:
         """``task_id, split, category, has_tests, needs_tools, long_context, hard, content``."""
         return self._tasks.copy()
 
-    def run(self, harness_dir: Path, task: Mapping, *, k: int, attempt: int,
-            seed: int) -> Trajectory:
+    def run(self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int,
+            run_seed: int) -> Trajectory:
         """Run one simulated trial of ``task`` (a row of :meth:`tasks`) under ``harness_dir``."""
         i = self._row(task)
         fingerprint, model = self._harness(harness_dir)
-        spec = self.benchmark.spec
-        key = f"{seed}|{self._task_keys[i]}|{k}"
+        spec = self.suite.spec
+        key = f"{run_seed}|{self._task_keys[i]}|{repeat}"
         if _uniforms(f"{key}|{attempt}|infra", 1)[0] < self.infra_fault_rate:
             return Trajectory(
                 passed=False, infra_ok=False, tokens=0.0, cost_usd=0.0, seconds=5.0,
@@ -145,8 +145,8 @@ class SimAgent(TaskAgent):
             seconds=float(tokens / spec.tok_per_s + 30.0 * u[6]),
             transcript=text, pathology=why)
 
-    def true_rates(self, harness_dir: Path, split: str) -> pd.DataFrame:
-        """Exact pass probability of every task of ``split`` under ``harness_dir``.
+    def true_rates(self, harness: Mapping[str, str], split: str) -> pd.DataFrame:
+        """Exact pass probability of every task of ``split`` under ``harness`` (its files).
 
         Ground truth for audits only; the evolution loop never calls it.
 
@@ -157,50 +157,48 @@ class SimAgent(TaskAgent):
         """
         if split not in SPLITS:
             raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
-        _, model = self._harness(harness_dir)
+        _, model = self._model({p: t for p, t in harness.items() if _is_manifest(p)})
         mask = (self._tasks["split"] == split).to_numpy()
         return pd.DataFrame({"task_id": self._tasks.loc[mask, "task_id"].to_numpy(),
                              "rate": model.pass_prob[mask]})
 
-    def true_effect(self, child_dir: Path, parent_dir: Path, split: str) -> float:
-        """True effect of ``child_dir`` over ``parent_dir`` in pp, mean over ``split``'s tasks."""
-        child = self.true_rates(child_dir, split)["rate"].to_numpy()
-        parent = self.true_rates(parent_dir, split)["rate"].to_numpy()
-        return float(100.0 * (child - parent).mean())
+    def true_effect(self, child: Mapping[str, str], parent: Mapping[str, str],
+                    split: str) -> float:
+        """True effect of harness ``child`` over ``parent`` in pp, mean over ``split``'s tasks."""
+        child_rates = self.true_rates(child, split)["rate"].to_numpy()
+        parent_rates = self.true_rates(parent, split)["rate"].to_numpy()
+        return float(100.0 * (child_rates - parent_rates).mean())
 
     def _row(self, task: Mapping) -> int:
         task_id = task["task_id"]
         try:
-            return self.benchmark.index[task_id]
+            return self.suite.index[task_id]
         except KeyError:
             raise ValueError(
                 f"task_id {task_id!r} is not a task of {self.name}; see tasks()") from None
 
     def _harness(self, harness_dir) -> tuple[str, HarnessModel]:
-        """Fingerprint and compiled model of a harness, cached by its manifests' file stats."""
+        """Fingerprint and compiled model of the harness in a folder (its manifests only)."""
         folder = os.path.join(os.fspath(harness_dir), "patches")
         try:
             with os.scandir(folder) as entries:
-                stats = tuple(sorted((e.name, st.st_mtime_ns, st.st_size) for e in entries
-                                     if e.name.endswith(".toml") and (st := e.stat())))
+                manifests = {f"patches/{e.name}": Path(e.path).read_text(encoding="utf-8")
+                             for e in entries if _is_manifest(f"patches/{e.name}")}
         except FileNotFoundError:
-            stats = ()
-        key = (folder, stats)
-        if key not in self._by_stat:
-            digest = hashlib.blake2b(digest_size=16)
-            for name, _, _ in stats:
-                digest.update(name.encode() + b"\0" + Path(folder, name).read_bytes() + b"\0")
-            fingerprint = digest.hexdigest()
-            if fingerprint not in self._by_fingerprint:
-                self._by_fingerprint[fingerprint] = self._compile(Path(harness_dir), stats)
-            _bounded_put(self._by_stat, key, (fingerprint, self._by_fingerprint[fingerprint]))
-        return self._by_stat[key]
+            manifests = {}
+        return self._model(manifests)
 
-    def _compile(self, harness_dir: Path, stats) -> HarnessModel:
-        patches = []
-        if stats:
-            patches = read_patches(harness_dir)
-        return compile_harness(patches, self.benchmark, self._onset, self._gate_mask)
+    def _model(self, manifests: Mapping[str, str]) -> tuple[str, HarnessModel]:
+        """Fingerprint and compiled model of a harness's manifests (cached by content)."""
+        digest = hashlib.blake2b(digest_size=16)
+        for name, text in sorted(manifests.items()):
+            digest.update(name.encode() + b"\0" + text.encode() + b"\0")
+        fingerprint = digest.hexdigest()
+        if fingerprint not in self._by_fingerprint:
+            model = compile_harness(read_patches(manifests), self.suite, self._onset,
+                                    self._gate_mask)
+            _bounded_put(self._by_fingerprint, fingerprint, model)
+        return fingerprint, self._by_fingerprint[fingerprint]
 
     def _gate_mask(self, expr: str) -> np.ndarray:
         if expr not in self._gates:
@@ -208,8 +206,8 @@ class SimAgent(TaskAgent):
         return self._gates[expr]
 
 
-def _rebuild(benchmark, profile, seed, infra_fault_rate, test_canary) -> SimAgent:
-    return SimAgent(benchmark, profile=profile, seed=seed, infra_fault_rate=infra_fault_rate,
+def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary) -> SimAgent:
+    return SimAgent(preset, profile=profile, suite_seed=suite_seed, infra_fault_rate=infra_fault_rate,
                     test_canary=test_canary)
 
 
@@ -223,7 +221,15 @@ def _uniforms(key: str, n: int) -> list[float]:
     return [(w >> 11) * 2.0**-53 for w in struct.unpack(f"<{n}Q", digest)]
 
 
+def _is_manifest(path: str) -> bool:
+    folder, _, name = path.partition("/")
+    return folder == "patches" and "/" not in name and name.endswith(".toml")
+
+
 def _bounded_put(cache: dict, key, value) -> None:
     if len(cache) >= _CACHE_SIZE:
-        cache.pop(next(iter(cache)))
+        try:  # another thread may be evicting at the same moment
+            cache.pop(next(iter(cache)), None)
+        except (StopIteration, RuntimeError):
+            pass
     cache[key] = value

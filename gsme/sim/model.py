@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gsme.sim.benchmark import Benchmark
+from gsme.sim.suite import Suite
 from gsme.sim.catalogue import effect_of
 from gsme.sim.profiles import WHYS, Profile
 
@@ -39,7 +39,7 @@ class Beacon:
 
 @dataclass(frozen=True)
 class HarnessModel:
-    """A harness compiled against one benchmark and profile (arrays indexed by task row)."""
+    """A harness compiled against one suite and profile (arrays indexed by task row)."""
 
     onset: np.ndarray  # (n_tasks, n_whys) onset hazards h0
     fail_given_onset: np.ndarray  # (n_tasks, n_whys) m
@@ -57,33 +57,33 @@ class HarnessModel:
         return (1.0 - fail) * (1.0 - self.harm)
 
 
-def base_onset(bench: Benchmark, profile: Profile) -> np.ndarray:
+def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
     """Onset hazard of each failure mode per task, before any patch."""
-    fail = 1.0 - 1.0 / (1.0 + np.exp(-(profile.skill - bench.difficulty)))
-    weights = bench.susceptibility * np.array([profile.rates[w] for w in WHYS])
+    fail = 1.0 - 1.0 / (1.0 + np.exp(-(profile.skill - suite.difficulty)))
+    weights = suite.susceptibility * np.array([profile.rates[w] for w in WHYS])
     return fail[:, None] * weights / weights.sum(axis=1, keepdims=True)
 
 
-def compile_harness(patches, bench: Benchmark, onset: np.ndarray, gate_mask) -> HarnessModel:
+def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask) -> HarnessModel:
     """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
 
-    ``gate_mask(expr)`` returns the bool mask of the benchmark's tasks an env gate admits.
+    ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits.
     """
-    n = len(bench.tasks)
+    n = len(suite.tasks)
     factors: dict[int, list[tuple[float, np.ndarray]]] = {}
     named_factor = np.ones(n)
     survive = np.ones(n)
     harm_why = np.full(n, WHY_INDEX["premature-finalization"])
     harm_best = np.zeros(n)
     cost, runaway_cost = np.ones(n), np.ones(n)
-    hard = bench.tasks["hard"].to_numpy(dtype=bool)
+    hard = suite.tasks["hard"].to_numpy(dtype=bool)
     beacons = []
     for patch in patches:
         effect = effect_of(patch.mechanism, patch.why)
         admitted = np.asarray(gate_mask(patch.env_gate), dtype=bool)
         why = WHY_INDEX.get(effect.why if effect.why is not None else "", -1)
         if effect.named_only:
-            admitted = admitted & _named(patch, bench)
+            admitted = admitted & _named(patch, suite)
             named_factor = np.where(admitted, named_factor * effect.factor, named_factor)
         elif why >= 0 and effect.factor != 1.0:
             factors.setdefault(why, []).append((effect.factor, admitted))
@@ -109,11 +109,11 @@ def _diminishing(items, n) -> np.ndarray:
     return np.prod(stacked ** powers, axis=0)
 
 
-def _named(patch, bench: Benchmark) -> np.ndarray:
+def _named(patch, suite: Suite) -> np.ndarray:
     """Tasks a patch names, in ``predicted_tasks`` or anywhere in the text it writes."""
     text = " ".join(change.new for change in patch.changes)
-    pattern = re.escape(bench.spec.name) + r"-\d{3}"
+    pattern = re.escape(suite.spec.name) + r"-\d{3}"
     names = set(patch.predicted_tasks) | set(re.findall(pattern, text))
-    mask = np.zeros(len(bench.tasks), dtype=bool)
-    mask[[bench.index[t] for t in names if t in bench.index]] = True
+    mask = np.zeros(len(suite.tasks), dtype=bool)
+    mask[[suite.index[t] for t in names if t in suite.index]] = True
     return mask

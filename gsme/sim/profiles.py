@@ -13,15 +13,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-WHYS = (
-    "thinking-runaway",
-    "premature-finalization",
-    "careless-submit",
-    "tool-misuse",
-    "format-error",
-    "looping",
-    "context-overflow",
-)
+from gsme.schema import FAILURE_MODES
+
+WHYS = tuple(FAILURE_MODES)
 """The failure modes of the default why vocabulary, in the simulator's fixed order."""
 
 

@@ -1,8 +1,8 @@
-"""Simulated benchmarks: tasks with hidden difficulty and susceptibility, and a fixed split.
+"""Simulated task suites: tasks with hidden difficulty and susceptibility, and a fixed split.
 
 Each preset is named after one of the GSME paper's domains and imitates its size and noise;
-its tasks, features and difficulties are *simulated*. The public face of a benchmark is
-:attr:`Benchmark.tasks` (ids, split, features, a short statement); difficulty and
+its tasks, features and difficulties are *simulated*. The public face of a suite is
+:attr:`Suite.tasks` (ids, split, features, a short statement); difficulty and
 per-pathology susceptibility stay private to the simulator.
 """
 
@@ -23,7 +23,7 @@ HARD_QUANTILE = 0.65  # tasks above this difficulty quantile carry the visible `
 
 @dataclass(frozen=True)
 class PresetSpec:
-    """Shape of one simulated benchmark.
+    """Shape of one simulated suite.
 
     ``difficulty_mean``/``difficulty_sd`` are on the logit scale of the profile's skill: a
     small sd puts many tasks near a 50% pass rate, hence high run-to-run variance.
@@ -87,31 +87,31 @@ _VERBS = ("fix the failing step", "produce the requested report", "find the miss
 
 
 @dataclass(frozen=True)
-class Benchmark:
-    """A simulated benchmark: public ``tasks`` plus hidden ``difficulty``/``susceptibility``.
+class Suite:
+    """A simulated suite: public ``tasks`` plus hidden ``difficulty``/``susceptibility``.
 
     ``susceptibility[i, j]`` scales how prone task ``i`` is to failure mode ``WHYS[j]``;
     ``index`` maps a task id to its row.
     """
 
     spec: PresetSpec
-    seed: int
+    suite_seed: int
     tasks: pd.DataFrame
     difficulty: np.ndarray
     susceptibility: np.ndarray
     index: Mapping[str, int]
 
 
-def build_benchmark(spec: PresetSpec, *, seed: int) -> Benchmark:
-    """Draw the tasks of ``spec`` from ``seed``: features, hidden parameters, stratified split.
+def build_suite(spec: PresetSpec, *, suite_seed: int) -> Suite:
+    """Draw the tasks of ``spec`` from ``suite_seed``: features, hidden parameters, stratified split.
 
     Examples
     --------
-    >>> b = build_benchmark(PRESET_SPECS["tiny"], seed=0)
+    >>> b = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
     >>> b.tasks["split"].value_counts().to_dict()
     {'train': 16, 'test': 8}
     """
-    rng = np.random.default_rng([seed, 0x5EED])
+    rng = np.random.default_rng([suite_seed, 0x5EED])
     n = spec.n_train + spec.n_test
     ids = [f"{spec.name}-{i:03d}" for i in range(n)]
     cats = rng.choice(len(spec.categories), size=n)
@@ -131,7 +131,7 @@ def build_benchmark(spec: PresetSpec, *, seed: int) -> Benchmark:
         "hard": hard,
         "content": content,
     })
-    return Benchmark(spec, seed, tasks, difficulty, susceptibility,
+    return Suite(spec, suite_seed, tasks, difficulty, susceptibility,
                      MappingProxyType({t: i for i, t in enumerate(ids)}))
 
 

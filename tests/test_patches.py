@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gsme._paths import SEED_HARNESS
-from gsme.harness import (
+from gsme.resources import SEED_HARNESS
+from gsme.patches import (
     LEVERS,
     PatchError,
     apply_patch,
@@ -17,7 +17,7 @@ from gsme.harness import (
     read_patches,
     validate_patch,
 )
-from gsme.patch import FileChange, Patch
+from gsme.patches import FileChange, Patch
 
 
 @pytest.fixture
@@ -218,7 +218,7 @@ def test_same_patch_id_cannot_apply_twice(harness):
 def test_missing_harness_and_wrong_types(tmp_path):
     with pytest.raises(PatchError, match="is not a directory"):
         validate_patch(tmp_path / "nope", make())
-    with pytest.raises(TypeError, match="gsme.patch.Patch"):
+    with pytest.raises(TypeError, match="gsme.patches.Patch"):
         validate_patch(tmp_path, {"id": "p1"})
     with pytest.raises(FileNotFoundError, match="harness_dir"):
         harness_files(tmp_path / "nope")

@@ -1,6 +1,6 @@
-"""The bundled ``pyfunc`` benchmark: small Python function tasks graded by hidden tests.
+"""The bundled ``pyfunc`` task suite: small Python function tasks graded by hidden tests.
 
-Each task is one TOML file in ``data/benchmarks/pyfunc/tasks/`` (the format is described in
+Each task is one TOML file in ``data/suites/pyfunc/tasks/`` (the format is described in
 that folder's README). The public part of a task (statement, signature, visible examples)
 is what an agent may show its model; hidden tests and the reference solution stay here.
 
@@ -11,7 +11,7 @@ minimal environment, a 1 GiB address-space limit where the platform has one) kil
 
 Examples
 --------
->>> from gsme.bench import pyfunc
+>>> from gsme.suites import pyfunc
 >>> tasks = pyfunc.load_tasks()
 >>> sorted(tasks["split"].unique())
 ['test', 'train']
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme._paths import DATA_DIR
+from gsme.resources import PYFUNC_TASKS
 from gsme._proc import run_limited
 from gsme.schema import SPLITS
 
@@ -50,7 +50,7 @@ __all__ = [
     "task",
 ]
 
-TASK_DIR = DATA_DIR / "benchmarks" / "pyfunc" / "tasks"
+TASK_DIR = PYFUNC_TASKS
 CATEGORIES = ("strings", "lists", "math", "parsing", "algorithms")
 DIFFICULTIES = ("easy", "medium", "hard")
 PUBLIC_FIELDS = ("task_id", "split", "category", "difficulty", "entry_point", "signature",

@@ -1,0 +1,1 @@
+"""gsme's bundled data (installed as ``gsme.data``; see :mod:`gsme.resources`)."""

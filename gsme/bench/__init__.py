@@ -1,1 +1,0 @@
-"""Bundled real benchmarks for the real task agents (``pyfunc``: Python function tasks)."""

@@ -1,0 +1,412 @@
+"""Harnesses and the patches applied to them.
+
+A harness is a set of text files in four levers, ``prompt/``, ``knowledge/``, ``runtime/``
+and ``config/``, plus ``patches/``: one TOML manifest per applied patch (``id, where, why,
+env_gate, beacon, rationale, mechanism, predicted_tasks`` and the file changes made). gsme
+handles a harness as a mapping of POSIX paths to text (:func:`harness_files` reads one from
+a directory; :meth:`gsme.gitrepo.HarnessRepo.files` from git), so evolvers read harnesses
+without touching any working tree.
+
+A patch changes files of exactly one lever, its ``where``. :func:`plan_patch` checks every
+change before anything is written, so a patch either applies whole or is refused with a
+:class:`PatchError` naming what is wrong: a path outside the lever (absolute, ``..``,
+``patches/``, a ``.git*`` name, too long), a file or a harness over the size limits
+(:func:`check_size`, the one size rule of mutations and recombinations), an ``old`` text
+found zero or several times, a change that would change nothing, an env gate that does not
+parse. Every refusal is a :class:`PatchError`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import tomli_w
+
+from gsme.envgate import EnvGateError, parse
+from gsme.schema import LEVERS
+
+__all__ = [
+    "MAX_FILE_BYTES", "MAX_HARNESS_BYTES", "MAX_HARNESS_FILES", "MAX_PATCH_FILES",
+    "MAX_PATH_CHARS", "PATCHES_DIR", "SLUG", "FileChange", "Patch", "PatchError",
+    "apply_patch", "check_size", "harness_files", "lever_files", "patch_from_dict",
+    "patch_to_dict", "plan_patch", "read_patches", "validate_patch",
+]
+
+MAX_FILE_BYTES = 32_768
+"""Largest file a harness may hold."""
+MAX_HARNESS_BYTES = 1_048_576
+"""Largest total size of a harness's files."""
+MAX_HARNESS_FILES = 256
+"""Most files a harness may hold."""
+MAX_PATCH_FILES = 16
+"""Most files one patch may change."""
+MAX_PATH_CHARS = 160
+"""Longest path (and ``MAX_PATH_CHARS // 2`` the longest name in it) a patch may write."""
+PATCHES_DIR = "patches"
+SLUG = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_TEXT_FIELDS = ("id", "where", "why", "mechanism", "beacon", "env_gate", "rationale")
+_REQUIRED = ("id", "where", "why", "mechanism", "beacon")
+_SAFE_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file change inside a harness, with ``path`` relative to the harness root.
+
+    With ``old`` None the file is written whole (created or replaced) with ``new``.
+    With ``old`` given, exactly one occurrence of ``old`` in the existing file becomes
+    ``new``; a change that finds ``old`` zero or several times does not apply.
+    """
+
+    path: str
+    new: str
+    old: str | None = None
+
+
+@dataclass(frozen=True)
+class Patch:
+    """An env-gated harness patch aimed at one (where, why) pathology cell.
+
+    ``where`` is the lever whose files the patch changes; ``why`` the failure mode it
+    targets; ``mechanism`` names what it does (free text or a catalogue name);
+    ``env_gate`` is a predicate over task features (empty: every task); ``beacon`` is the
+    activation beacon its code path emits when it acts.
+    """
+
+    id: str
+    where: str
+    why: str
+    mechanism: str
+    beacon: str
+    env_gate: str = ""
+    rationale: str = ""
+    changes: tuple[FileChange, ...] = field(default_factory=tuple)
+    predicted_tasks: tuple[str, ...] = field(default_factory=tuple)
+
+
+class PatchError(ValueError):
+    """A patch that is malformed or does not apply; the message names the field or path."""
+
+
+def harness_files(harness_dir: str | Path) -> dict[str, str]:
+    """Every file of the harness at ``harness_dir``: relative POSIX path → text, sorted.
+
+    Files outside the four levers and ``patches/`` are left out; a file that is not UTF-8
+    text is refused with a :class:`PatchError`.
+    """
+    root = Path(harness_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"harness_dir {root} is not a directory")
+    files = {}
+    for folder in (*LEVERS, PATCHES_DIR):
+        for path in sorted((root / folder).rglob("*")):
+            if path.is_file():
+                rel = path.relative_to(root).as_posix()
+                try:
+                    files[rel] = path.read_bytes().decode("utf-8")
+                except UnicodeDecodeError:
+                    raise PatchError(f"harness file {rel} is not UTF-8 text") from None
+    return dict(sorted(files.items()))
+
+
+def lever_files(harness: Mapping[str, str]) -> dict[str, str]:
+    """The files of the four levers only (what an evolver may change), sorted by path."""
+    return {p: t for p, t in sorted(harness.items()) if p.split("/", 1)[0] in LEVERS}
+
+
+def read_patches(harness: Mapping[str, str]) -> list[Patch]:
+    """The patches recorded in ``patches/*.toml`` of a harness mapping, sorted by id.
+
+    Raises
+    ------
+    PatchError
+        A manifest is not valid TOML or not a valid patch; the message names the file.
+    """
+    patches = []
+    for path, text in sorted(harness.items()):
+        folder, _, name = path.partition("/")
+        if folder != PATCHES_DIR or "/" in name or not name.endswith(".toml"):
+            continue
+        try:
+            patch = patch_from_dict(tomllib.loads(text))
+        except (tomllib.TOMLDecodeError, PatchError) as err:
+            raise PatchError(f"patch manifest {path} cannot be read: {err}") from None
+        if patch.id != name[: -len(".toml")]:
+            raise PatchError(f"patch manifest {path} holds id {patch.id!r}, not "
+                             f"{name[: -len('.toml')]!r}")
+        patches.append(patch)
+    return sorted(patches, key=lambda p: p.id)
+
+
+def plan_patch(harness: Mapping[str, str], patch: Patch) -> dict[str, str]:
+    """Check that ``patch`` applies to ``harness``; return every file it writes.
+
+    Changes are checked in order, each against the files as the earlier changes leave
+    them, so two changes to one file compose. The result holds the new text of each
+    changed file and the patch's manifest, ``patches/<id>.toml``.
+
+    Raises
+    ------
+    PatchError
+        Names the offending field (``id``, ``beacon``, ``why``, ``where``, ``env_gate``,
+        ``changes``) or the path and what is wrong with it.
+    """
+    if not isinstance(patch, Patch):
+        raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
+    _check_fields(patch)
+    manifest = f"{PATCHES_DIR}/{patch.id}.toml"
+    if manifest in harness:
+        raise PatchError(f"patch id {patch.id!r} is already applied to this harness")
+    paths = {getattr(c, "path", None) for c in patch.changes}
+    if len(paths) > MAX_PATCH_FILES:
+        raise PatchError(f"patch changes {len(paths)} files; a patch may change at most "
+                         f"{MAX_PATCH_FILES}")
+    folders = {p.rsplit("/", 1)[0] for p in harness if "/" in p}
+    written: dict[str, str] = {}
+    for index, change in enumerate(patch.changes):
+        label = f"changes[{index}] (path {str(getattr(change, 'path', None))[:80]!r})"
+        path = _target(patch.where, change, label)
+        if path in folders or any(f.startswith(path + "/") for f in folders):
+            raise PatchError(f"{label} is a directory, not a file")
+        current = written.get(path, harness.get(path))
+        written[path] = _changed(current, change, label)
+    written[manifest] = _dumps(patch_to_dict(patch))
+    check_size({**harness, **written})
+    return written
+
+
+def validate_patch(harness: Mapping[str, str], patch: Patch) -> None:
+    """Raise :class:`PatchError` unless ``patch`` applies to ``harness``; write nothing."""
+    plan_patch(harness, patch)
+
+
+def apply_patch(harness_dir: str | Path, patch: Patch) -> Path:
+    """Apply ``patch`` to the harness directory ``harness_dir`` and record its manifest.
+
+    Every change is validated first (see :func:`plan_patch`); nothing is written unless all
+    of them apply, and nothing is written through a symbolic link.
+
+    Returns
+    -------
+    Path
+        The manifest written, ``<harness_dir>/patches/<id>.toml``.
+
+    Examples
+    --------
+    >>> import shutil, tempfile
+    >>> from gsme.resources import SEED_HARNESS
+    >>> h = Path(shutil.copytree(SEED_HARNESS, Path(tempfile.mkdtemp()) / "h"))
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", changes=(FileChange("prompt/verify.md", "Check first.\\n"),))
+    >>> apply_patch(h, p).name, (h / "prompt/verify.md").read_text()
+    ('verify.toml', 'Check first.\\n')
+    """
+    root = Path(harness_dir)
+    if not root.is_dir():
+        raise PatchError(f"harness_dir {root} is not a directory")
+    written = plan_patch(harness_files(root), patch)
+    for rel in written:
+        _refuse_links(root, rel)
+    for rel, text in written.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+    return root / PATCHES_DIR / f"{patch.id}.toml"
+
+
+def check_size(harness: Mapping[str, str]) -> None:
+    """The one size rule of every harness, mutated or merged.
+
+    Raises
+    ------
+    PatchError
+        A file over :data:`MAX_FILE_BYTES`, more than :data:`MAX_HARNESS_FILES` files, or
+        more than :data:`MAX_HARNESS_BYTES` in all; the message names the files.
+    """
+    sizes = {p: len(t.encode("utf-8")) for p, t in harness.items()}
+    big = sorted(p for p, n in sizes.items() if n > MAX_FILE_BYTES)
+    if big:
+        raise PatchError(f"files over {MAX_FILE_BYTES} bytes: {big[:5]}")
+    if len(sizes) > MAX_HARNESS_FILES:
+        raise PatchError(f"the harness would hold {len(sizes)} files; at most "
+                         f"{MAX_HARNESS_FILES}")
+    total = sum(sizes.values())
+    if total > MAX_HARNESS_BYTES:
+        raise PatchError(f"the harness would hold {total} bytes; at most {MAX_HARNESS_BYTES}")
+
+
+def patch_to_dict(patch: Patch) -> dict:
+    """A TOML-ready dict of ``patch``; a change's ``old`` is left out when it is None."""
+    if not isinstance(patch, Patch):
+        raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
+    out = {name: getattr(patch, name) for name in _TEXT_FIELDS}
+    out["predicted_tasks"] = list(patch.predicted_tasks)
+    out["changes"] = [
+        {"path": c.path, **({} if c.old is None else {"old": c.old}), "new": c.new}
+        for c in patch.changes
+    ]
+    return out
+
+
+def patch_from_dict(data: dict) -> Patch:
+    """Inverse of :func:`patch_to_dict`.
+
+    Raises
+    ------
+    PatchError
+        Missing or unknown keys, or a field of the wrong type; the message names it.
+    """
+    if not isinstance(data, dict):
+        raise PatchError(f"a patch must be a table/dict, got {type(data).__name__}")
+    allowed = set(_TEXT_FIELDS) | {"predicted_tasks", "changes"}
+    unknown = sorted(set(data) - allowed)
+    missing = [key for key in _REQUIRED if key not in data]
+    if unknown or missing:
+        raise PatchError(
+            f"patch has unknown key(s) {unknown} / lacks key(s) {missing}; "
+            f"allowed keys: {sorted(allowed)}"
+        )
+    for name in _TEXT_FIELDS:
+        if name in data and not isinstance(data[name], str):
+            raise PatchError(f"patch field {name!r} must be a string, got {data[name]!r}")
+    tasks = data.get("predicted_tasks", [])
+    if not isinstance(tasks, (list, tuple)) or not all(isinstance(t, str) for t in tasks):
+        raise PatchError(f"patch field 'predicted_tasks' must be a list of strings: {tasks!r}")
+    changes = data.get("changes", [])
+    if not isinstance(changes, (list, tuple)):
+        raise PatchError(f"patch field 'changes' must be a list, got {changes!r}")
+    return Patch(
+        **{name: data[name] for name in _TEXT_FIELDS if name in data},
+        predicted_tasks=tuple(tasks),
+        changes=tuple(_change_from_dict(i, c) for i, c in enumerate(changes)),
+    )
+
+
+# ---------------------------------------------------------------------------- internals
+
+
+def _change_from_dict(index: int, data) -> FileChange:
+    keys = set(data) if isinstance(data, dict) else None
+    if keys is None or not {"path", "new"} <= keys <= {"path", "old", "new"}:
+        raise PatchError(
+            f"patch changes[{index}] must be a table with keys path, new and optionally "
+            f"old; got {str(data)[:200]}"
+        )
+    for key in keys:
+        if not isinstance(data[key], str):
+            raise PatchError(f"patch changes[{index}].{key} must be a string: {data[key]!r}")
+    return FileChange(path=data["path"], new=data["new"], old=data.get("old"))
+
+
+def _check_fields(patch: Patch) -> None:
+    for name in ("id", "beacon", "why"):
+        value = getattr(patch, name)
+        if not isinstance(value, str) or SLUG.fullmatch(value) is None or len(value) > 64:
+            raise PatchError(
+                f"patch {name} {str(value)[:80]!r} must be a slug of at most 64 characters: "
+                f"lowercase letters, digits, '-' and '_', starting with a letter or digit"
+            )
+    if patch.where not in LEVERS:
+        raise PatchError(f"patch where {patch.where!r} is not a lever; allowed: {list(LEVERS)}")
+    for name in ("mechanism", "env_gate", "rationale"):
+        if not isinstance(getattr(patch, name), str):
+            raise PatchError(f"patch {name} must be a string, got {getattr(patch, name)!r}")
+    if not patch.mechanism.strip():
+        raise PatchError("patch mechanism is empty; name what the patch does")
+    try:
+        parse(patch.env_gate)
+    except EnvGateError as err:
+        raise PatchError(f"patch env_gate does not parse: {err}") from None
+    except (RecursionError, MemoryError, ValueError) as err:  # a gate parse must not crash
+        raise PatchError(f"patch env_gate cannot be parsed: {type(err).__name__}") from None
+    if not all(isinstance(t, str) for t in patch.predicted_tasks):
+        raise PatchError(f"patch predicted_tasks must hold strings: {patch.predicted_tasks!r}")
+    if not patch.changes:
+        raise PatchError(f"patch {patch.id!r} has no changes; a patch must change a file")
+
+
+def _target(where: str, change, label: str) -> str:
+    """The checked relative path ``change`` writes."""
+    if not isinstance(change, FileChange):
+        raise PatchError(f"{label} must be a gsme.patches.FileChange, got "
+                         f"{type(change).__name__}")
+    if not isinstance(change.path, str) or not change.path.strip():
+        raise PatchError(f"{label}: path must be a non-empty string")
+    if not isinstance(change.new, str) or not isinstance(change.old, (str, type(None))):
+        raise PatchError(f"{label}: new must be a string and old a string or None")
+    if len(change.path) > MAX_PATH_CHARS:
+        raise PatchError(f"{label}: the path has {len(change.path)} characters; at most "
+                         f"{MAX_PATH_CHARS}")
+    if "\\" in change.path or "\x00" in change.path:
+        raise PatchError(f"{label}: use '/' separators; backslashes and NUL are refused")
+    rel = PurePosixPath(change.path)
+    if rel.is_absolute() or re.match(r"[A-Za-z]:", change.path):
+        raise PatchError(f"{label} is absolute; paths are relative to the harness root")
+    if ".." in rel.parts:
+        raise PatchError(f"{label} contains '..'; it must stay inside {where}/")
+    head = rel.parts[0]
+    if head == PATCHES_DIR:
+        raise PatchError(f"{label} writes into {PATCHES_DIR}/, which only manifests may hold")
+    if head != where:
+        other = f"lever {head!r}" if head in LEVERS else "no lever"
+        raise PatchError(
+            f"{label} touches {other}, but the patch's where is {where!r}; a patch changes "
+            f"files under {where}/ only"
+        )
+    if len(rel.parts) < 2:
+        raise PatchError(f"{label} names the lever folder itself, not a file inside it")
+    for part in rel.parts[1:]:
+        if part.lower().startswith(".git"):
+            raise PatchError(f"{label}: {part!r} is a git control name; refused")
+        if len(part) > MAX_PATH_CHARS // 2 or not _SAFE_PART.fullmatch(part):
+            raise PatchError(f"{label}: file and folder names are letters, digits, '_', '-' "
+                             f"and '.', at most {MAX_PATH_CHARS // 2} characters, not "
+                             "starting with '.' or '-'")
+    return rel.as_posix()
+
+
+def _changed(current: str | None, change: FileChange, label: str) -> str:
+    if change.old is None:
+        if current == change.new:
+            raise PatchError(f"{label} rewrites the file with its current content (a no-op)")
+        new = change.new
+    else:
+        if current is None:
+            raise PatchError(f"{label} replaces text in a file that does not exist")
+        if change.old == "":
+            raise PatchError(f"{label}: old is empty; give the exact text to replace, or "
+                             "old=None")
+        if change.old == change.new:
+            raise PatchError(f"{label}: old and new are equal (a no-op)")
+        first = current.find(change.old)
+        if first < 0 or current.find(change.old, first + 1) >= 0:
+            found = "not found" if first < 0 else "found more than once"
+            raise PatchError(
+                f"{label}: old text {found}; it must occur exactly once "
+                f"(old begins {change.old[:60]!r})"
+            )
+        new = current.replace(change.old, change.new, 1)
+    size = len(new.encode("utf-8"))
+    if size > MAX_FILE_BYTES:
+        raise PatchError(f"{label} would make a file of {size} bytes; at most "
+                         f"{MAX_FILE_BYTES}")
+    return new
+
+
+def _refuse_links(root: Path, rel: str) -> None:
+    """Refuse a write whose path runs through a symbolic link (out of the harness)."""
+    here = root
+    for part in PurePosixPath(rel).parts:
+        here = here / part
+        if here.is_symlink():
+            raise PatchError(f"{here} is a symbolic link; gsme never writes through one")
+
+
+def _dumps(data: dict) -> str:
+    text = tomli_w.dumps(data, multiline_strings=True)
+    # Multiline TOML strings normalise "\r\n"; fall back to escaped strings when that loses text.
+    return text if tomllib.loads(text) == data else tomli_w.dumps(data)

@@ -1,0 +1,153 @@
+"""Typed, validated settings: the gate (:class:`GateConfig`), a run (:class:`RunConfig`) and
+a run's schedule of rounds (:class:`Schedule`).
+
+These hold the only defaults gsme has. The statistics and gate functions take a
+``GateConfig``; a run embeds one in its ``RunConfig``, so re-gating a run's trials in a
+notebook with ``config=run.config.gate`` decides exactly as the run did. Every setting is
+checked when it is made (:class:`pydantic.ValidationError` names the field, the value and
+what is allowed; :func:`describe` turns it into one line per problem).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gsme.schema import POLICIES
+
+__all__ = ["ConfigError", "GateConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+
+class ConfigError(ValueError):
+    """A setting, a config file or a plugin spec is invalid; the message names the key."""
+
+
+class GateConfig(BaseModel):
+    """How candidates are judged: the three gates and the design of the paired test.
+
+    ``design="fixed"`` is the paper's gate: every task scored ``k`` times on each side, one
+    look. ``design="adaptive"`` scores ``k`` repeats first, then adds ``k_step`` repeats on
+    both sides to the tasks whose pooled child and parent outcomes are mixed, up to
+    ``k_max``, looking after each step with group-sequential boundaries (see
+    :mod:`gsme.sequential`). Both credit at one-sided level ``Φ(−z_crit)`` (2.5%).
+
+    Attributes
+    ----------
+    design : {"fixed", "adaptive"}
+    k : int
+        Repeats per task and side at the first look (and on the sealed test).
+    k_max, k_step : int
+        Adaptive design only: most repeats per task and side, and repeats added per look.
+    z_crit : float
+        Critical value of the one-look test; fixes the level α = 2·(1 − Φ(z_crit)).
+    reference : {"normal", "t"}
+        Reference distribution of the test statistic (``t``: Student t, n − 1 df).
+    exact_below : int
+        When fewer than this many paired tasks changed their rate, the p-value is the exact
+        sign-flip (permutation) p of the task differences (0: never).
+    futility_z : float or None
+        Adaptive design only: stop adding repeats when the statistic at an interim look is
+        below this (None: never stop early for futility).
+    min_tasks : int
+        Fewest paired tasks a comparison needs to decide at all.
+    min_activations : int
+        Fewest trials in which a child's beacon must fire (activation gate).
+    max_dropped_frac : float
+        Largest share of unpaired tasks a valid comparison may have (validity gate).
+    max_reruns : int
+        Re-runs of a trial after an infrastructure failure (validity gate).
+
+    Examples
+    --------
+    >>> GateConfig().k, GateConfig(design="adaptive").k_max
+    (3, 9)
+    """
+
+    model_config = _FROZEN
+
+    design: Literal["fixed", "adaptive"] = "fixed"
+    k: int = Field(3, ge=1)
+    k_max: int = Field(9, ge=1)
+    k_step: int = Field(3, ge=1)
+    z_crit: float = Field(1.96, gt=0, allow_inf_nan=False)
+    reference: Literal["normal", "t"] = "normal"
+    exact_below: int = Field(0, ge=0)
+    futility_z: float | None = Field(0.0, allow_inf_nan=False)
+    min_tasks: int = Field(5, ge=2)
+    min_activations: int = Field(1, ge=1)
+    max_dropped_frac: float = Field(0.2, ge=0, lt=1)
+    max_reruns: int = Field(2, ge=0)
+
+    @model_validator(mode="after")
+    def _repeats_fit(self) -> GateConfig:
+        if self.k_max < self.k:
+            raise ValueError(f"k_max ({self.k_max}) must be >= k ({self.k})")
+        return self
+
+    @property
+    def alpha(self) -> float:
+        """The one-sided level of a credit: 1 − Φ(z_crit)."""
+        from scipy.stats import norm
+
+        return float(norm.sf(self.z_crit))
+
+
+class RunConfig(BaseModel):
+    """Settings of one run, fixed when it is created.
+
+    Attributes
+    ----------
+    run_seed : int
+        Seeds everything random in the run: trial outcomes the agent draws, the parent
+        choice, which failures the evolver reads, and the evolver (reseeded per round).
+    policy : {"gated", "greedy", "peak"}
+        Which children are kept (see :mod:`gsme.policy`).
+    gate : GateConfig
+    borrow : bool
+        Borrow trials from a scored candidate that behaves identically on a task.
+    max_failures : int
+        Most failing trials the evolver reads per round.
+    explore : float
+        Probability of extending another elite than the global best.
+    batch_size, workers, remote_chunk : int
+        Trials per health-checked batch, threads of the default pool, trials per task sent
+        to another executor.
+    """
+
+    model_config = _FROZEN
+
+    run_seed: int = 0
+    policy: Literal[POLICIES] = "gated"  # type: ignore[valid-type]
+    gate: GateConfig = GateConfig()
+    borrow: bool = True
+    max_failures: int = Field(40, ge=1)
+    explore: float = Field(0.0, ge=0, le=1)
+    batch_size: int = Field(64, ge=1)
+    workers: int = Field(4, ge=1)
+    remote_chunk: int = Field(32, ge=1)
+
+
+class Schedule(BaseModel):
+    """How long a run evolves: rounds, children per round, and an optional trial budget."""
+
+    model_config = _FROZEN
+
+    rounds: int = Field(5, ge=0)
+    children_per_round: int = Field(3, ge=0)
+    recombinations_per_round: int = Field(1, ge=0)
+    trial_budget: int | None = Field(None, ge=1)
+
+
+def describe(err: ValidationError, *, table: str | None = None) -> str:
+    """One line per problem of a :class:`ValidationError`: ``[table] key = value: why``."""
+    where = f"[{table}] " if table else ""
+    lines = []
+    for problem in err.errors():
+        key = ".".join(str(p) for p in problem["loc"]) or "(settings)"
+        value = problem.get("input")
+        shown = "" if problem["type"] == "missing" or isinstance(value, dict) else f" = {value!r}"
+        lines.append(f"{where}{key}{shown}: {problem['msg']}")
+    return "; ".join(lines)

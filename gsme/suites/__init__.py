@@ -1,0 +1,1 @@
+"""Bundled real task suites for the real task agents (``pyfunc``: Python function tasks)."""

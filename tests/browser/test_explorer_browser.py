@@ -1,0 +1,262 @@
+"""The explorer in a real browser: JupyterLab serves a notebook, headless Chromium runs it.
+
+The notebook is what a user types in a fresh kernel (no ``%matplotlib`` magic): open a run
+by path, then README's one-liner ``from gsme.widgets import explore; explore(run)``. The
+test checks that the widget shows the figure as a PNG ``<img>`` (never the text
+``<Figure size ...>``) and that moving the round slider replaces the image.
+
+Needs Debian's ``chromium`` (``/usr/bin/chromium``, or the path in ``$GSME_CHROMIUM``) and
+the ``playwright`` package (its own browser download is not used); skipped, with the
+reason, when either is missing. JupyterLab comes with the ``test`` extra.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+SERVER_START_S = 40
+WAIT_MS = 45_000
+FIGURE = "img.gsme-explorer-figure"
+PNG_MAGIC = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+#: Where screenshots go besides the test's tmp dir, when set.
+ARTIFACTS = os.environ.get("GSME_BROWSER_ARTIFACTS")
+
+
+def make_run(root: Path):
+    """The run the notebook opens: the smallest simulated one, seeded (one place to change)."""
+    from gsme.experiments import simulated_run
+
+    return simulated_run("tiny", root=root, seed=0, rounds=1)
+
+
+def chromium_path() -> str:
+    path = os.environ.get("GSME_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"no Chromium at {path} (Debian: apt-get install -y chromium; or set "
+                    "GSME_CHROMIUM)")
+    return path
+
+
+def write_notebook(path: Path, run_path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(f"from gsme.run import Run\nrun = Run.open({str(run_path)!r})"),
+        nbformat.v4.new_code_cell("from gsme.widgets import explore; explore(run)"),
+    ]
+    nbformat.write(nb, path)
+
+
+#: JupyterLab user settings: start the notebook's kernel without asking, fetch no news.
+LAB_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"autoStartDefaultKernel": True},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false",
+                                                    "checkForUpdates": False},
+}
+
+
+def write_lab_settings(config_dir: Path) -> None:
+    for name, values in LAB_SETTINGS.items():
+        path = config_dir / "lab" / "user-settings" / f"{name}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+def api(url: str, token: str, path: str, body: dict | None = None) -> dict:
+    """Call the Jupyter server's REST API (POST when ``body`` is given)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{url}{path}", data=data,
+                                 headers={"Authorization": f"token {token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as reply:
+        return json.loads(reply.read() or b"{}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_lab(root: Path, home: Path, token: str):
+    """Start JupyterLab on a free localhost port with its own config; return (proc, url)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "MPLBACKEND"))}
+    env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
+               JUPYTER_PLATFORM_DIRS="1", PYTHONUNBUFFERED="1")
+    write_lab_settings(home / "config")
+    port = free_port()
+    log = open(home / "lab.log", "wb")  # noqa: SIM115 (closed with the process)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI runs as root
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log, proc.log_path = log, home / "lab.log"
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVER_START_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
+                if r.status == 200:
+                    return proc, url
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.2)  # polling the server's readiness, not synchronising the page
+    stop_lab(proc, url, token)
+    pytest.fail(f"JupyterLab did not start on {url}:\n{proc.log_path.read_text()[-3000:]}")
+
+
+def stop_lab(proc, url: str, token: str) -> None:
+    """Shut the server down through its API (it stops its kernels), then make sure."""
+    try:
+        req = urllib.request.Request(f"{url}/api/shutdown?token={token}", method="POST")
+        urllib.request.urlopen(req, timeout=5).close()
+        proc.wait(timeout=10)
+    except Exception:  # noqa: BLE001 (best effort; the process group is ended below)
+        pass
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    proc.log.close()
+
+
+FETCH_FIGURE = """async (selector) => {
+    const img = document.querySelector(selector);
+    const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+    const box = img.getBoundingClientRect();
+    return {src: img.src, bytes: Array.from(bytes), natural: [img.naturalWidth,
+            img.naturalHeight], shown: [box.width, box.height]};
+}"""
+
+
+FIRST_OUTCOME = """(selector) => {
+    const img = document.querySelector(selector);
+    if (img && img.complete && img.naturalWidth > 0) return "image";
+    const text = Array.from(document.querySelectorAll(".jp-OutputArea"),
+                            (e) => e.innerText).join("\\n");
+    if (text.includes("<Figure size")) return "the figure as text";
+    if (text.includes("Traceback")) return "an error";
+    return false;
+}"""
+
+
+def figure(page) -> dict:
+    """The explorer's figure as the browser holds it: src, PNG bytes, natural/shown size."""
+    shot = page.evaluate(FETCH_FIGURE, FIGURE)
+    shot["bytes"] = bytes(shot["bytes"])
+    shot["sha"] = hashlib.sha256(shot["bytes"]).hexdigest()
+    return shot
+
+
+def output_text(page) -> str:
+    return "\n".join(page.locator(".jp-OutputArea").all_inner_texts())
+
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / f"{name}.png"), full_page=True)
+    if ARTIFACTS:
+        Path(ARTIFACTS).mkdir(parents=True, exist_ok=True)
+        shutil.copy(tmp_path / f"{name}.png", Path(ARTIFACTS) / f"{name}.png")
+
+
+def test_explorer_renders_a_png_and_the_slider_redraws_it(tmp_path):
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    executable = chromium_path()
+    run = make_run(tmp_path / "runs")
+    rounds = run.candidates()["round"]
+    assert rounds.max() >= 1, "the slider needs two rounds to move between"
+    work, home = tmp_path / "lab", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    write_notebook(work / "explore.ipynb", run.path)
+    token = secrets.token_hex(16)
+    proc, url = start_lab(work, home, token)
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch_persistent_context(
+                str(tmp_path / "chromium-profile"), executable_path=executable,
+                args=CHROMIUM_ARGS, headless=True, viewport={"width": 1600, "height": 1200})
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(WAIT_MS)
+                try:
+                    drive(page, url, token, tmp_path)
+                except Exception:
+                    screenshot(page, tmp_path, "explorer-failure")
+                    raise
+            finally:
+                browser.close()
+    finally:
+        stop_lab(proc, url, token)
+
+
+def drive(page, url: str, token: str, tmp_path: Path) -> None:
+    # the notebook's kernel is started by the server, so the page opens onto it
+    api(url, token, "/api/sessions", {"path": "explore.ipynb", "name": "explore.ipynb",
+                                      "type": "notebook", "kernel": {"name": "python3"}})
+    page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator"
+                           "[data-status='idle']")
+    # "Run All Cells" from the Run menu
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+    # whichever comes first: the figure's image, the figure as text, or an error
+    outcome = page.wait_for_function(FIRST_OUTCOME, arg=FIGURE).json_value()
+    text = output_text(page)
+    assert outcome == "image", f"the explorer showed {outcome} instead of a PNG:\n{text}"
+    assert "<Figure size" not in text, f"the figure was printed as text:\n{text}"
+    assert "Traceback" not in text, text
+    first = figure(page)
+    assert first["bytes"][:8] == bytes(PNG_MAGIC), "the figure is not a PNG"
+    assert first["natural"] == [2250, 675]  # 15 x 4.5 in at 150 dpi
+    assert len(first["bytes"]) > 20_000
+    assert first["shown"][0] > 600 and first["shown"][1] > 150, first["shown"]
+    screenshot(page, tmp_path, "explorer-round-1")
+
+    # the slider starts on the last round; one step left with the keyboard
+    readout = page.locator(".widget-slider .widget-readout").first
+    assert readout.inner_text().strip() == "1"
+    handle = page.locator(".widget-slider .noUi-handle").first
+    handle.focus()
+    handle.press("ArrowLeft")
+    page.wait_for_function(
+        """([selector, before]) => { const img = document.querySelector(selector);
+            return img && img.src !== before && img.complete && img.naturalWidth > 0; }""",
+        arg=[FIGURE, first["src"]])
+    second = figure(page)
+    assert readout.inner_text().strip() == "0"
+    assert second["bytes"][:8] == bytes(PNG_MAGIC)
+    assert second["sha"] != first["sha"], "the slider moved but the figure did not change"
+    assert "<Figure size" not in output_text(page)
+    screenshot(page, tmp_path, "explorer-round-0")
