@@ -1,8 +1,16 @@
-"""Vectorised core shared by :mod:`gsme.stats` and :mod:`gsme.gates`.
+"""Vectorised core shared by :mod:`gsme.stats`, :mod:`gsme.gates` and :mod:`gsme.sequential`.
 
 A trials frame is reduced to integer-coded *slots* (one per candidate, split, task and
-``repeat``), then to per-task counts, then paired child-versus-parent task by task. Every
-step is a NumPy array operation: no Python loop runs per trial, per task or per pair.
+``repeat``), then to per-task counts, then paired child-versus-parent task by task
+(:class:`Paired`: one entry per paired task of every pair), then summarised and tested
+per pair. Every step is a NumPy array operation: no Python loop runs per trial, per task or
+per pair (the exact sign-flip test loops over task *ranks*, not tasks, see
+:func:`sign_flip_tails`).
+
+The test of one look is one-sided at a nominal level on each side: ``credit`` when the
+upper p is at most the level, ``cull`` when the lower p is. The fixed design has one look
+at level ``config.alpha``; the adaptive design (:mod:`gsme.sequential`) gives every look its
+own level from the group-sequential boundaries.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ PAIRED_COLUMNS = [
     "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
     "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "decision", "reason",
 ]
+_DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 MiB)
 
 
 def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
@@ -76,6 +85,8 @@ def gate_config(config) -> GateConfig:
     return config
 
 
+# ------------------------------------------------------------------------------ slots
+
 @dataclass(frozen=True)
 class Slots:
     """One entry per (candidate, split, task, repeat) slot, sorted by that key.
@@ -83,11 +94,15 @@ class Slots:
     ``attempts`` counts a slot's attempts and ``last_attempt`` is the highest attempt
     number; ``valid`` says an attempt with ``infra_ok`` exists; ``passed`` and ``activated`` are
     those of the slot's scoring attempt (its first valid one) and False when not valid.
+    ``source`` codes (into ``sources``, which starts with ``candidates``) the candidate that
+    really ran the scoring attempt: ``borrowed_from`` when the row was borrowed, else the
+    slot's own candidate. Two slots with the same source and repeat are the same trial.
     """
 
     candidates: pd.Index
     splits: pd.Index
     tasks: pd.Index
+    sources: pd.Index
     cand: np.ndarray
     split: np.ndarray
     task: np.ndarray
@@ -97,6 +112,11 @@ class Slots:
     valid: np.ndarray
     passed: np.ndarray
     activated: np.ndarray
+    source: np.ndarray
+
+    def needs_rerun(self, max_reruns: int) -> np.ndarray:
+        """Slots without a valid attempt that may still be re-run (the validity gate's rule)."""
+        return ~self.valid & (self.attempts <= max_reruns)
 
 
 def encode_slots(trials: pd.DataFrame) -> Slots:
@@ -118,10 +138,14 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
     rows = order[starts]
     valid = infra_ok[rows]
     codes = np.unravel_index(sorted_key[starts], dims) if len(key) else (key,) * 4
+    candidates = pd.Index(candidates, dtype=object)
+    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object)[rows],
+                               cand[rows], candidates)
     return Slots(
-        candidates=pd.Index(candidates, dtype=object),
+        candidates=candidates,
         splits=pd.Index(splits, dtype=object),
         tasks=pd.Index(tasks, dtype=object),
+        sources=sources,
         cand=codes[0],
         split=codes[1],
         task=codes[2],
@@ -132,7 +156,21 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
         valid=valid,
         passed=trials["passed"].to_numpy(bool)[rows] & valid,
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
+        source=source,
     )
+
+
+def _sources(borrowed: np.ndarray, cand: np.ndarray, candidates: pd.Index):
+    """Codes of the candidate that ran each slot's trial; names outside ``candidates`` appended."""
+    lent = pd.notna(borrowed)
+    if not lent.any():
+        return cand.astype(np.int64), candidates
+    source = cand.astype(np.int64).copy()
+    code = candidates.get_indexer(pd.Index(borrowed[lent], dtype=object))
+    extra, others = pd.factorize(borrowed[lent][code < 0])
+    code[code < 0] = len(candidates) + extra
+    source[lent] = code
+    return source, candidates.append(pd.Index(others, dtype=object))
 
 
 @dataclass(frozen=True)
@@ -165,19 +203,38 @@ def task_key(slots: Slots, cand, split, task) -> np.ndarray:
     return (cand * len(slots.splits) + split) * len(slots.tasks) + task
 
 
-def compare_pairs(slots: Slots, counts: TaskCounts, child, parent, split: str) -> pd.DataFrame:
-    """Pair child and parent per task on ``split``, for many pairs at once.
+def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
+    """The ``candidate, task_id, split`` names behind :func:`task_key` keys."""
+    n_tasks, n_splits = len(slots.tasks), len(slots.splits)
+    return pd.DataFrame(
+        {
+            "candidate": text(slots.candidates.to_numpy()[key // (n_splits * n_tasks)]),
+            "task_id": text(slots.tasks.to_numpy()[key % n_tasks]),
+            "split": text(slots.splits.to_numpy()[(key // n_tasks) % n_splits]),
+        }
+    )
 
-    Returns
-    -------
-    DataFrame
-        One row per pair: ``n_tasks`` (tasks with a valid repeat on both sides),
-        ``n_dropped`` (tasks with trials on either side that could not be paired),
-        ``n_changed`` (paired tasks whose rate differs), ``k`` (most valid repeats of any
-        paired task), ``rate_parent``, ``rate_child`` (mean per-task rates, fractions),
-        ``mean_d`` and ``sd_d`` (mean and ddof=1 sd of the per-task differences; sd is
-        exactly 0 when all differences are equal).
+
+# ------------------------------------------------------------------------------ pairing
+
+@dataclass(frozen=True)
+class Paired:
+    """The paired tasks of many pairs: one entry per (pair, paired task), sorted by pair.
+
+    ``n_either`` (one per pair) counts the tasks with trials on either side, paired or not.
     """
+
+    n_pairs: int
+    pair: np.ndarray
+    child_valid: np.ndarray
+    child_passed: np.ndarray
+    parent_valid: np.ndarray
+    parent_passed: np.ndarray
+    n_either: np.ndarray
+
+
+def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> Paired:
+    """Pair child and parent per task on ``split`` over all their repeats, for many pairs."""
     n_pairs = len(child)
     split_code = slots.splits.get_indexer([split])[0]
     child_code = slots.candidates.get_indexer(pd.Index(child, dtype=object))
@@ -196,10 +253,36 @@ def compare_pairs(slots: Slots, counts: TaskCounts, child, parent, split: str) -
         found = (parent_code[pair] >= 0) & (counts.key[pos] == wanted)
     paired = found & (counts.n_valid[row] > 0) & (counts.n_valid[pos] > 0)
     n_either = lengths + (parent_hi - parent_lo) - np.bincount(pair[found], minlength=n_pairs)
-
     pair, row, pos = pair[paired], row[paired], pos[paired]
-    rate_child = counts.n_passed[row] / counts.n_valid[row]
-    rate_parent = counts.n_passed[pos] / counts.n_valid[pos]
+    return Paired(n_pairs, pair, counts.n_valid[row], counts.n_passed[row],
+                  counts.n_valid[pos], counts.n_passed[pos], n_either.astype(np.int64))
+
+
+def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code: int):
+    """Row range [lo, hi) of ``counts`` holding each candidate's tasks on the split."""
+    first = task_key(slots, codes, split_code, 0)
+    lo = np.searchsorted(counts.key, first)
+    hi = np.searchsorted(counts.key, first + len(slots.tasks))
+    absent = (codes < 0) | (split_code < 0)
+    return np.where(absent, 0, lo), np.where(absent, 0, hi)
+
+
+def describe(paired: Paired) -> pd.DataFrame:
+    """Per pair: the paired-task summary the significance test needs.
+
+    Returns
+    -------
+    DataFrame
+        One row per pair: ``n_tasks`` (tasks with a valid repeat on both sides),
+        ``n_dropped`` (tasks with trials on either side that could not be paired),
+        ``n_changed`` (paired tasks whose rate differs), ``k`` (most valid repeats of any
+        paired task), ``looks`` (1), ``rate_parent``, ``rate_child`` (mean per-task rates,
+        fractions), ``mean_d`` and ``sd_d`` (mean and ddof=1 sd of the per-task
+        differences; sd is exactly 0 when all differences are equal).
+    """
+    n_pairs, pair = paired.n_pairs, paired.pair
+    rate_child = paired.child_passed / paired.child_valid
+    rate_parent = paired.parent_passed / paired.parent_valid
     diff = np.round(rate_child - rate_parent, 12)  # equal differences compare equal
     n = np.bincount(pair, minlength=n_pairs)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -212,11 +295,11 @@ def compare_pairs(slots: Slots, counts: TaskCounts, child, parent, split: str) -
         np.maximum.at(high, pair, diff)
         sd_d = np.where((n >= 2) & (low == high), 0.0, sd_d)
         k = np.zeros(n_pairs, dtype=np.int64)
-        np.maximum.at(k, pair, np.maximum(counts.n_valid[row], counts.n_valid[pos]))
+        np.maximum.at(k, pair, np.maximum(paired.child_valid, paired.parent_valid))
         return pd.DataFrame(
             {
                 "n_tasks": n.astype(np.int64),
-                "n_dropped": (n_either - n).astype(np.int64),
+                "n_dropped": (paired.n_either - n).astype(np.int64),
                 "n_changed": np.bincount(pair, diff != 0, minlength=n_pairs).astype(np.int64),
                 "k": k,
                 "looks": np.ones(n_pairs, dtype=np.int64),
@@ -228,14 +311,7 @@ def compare_pairs(slots: Slots, counts: TaskCounts, child, parent, split: str) -
         )
 
 
-def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code: int):
-    """Row range [lo, hi) of ``counts`` holding each candidate's tasks on the split."""
-    first = task_key(slots, codes, split_code, 0)
-    lo = np.searchsorted(counts.key, first)
-    hi = np.searchsorted(counts.key, first + len(slots.tasks))
-    absent = (codes < 0) | (split_code < 0)
-    return np.where(absent, 0, lo), np.where(absent, 0, hi)
-
+# ------------------------------------------------------------------------------ the test
 
 def two_sided_p(z, df=None, reference: str = "normal"):
     """Two-sided p of ``z`` against the standard normal, or Student t with ``df``."""
@@ -245,78 +321,204 @@ def two_sided_p(z, df=None, reference: str = "normal"):
     return 2.0 * sps.norm.sf(z)
 
 
-def add_significance(pairs: pd.DataFrame, *, config: GateConfig) -> pd.DataFrame:
-    """Add the significance test to :func:`compare_pairs` output.
+def add_significance(described: pd.DataFrame, paired: Paired, *, level,
+                     config: GateConfig) -> pd.DataFrame:
+    """Add the one-look significance test to :func:`describe` output.
+
+    The statistic is z = mean(d) / (sd(d) / √n) (Student's paired t). Its one-sided p-values
+    come from the reference of ``config`` (normal, or t with n − 1 df), or from the exact
+    sign-flip distribution of the task differences when fewer than ``config.exact_below``
+    tasks changed (also, whatever ``exact_below``, when every difference is equal and
+    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum).
+
+    Parameters
+    ----------
+    described : DataFrame
+        :func:`describe` of ``paired``.
+    paired : Paired
+    level : float or ndarray
+        Nominal one-sided level of each pair's look: ``credit`` when the upper p is at most
+        it, ``cull`` when the lower p is (and n ≥ ``config.min_tasks``).
+    config : GateConfig
 
     Returns
     -------
     DataFrame
         The input's columns except ``mean_d, sd_d``, with ``delta_pp``, ``se_pp``, ``z``,
-        ``p_value``, ``decision`` (credit / cull / inconclusive) and ``reason``.
+        ``p_value`` (two-sided), ``p_upper``, ``p_lower`` (one-sided), ``exact`` (bool),
+        ``decision`` (credit / cull / inconclusive) and ``reason``.
     """
-    n = pairs["n_tasks"].to_numpy(np.float64)
-    mean, sd = pairs["mean_d"].to_numpy(), pairs["sd_d"].to_numpy()
-    z_crit, reference, min_tasks = config.z_crit, config.reference, config.min_tasks
-    alpha = 2.0 * sps.norm.sf(z_crit)
+    n = described["n_tasks"].to_numpy(np.float64)
+    changed = described["n_changed"].to_numpy(np.int64)
+    mean, sd = described["mean_d"].to_numpy(), described["sd_d"].to_numpy()
+    level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
     df = np.where(n >= 2, n - 1, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         se = sd / np.sqrt(n)
         z = mean / se
-        p = two_sided_p(z, df, reference)
-        crit = z_crit if reference == "normal" else sps.t.isf(alpha / 2.0, df)
-        constant = (n >= 2) & (sd == 0)
-        unchanged = constant & (mean == 0)
-        flipped = constant & (mean != 0)
+        if config.reference == "t":
+            p_up, p_low = sps.t.sf(z, df), sps.t.cdf(z, df)
+            crit = sps.t.isf(level, df)
+        else:
+            p_up, p_low = sps.norm.sf(z), sps.norm.cdf(z)
+            crit = sps.norm.isf(level)
+        p = two_sided_p(z, df, config.reference)
+        up, down = z >= crit, z <= -crit
+        unchanged = (n >= 1) & (changed == 0)
+        flipped = (n >= 2) & (sd == 0) & (mean != 0)
+        exact = (changed > 0) & (changed < config.exact_below) & ~flipped
         # all |d_i| equal: only the all-plus and all-minus sign flips reach |sum d|
-        exact_p = np.exp2(1.0 - n)
-        z = np.where(unchanged, 0.0, z)
-        p = np.where(unchanged, 1.0, p)
+        tail = np.exp2(-n)
         z = np.where(flipped, np.sign(mean) * -special.ndtri_exp((-n) * np.log(2.0)), z)
-        p = np.where(flipped, exact_p, p)
-        significant = np.where(flipped, exact_p <= alpha, np.abs(z) >= crit)
-    enough = n >= min_tasks
-    decision = np.where(
-        enough & significant & (mean > 0), "credit",
-        np.where(enough & significant & (mean < 0), "cull", "inconclusive"),
-    )
-    reason = _reasons(n, min_tasks, unchanged, flipped)
-    out = pairs.drop(columns=["mean_d", "sd_d"])
+        p_up = np.where(flipped, np.where(mean > 0, tail, 1.0), p_up)
+        p_low = np.where(flipped, np.where(mean < 0, tail, 1.0), p_low)
+        p = np.where(flipped, 2.0 * tail, p)
+    if exact.any():
+        e_up, e_low, e_two = exact_tails(paired, np.flatnonzero(exact))
+        p_up[exact], p_low[exact], p[exact] = e_up, e_low, e_two
+    z = np.where(unchanged, 0.0, z)
+    p, p_up, p_low = (np.where(unchanged, 1.0, a) for a in (p, p_up, p_low))
+    by_p = exact | flipped
+    tolerance = 1.0 + 1e-12  # exact p-values are dyadic; a level equal to one still passes
+    up = np.where(by_p, p_up <= level * tolerance, up) & ~unchanged
+    down = np.where(by_p, p_low <= level * tolerance, down) & ~unchanged
+    enough = n >= config.min_tasks
+    decision = np.where(enough & up, "credit", np.where(enough & down, "cull", "inconclusive"))
+    out = described.drop(columns=["mean_d", "sd_d"])
     out["delta_pp"] = 100.0 * mean
     out["se_pp"] = 100.0 * se
     out["z"] = z
     out["p_value"] = p
+    out["p_upper"] = p_up
+    out["p_lower"] = p_low
+    out["exact"] = exact | flipped
     out["decision"] = text(decision)
-    out["reason"] = text(reason)
+    out["reason"] = text(_reasons(n, changed, config, unchanged, flipped, exact))
     return out
 
 
-def _reasons(n, min_tasks, unchanged, flipped) -> np.ndarray:
+def _reasons(n, changed, config: GateConfig, unchanged, flipped, exact) -> np.ndarray:
     reason = np.full(len(n), None, dtype=object)
     count = n.astype(np.int64).astype(str).astype(object)
+    moved = changed.astype(str).astype(object)
+    reason[exact] = ("exact sign-flip p: only " + moved[exact] + " of " + count[exact]
+                     + f" paired tasks changed (exact_below={config.exact_below})")
     reason[flipped] = "all " + count[flipped] + " task differences are equal: exact sign-flip p"
     reason[unchanged] = "no paired task changed its pass rate"
-    few = (n < min_tasks) & (n > 0)
+    few = (n < config.min_tasks) & (n > 0)
     reason[few] = (
-        "only " + count[few] + f" paired task(s), fewer than min_tasks={min_tasks}"
+        "only " + count[few] + f" paired task(s), fewer than min_tasks={config.min_tasks}"
     )
     reason[n == 0] = "no task has a valid repeat on both sides"
     return reason
 
 
-def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
-    """The ``candidate, task_id, split`` names behind :func:`task_key` keys."""
-    n_tasks, n_splits = len(slots.tasks), len(slots.splits)
-    return pd.DataFrame(
-        {
-            "candidate": text(slots.candidates.to_numpy()[key // (n_splits * n_tasks)]),
-            "task_id": text(slots.tasks.to_numpy()[key % n_tasks]),
-            "split": text(slots.splits.to_numpy()[(key // n_tasks) % n_splits]),
-        }
-    )
+# ------------------------------------------------------------------------------ exact test
 
+def exact_tails(paired: Paired, pairs: np.ndarray):
+    """Exact sign-flip p-values of the summed task differences of the given ``pairs``.
+
+    Under the null, child and parent are exchangeable within a task, so each difference
+    d_i is as likely as −d_i. Over the 2^m sign flips of the m non-zero differences, the
+    paired t statistic is increasing in S = Σ d_i (Σ d_i² is fixed), so its exact p-values
+    are those of S. Differences are turned into integers (a common denominator of the
+    pair's valid repeat counts, then divided by their gcd) and the distribution of S is
+    built by :func:`sign_flip_tails`.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(p_upper, p_lower, p_two_sided)``: P(S* ≥ S), P(S* ≤ S) and P(|S*| ≥ |S|), one
+        per entry of ``pairs``.
+    """
+    mask = np.isin(paired.pair, pairs)
+    pair = paired.pair[mask]
+    cv, cp = paired.child_valid[mask], paired.child_passed[mask]
+    pv, pp = paired.parent_valid[mask], paired.parent_passed[mask]
+    changed = cp * pv != pp * cv
+    pair, cv, cp, pv, pp = (a[changed] for a in (pair, cv, cp, pv, pp))
+    if max(cv.max(initial=0), pv.max(initial=0)) > 40:
+        raise ValueError("the exact sign-flip test supports at most 40 valid repeats per task "
+                         "and side; set exact_below=0 for these trials")
+    local = np.searchsorted(pairs, pair)
+    starts = np.flatnonzero(np.r_[True, local[1:] != local[:-1]])
+    denom = np.lcm.reduceat(np.lcm(cv, pv), starts)[np.repeat(np.arange(len(starts)),
+                                                              np.diff(np.r_[starts, len(pair)]))]
+    numer = cp * (denom // cv) - pp * (denom // pv)
+    unit = np.gcd.reduceat(np.abs(numer), starts)
+    values = numer // np.repeat(unit, np.diff(np.r_[starts, len(pair)]))
+    return sign_flip_tails(local, values, len(pairs))
+
+
+def sign_flip_tails(group: np.ndarray, values: np.ndarray, n_groups: int):
+    """Exact tails of S = Σ v_i under independent random signs, for many groups at once.
+
+    ``group`` (sorted) assigns each non-zero integer ``values`` entry to a group. The
+    distribution of S* = Σ ±v_i is built by the recursion f_j(s) = ½ f_{j−1}(s − v_j) +
+    ½ f_{j−1}(s + v_j) over the j-th value of every group at once (groups with fewer values
+    skip with v = 0), in chunks of groups that fit :data:`_DP_CELLS`. It equals full
+    enumeration of the 2^m flips, in O(m · Σ|v|) instead of O(m · 2^m).
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(p_upper, p_lower, p_two_sided)`` per group: P(S* ≥ S), P(S* ≤ S),
+        P(|S*| ≥ |S|) with S the observed sum (all 1 for a group with no value).
+
+    Examples
+    --------
+    >>> up, low, two = sign_flip_tails(np.array([0, 0, 0]), np.array([1, 1, 2]), 1)
+    >>> float(up[0]), float(low[0]), float(two[0])
+    (0.125, 1.0, 0.25)
+    """
+    values = np.asarray(values, dtype=np.int64)
+    counts = np.bincount(group, minlength=n_groups)
+    observed = np.bincount(group, values, minlength=n_groups).astype(np.int64)
+    total = np.bincount(group, np.abs(values), minlength=n_groups).astype(np.int64)
+    rank = np.arange(len(group)) - np.repeat(np.cumsum(counts) - counts, counts)
+    grid = np.zeros((n_groups, int(counts.max(initial=0))), dtype=np.int64)
+    grid[group, rank] = np.abs(values)
+    out = np.ones((3, n_groups))
+    order = np.argsort(total, kind="stable")
+    start = 0
+    while start < n_groups:
+        # groups sorted by size: a chunk's widest group is its last one
+        size = np.arange(1, n_groups - start + 1) * (2 * total[order[start:]] + 1)
+        stop = start + max(1, int(np.searchsorted(size, _DP_CELLS, side="right")))
+        chunk = order[start:stop]
+        out[:, chunk] = _flip_chunk(grid[chunk], observed[chunk], int(total[chunk].max()))
+        start = stop
+    return out[0], out[1], out[2]
+
+
+def _flip_chunk(grid: np.ndarray, observed: np.ndarray, half: int):
+    width = 2 * half + 1
+    dist = np.zeros((len(grid), width))
+    dist[:, half] = 1.0
+    span = np.arange(width)
+    rows = np.arange(len(grid))[:, None]
+    for j in range(grid.shape[1]):
+        v = grid[:, j][:, None]
+        low, high = span - v, span + v
+        new = np.where(low >= 0, dist[rows, np.clip(low, 0, width - 1)], 0.0)
+        new += np.where(high < width, dist[rows, np.clip(high, 0, width - 1)], 0.0)
+        dist = 0.5 * new
+    at_least = np.cumsum(dist[:, ::-1], axis=1)[:, ::-1]  # P(S* >= s)
+    at_most = np.cumsum(dist, axis=1)  # P(S* <= s)
+    r = np.arange(len(grid))
+    idx = observed + half
+    p_up = at_least[r, idx]
+    p_low = at_most[r, idx]
+    magnitude = np.abs(observed)
+    p_two = np.minimum(1.0, at_least[r, magnitude + half] + at_most[r, half - magnitude]
+                       - np.where(magnitude == 0, dist[r, half], 0.0))
+    return p_up, p_low, p_two
+
+
+# ------------------------------------------------------------------------------ one look
 
 def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig) -> pd.DataFrame:
-    """The paired test for every (candidate, parent) row of ``pairs``.
+    """The one-look paired test for every (candidate, parent) row of ``pairs``.
 
     Returns
     -------
@@ -325,8 +527,8 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig
     """
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    described = compare_pairs(slots, count_tasks(slots), child, parent, split)
-    tested = add_significance(described, config=config)
+    paired = pair_tasks(slots, count_tasks(slots), child, parent, split)
+    tested = add_significance(describe(paired), paired, level=config.alpha, config=config)
     tested.insert(0, "candidate", text(child))
     tested.insert(1, "parent", text(parent))
     tested.insert(2, "split", text([split] * len(child)))

@@ -102,6 +102,43 @@ def _parser(version: str) -> argparse.ArgumentParser:
     report.add_argument("dir", type=Path, help="the run directory")
     report.add_argument("--json", action="store_true", help="print the run table as JSON")
     report.set_defaults(func=_report)
+
+    from gsme.importers import FORMATS
+
+    compare = sub.add_parser("compare", help="gate two harnesses on eval logs you already "
+                                             "have: Δ, z, p, decision, pass@k, MDE")
+    compare.add_argument("baseline", type=Path, help="the baseline's logs (file or folder)")
+    compare.add_argument("child", type=Path, help="the child's logs (file or folder)")
+    compare.add_argument("--format", default=None, choices=FORMATS,
+                         help="log format (default: detected from the baseline's files)")
+    compare.add_argument("--design", default=None, choices=["fixed", "adaptive"],
+                         help="the significance gate's design (default: the library's)")
+    compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
+    compare.set_defaults(func=_compare)
+
+    plan = sub.add_parser("plan", help="power and MDE of a comparison, and the K or tasks "
+                                       "80%% power needs")
+    plan.add_argument("--tasks", type=int, required=True, help="paired tasks")
+    plan.add_argument("--effect", type=float, required=True,
+                      help="the true effect to detect, percentage points")
+    plan.add_argument("--k", type=int, default=None,
+                      help="repeats per task and side (default: the gate's, 3)")
+    noise = plan.add_mutually_exclusive_group()
+    noise.add_argument("--repeat-sd", type=float, default=None,
+                       help="sd of one repeat's child-minus-parent outcome, pp (default: 70.7, "
+                            "the largest pass/fail allows)")
+    noise.add_argument("--aa", nargs=2, type=Path, default=None, metavar=("A", "B"),
+                       help="estimate the repeat sd from an A/A pair of logs (one harness, "
+                            "run twice)")
+    plan.add_argument("--format", default=None, choices=FORMATS,
+                      help="format of the --aa logs (default: detected)")
+    plan.add_argument("--task-sd", type=float, default=0.0,
+                      help="spread of the true effect between tasks, pp (default: 0)")
+    plan.add_argument("--power", type=float, default=0.8, help="target power (default: 0.8)")
+    plan.add_argument("--design", default="both", choices=["fixed", "adaptive", "both"],
+                      help="designs to plan (default: both; adaptive is simulated)")
+    plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    plan.set_defaults(func=_plan)
     return parser
 
 
@@ -214,6 +251,74 @@ def _report(args) -> int:
             raise RunError(f"{args.dir} is not sealed yet; its report exists once the test "
                            "split is scored (gsme resume DIR finishes the run)")
         _print_table(report.run_table(run), as_json=args.json)
+    return 0
+
+
+def _compare(args) -> int:
+    from gsme import compare, importers
+    from gsme.settings import ConfigError, GateConfig
+
+    config = GateConfig() if args.design is None else GateConfig(design=args.design)
+    imported = importers.read_pair(args.baseline, args.child, format=args.format)
+    parent, child = imported.trials["candidate"].unique()
+    try:
+        row = compare.compare(imported.trials, parent=parent, child=child, config=config)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    dropped = imported.dropped
+    if args.json:
+        print(row.assign(n_not_imported=len(dropped)).iloc[0].to_json(
+            default_handler=str, double_precision=15))
+        return 0
+    counts = imported.trials.groupby("candidate", sort=False).size()
+    print(f"gsme compare: {parent} ({counts[parent]} trials, {args.baseline}) vs "
+          f"{child} ({counts[child]} trials, {args.child}); {config.design} gate")
+    shown = row.drop(columns=["tasks_up", "tasks_down"]).T
+    with pd.option_context("display.width", 120, "display.max_colwidth", 200,
+                           "display.float_format", "{:.3g}".format):
+        print(shown.to_string(header=False))
+    for direction in ("up", "down"):
+        ids = row[f"tasks_{direction}"].iloc[0]
+        print(f"moved {direction} ({row[f'n_{direction}'].iloc[0]}): {ids or '-'}")
+    print(f"infrastructure failures, not scored: {parent} {row['n_infra_parent'].iloc[0]}, "
+          f"{child} {row['n_infra_child'].iloc[0]} repeat(s)")
+    if len(dropped):
+        print(f"not imported: {len(dropped)} item(s)")
+        for reason, n in dropped.groupby("reason", sort=False).size().items():
+            print(f"  {n} x {reason}")
+    return 0
+
+
+def _plan(args) -> int:
+    import numpy as np
+
+    from gsme import compare, importers
+    from gsme.settings import ConfigError
+
+    repeat_sd, source = args.repeat_sd, "given"
+    if args.aa is not None:
+        imported = importers.read_pair(args.aa[0], args.aa[1], format=args.format)
+        first, second = imported.trials["candidate"].unique()
+        repeat_sd = compare.repeat_sd_from_aa(imported.trials, candidate=first, rerun=second)
+        source = f"A/A estimate from {first} vs {second}"
+    elif repeat_sd is None:
+        repeat_sd, source = 100 * np.sqrt(0.5), "default: the largest pass/fail allows"
+    designs = ("fixed", "adaptive") if args.design == "both" else (args.design,)
+    try:
+        table = compare.plan(n_tasks=args.tasks, effect_pp=args.effect, k=args.k,
+                             repeat_sd_pp=repeat_sd, task_sd_pp=args.task_sd,
+                             power=args.power, designs=designs)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    if args.json:
+        print(json.dumps({"repeat_sd_source": source,
+                          "designs": json.loads(table.to_json(orient="records",
+                                                              double_precision=15))}))
+        return 0
+    print(f"gsme plan: {args.tasks} tasks, effect {args.effect:g} pp, repeat sd "
+          f"{repeat_sd:.3g} pp ({source})")
+    with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
+        print(table.set_index("design").T.to_string())
     return 0
 
 

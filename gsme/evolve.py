@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import gates, policy, schema
+from gsme import gates, policy, schema, scoring
 from gsme.patches import Patch, PatchError
 from gsme.run import Run
 from gsme.schema import BASELINE
@@ -279,7 +279,7 @@ def _proposal(kind: str, candidate: str | None, parents: str, reason: str | None
 
 def _refused_by_agent(run: Run, cand: str) -> str | None:
     """The agent's reason for refusing ``cand``'s harness (then the candidate is discarded)."""
-    folder = Path(tempfile.mkdtemp(prefix="gsme-check-"))
+    folder = Path(tempfile.mkdtemp(prefix="gsme-check-", dir=scoring.scratch()))
     try:
         run.agent.check_harness(run.snapshot(cand).write(folder / "harness"))
     except ValueError as err:

@@ -3,7 +3,9 @@
 1. validity — an infrastructure failure is never a task failure: the slot is re-run, and a
    comparison with too many tasks that could not be paired is ``invalid``;
 2. activation — the candidate's own patch beacon must have fired, else ``inactive``;
-3. significance — the per-task paired test of :func:`gsme.stats.paired_test`.
+3. significance — the per-task paired test of :func:`gsme.stats.paired_test` under the
+   gate's design: one look (``fixed``) or group-sequential looks (``adaptive``, see
+   :mod:`gsme.sequential`).
 
 :func:`credit` chains them into a decisions frame. Everything runs on whole frames at once.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import _paired, schema
+from gsme import _paired, schema, sequential
 from gsme.settings import GateConfig
 
 
@@ -120,7 +122,12 @@ def significance_gate(
     split: str = "train",
     config: GateConfig | None = None,
 ) -> pd.DataFrame:
-    """The paired test of :func:`gsme.stats.paired_test` for many pairs in one pass.
+    """The significance test of ``config.design`` for many pairs in one pass.
+
+    ``fixed``: the one-look test of :func:`gsme.stats.paired_test` on every repeat.
+    ``adaptive``: the group-sequential procedure of :mod:`gsme.sequential`, replayed from
+    the trials; the row holds the statistics of the look it stopped at
+    (:func:`gsme.sequential.looks` lists every look).
 
     Parameters
     ----------
@@ -136,14 +143,28 @@ def significance_gate(
     Returns
     -------
     DataFrame
-        The columns of :func:`gsme.stats.paired_test`, one row per pair in the order of
-        ``pairs``.
+        The columns of :func:`gsme.stats.paired_test` (``looks``: looks taken; ``reason``
+        names the look and why it stopped under the adaptive design), one row per pair in
+        the order of ``pairs``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 45),
+    ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(15)], 3), 2),
+    ...                   "split": "train", "repeat": np.tile([0, 1, 2], 30),
+    ...                   "passed": np.r_[np.zeros(45), np.ones(45)].astype(bool)})
+    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> significance_gate(t, pairs)[["n_tasks", "delta_pp", "decision"]]
+       n_tasks  delta_pp decision
+    0       15     100.0   credit
+    >>> significance_gate(t, pairs, config=GateConfig(design="adaptive"))["reason"].item()
+    'credited at look 1 of 3; all 15 task differences are equal: exact sign-flip p'
     """
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     _check_pairs(pairs)
     slots = _paired.encode_slots(_paired.checked_trials(trials))
-    return _paired.compare(slots, pairs, split=split, config=config)
+    return sequential.compare(slots, pairs, split=split, config=config)
 
 
 def credit(
@@ -163,7 +184,10 @@ def credit(
       tasks either side was scored on could not be paired (infrastructure failures still
       unresolved after re-runs, tasks scored on one side only);
     * activation → ``inactive`` (see :func:`activation_gate`);
-    * significance → ``cull`` or ``inconclusive``; ``credit`` passes all three.
+    * significance → ``cull`` or ``inconclusive``; ``credit`` passes all three. Under the
+      adaptive design this is the decision of the look the procedure stopped at, replayed
+      from the trials (:mod:`gsme.sequential`), so ``config=run.config.gate`` gives the
+      run's decisions.
 
     The statistics are reported for every pair, also those stopped by an earlier gate;
     only the decision depends on the gate order.
@@ -193,7 +217,7 @@ def credit(
     slots = _paired.encode_slots(_paired.checked_trials(trials))
     schema.validate(candidates, "candidates")
     pairs = _parent_pairs(candidates)
-    tested = _paired.compare(slots, pairs, split=split, config=config)
+    tested = sequential.compare(slots, pairs, split=split, config=config)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
     active = active.loc[pairs["candidate"]]
 

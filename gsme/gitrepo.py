@@ -55,6 +55,7 @@ from gsme.patches import (
 )
 from gsme.resources import SEED_HARNESS
 from gsme.schema import BASELINE, join_ids, split_ids, validate
+from gsme.schema import columns as schema_columns
 
 __all__ = ["NOTES_REF", "HarnessRepo", "RepoError"]
 
@@ -310,8 +311,10 @@ class HarnessRepo:
 
     # ------------------------------------------------------------------ reading
 
-    def candidates(self) -> pd.DataFrame:
+    def candidates(self, names: list[str] | None = None) -> pd.DataFrame:
         """The candidates frame, rebuilt from branches and commit trailers alone.
+
+        ``names`` limits it to those candidates (default: all).
 
         Returns
         -------
@@ -320,9 +323,8 @@ class HarnessRepo:
             ``candidate, parents, kind, where, why, patch_id, beacon, env_gate, commit,
             branch, round, rationale`` (the candidates contract of :mod:`gsme.schema`).
         """
-        rows = [self._row(name) for name in self._names()]
-        columns = ["candidate", "parents", "kind", "where", "why", "patch_id", "beacon",
-                   "env_gate", "commit", "branch", "round", "rationale"]
+        rows = [self._row(name) for name in (self._names() if names is None else names)]
+        columns = schema_columns("candidates")
         frame = pd.DataFrame({c: pd.Series([r[c] for r in rows], dtype=object)
                               for c in columns})
         frame["round"] = frame["round"].astype(np.int64)

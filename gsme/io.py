@@ -49,7 +49,7 @@ def write_trials(trials: pd.DataFrame, path, *, format: str | None = None) -> Pa
     --------
     >>> import tempfile, os
     >>> t = pd.DataFrame({"candidate": ["a"], "task_id": ["t1"], "split": ["train"],
-    ...                   "k": [0], "passed": [True]})
+    ...                   "repeat": [0], "passed": [True]})
     >>> target = write_trials(t, os.path.join(tempfile.mkdtemp(), "trials.csv"))
     >>> read_trials(target)["passed"].tolist()
     [True]

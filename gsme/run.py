@@ -171,7 +171,7 @@ class Run:
             if evolver is None and not read_only:
                 spec = (ledger.get("evolver") or {}).get("spec")
                 evolver = plugins.build_evolver(spec) if spec is not None else None
-            _check_commitment(path, ledger, agent)
+            _check_commitment(path, ledger, None if read_only else agent)
             return cls(path, agent=agent, evolver=evolver, ledger=ledger, lock=lock)
         except BaseException:
             ledger.close()
@@ -307,16 +307,25 @@ class Run:
         self._ledger.add_call({**record, "round": round})
 
     def add_mutation(self, parent: str, patch: Patch, *, round: int) -> str:
-        """Commit ``patch`` over ``parent`` as a new candidate (its row comes with
-        :meth:`commit_candidates`). Raises :class:`~gsme.patches.PatchError`."""
+        """Commit ``patch`` over ``parent`` as a new candidate; return its id.
+
+        Raises :class:`~gsme.patches.PatchError` when the patch does not apply."""
         self._writable()
-        return self.repo.add_mutation(parent, patch, round=round)
+        name = self.repo.add_mutation(parent, patch, round=round)
+        self._record_candidate(name)
+        return name
 
     def add_recombination(self, base: str, elites: list[str], *,
                           round: int) -> tuple[str | None, str | None]:
         """Merge ``elites`` onto ``base``; ``(candidate, None)`` or ``(None, reason)``."""
         self._writable()
-        return self.repo.recombine(base, elites, round=round)
+        name, reason = self.repo.recombine(base, elites, round=round)
+        if name is not None:
+            self._record_candidate(name)
+        return name, reason
+
+    def _record_candidate(self, name: str) -> None:
+        self._ledger.append("candidates", self.repo.candidates([name]))
 
     def tried_recombinations(self) -> set[frozenset]:
         """Every parent set a recombination was proposed with (committed or not)."""
@@ -330,13 +339,12 @@ class Run:
             self._ledger.append("proposals", proposals.assign(round=round))
 
     def commit_candidates(self, names: list[str], *, round: int) -> pd.DataFrame:
-        """Record ``names`` as ``round``'s candidates; return their rows."""
+        """Record that ``names`` are all of ``round``'s candidates (a resumed round goes on
+        from scoring them); return their rows."""
         self._writable()
-        rows = self.repo.candidates()
-        rows = rows[rows["candidate"].isin(names)].reset_index(drop=True)
-        self._ledger.append("candidates", rows)
         self._ledger.event("candidates_committed", round, candidates=list(names))
-        return rows
+        rows = self.candidates()
+        return rows[rows["candidate"].isin(names)].reset_index(drop=True)
 
     def record_decisions(self, decisions: pd.DataFrame, *, round: int) -> None:
         """Store ``round``'s decisions (with ``kept``) and note each on its git commit."""
@@ -416,6 +424,10 @@ class Run:
         if isinstance(self.agent, _AbsentAgent):
             self.agent.refuse()
         candidates = self.candidates()
+        unknown = sorted(set(names) - set(candidates["candidate"]))
+        if unknown:
+            raise RunError(f"unknown candidate(s) {unknown}; the run has "
+                           f"{list(candidates['candidate'])}")
         pairs = _pairs(candidates, names) if split == "train" else None
         borrow = self.config if split == "train" else self.config.model_copy(
             update={"borrow": False})
@@ -539,18 +551,22 @@ def test_commitment(tasks: pd.DataFrame) -> str:
 
 
 def _stored_agent(ledger: Ledger, read_only: bool) -> TaskAgent:
+    """The agent rebuilt from its stored spec; for reading, a stand-in when it cannot be."""
     stored = ledger.get("agent") or {}
     tasks = _tasks_from_json(ledger.get("tasks"))
     spec = stored.get("spec")
-    if read_only:
-        return _AbsentAgent(stored, tasks, "is not rebuilt for a read-only run")
     if spec is None:
         return _AbsentAgent(stored, tasks, "was built in Python and cannot be rebuilt "
                                            "from the run directory")
-    return plugins.build_agent(spec)
+    try:
+        return plugins.build_agent(spec)
+    except ConfigError as err:
+        if not read_only:
+            raise
+        return _AbsentAgent(stored, tasks, f"cannot be rebuilt here ({err})")
 
 
-def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent) -> None:
+def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent | None) -> None:
     created = ledger.events("created")
     if created.empty:
         raise RunError(f"{path} has no creation event: damaged run")
@@ -559,7 +575,7 @@ def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent) -> None:
     if held != promised:
         raise RunError("the ledger's test split differs from the one committed when the run "
                        "was created; refusing to continue")
-    if test_commitment(_checked_tasks(agent.tasks())) != promised:
+    if agent is not None and test_commitment(_checked_tasks(agent.tasks())) != promised:
         raise RunError("the agent's test split differs from the one sealed when the run was "
                        "created (hash commitment mismatch); refusing to continue")
 

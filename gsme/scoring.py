@@ -39,12 +39,13 @@ from gsme import envgate, gates, schema
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
 from gsme.settings import RunConfig
 
-__all__ = ["HEALTH_TRIES", "InfraError", "MIN_FAILED_BATCH", "Plan", "Sink", "Snapshot", "behaviour", "execute",
-           "plan", "wanted_slots"]
+__all__ = ["HEALTH_TRIES", "MIN_FAILED_BATCH", "InfraError", "Plan", "Sink", "Snapshot",
+           "behaviour", "execute", "plan", "scratch", "wanted_slots"]
 
 HEALTH_TRIES = 3
 MIN_FAILED_BATCH = 5
-"""A batch of at least this many trials that all fail for infrastructure reasons stops a run."""
+"""A batch whose first attempts (at least this many) all fail for infrastructure reasons
+stops a run: the environment is broken, and re-running would only fail again."""
 
 
 class InfraError(RuntimeError):
@@ -234,9 +235,9 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     Raises
     ------
     InfraError
-        The health check failed :data:`HEALTH_TRIES` times before a batch, or every trial of
-        a batch failed for infrastructure reasons (the message names the commonest error).
-        What completed is recorded first.
+        The health check failed :data:`HEALTH_TRIES` times before a batch, or every first
+        attempt of a batch failed for infrastructure reasons (the message names the
+        commonest error). What completed is recorded first.
 
     Returns
     -------
@@ -268,14 +269,14 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
                 sink.record_trials([(_row(spec, traj, round), traj.transcript)
                                     for spec, traj in done])
                 errors += [None if traj.infra_ok else (traj.error or "unknown error")
-                           for _, traj in done]
+                           for spec, traj in done if spec.attempt == 0]
                 bar.update(len(done))
             if not _healthy(agent):
                 sink.mark_infra_failed([(s.candidate, s.task_id, s.split, s.repeat, s.attempt)
                                         for s in batch], "health check failed after the batch")
             if len(errors) >= MIN_FAILED_BATCH and all(e is not None for e in errors):
                 common, count = Counter(errors).most_common(1)[0]
-                raise InfraError(f"every trial of a batch of {len(errors)} failed for "
+                raise InfraError(f"all {len(errors)} first attempts of a batch failed for "
                                  f"infrastructure reasons ({count} with: {common[:300]}); "
                                  "fix the environment and resume")
     finally:
@@ -379,7 +380,7 @@ class _Copies:
             return folder / "harness"
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
-        folder = Path(tempfile.mkdtemp(prefix="gsme-trial-"))
+        folder = Path(tempfile.mkdtemp(prefix="gsme-trial-", dir=scratch()))
         with self._lock:
             self._folders[key] = folder
         return snapshot.write(folder / "harness")
@@ -389,6 +390,16 @@ class _Copies:
             folders, self._folders = list(self._folders.values()), {}
         for folder in folders:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def scratch() -> str | None:
+    """Where trial copies go: ``GSME_SCRATCH``, else memory-backed ``/dev/shm`` when
+    writable (copies are made and checked often), else the system's temporary folder."""
+    chosen = os.environ.get("GSME_SCRATCH")
+    if chosen:
+        return chosen
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 _COPIES = _Copies()

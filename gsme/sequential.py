@@ -1,42 +1,574 @@
-"""Gate designs: which repeats a comparison needs, look by look.
+"""Gate designs: which repeats a comparison needs, and how its looks decide.
 
-``design="fixed"`` (the paper's gate) wants ``k`` repeats of every task on both sides and
-looks once. The adaptive design is added here too (see :class:`gsme.settings.GateConfig`).
+``design="fixed"`` (the paper's gate) scores every task ``k`` times on each side and looks
+once, at one-sided level ``alpha`` each way (credit / cull).
+
+``design="adaptive"`` is group-sequential. Look 1 uses ``k`` repeats per task and side.
+After an interim look that does not stop, every task whose *pooled* child and parent
+outcomes at look 1 are mixed (neither all pass nor all fail) gets ``k_step`` more repeats on
+both sides, up to ``k_max``; a task where the child's trials are the parent's own (borrowed:
+same source) is identical on both sides and is never extended. The pooled rule is blind to
+which arm is which, so under the null it cannot favour the child. Once mixed a task stays
+mixed, so look ℓ uses r_ℓ = min(k + (ℓ − 1)·k_step, k_max) repeats on the extended tasks and
+``k`` on the others; per task and side a look reads only the repeats below its count (a
+parent's extra repeats made for another child never leak in).
+
+* **Efficacy** — look ℓ credits when its statistic clears b_ℓ, the Lan–DeMets boundary with
+  the O'Brien–Fleming-type spending function α(t) = 2 − 2Φ(z_{α/2} / √t) at the planned
+  information fraction t_ℓ = r_ℓ / k_max, total one-sided level ``alpha``
+  (:func:`boundaries`, computed by recursive numerical integration). With the t reference or
+  the exact sign-flip p, a look compares its one-sided p with the nominal level Φ(−b_ℓ).
+* **Cull** — the mirror image: cull at look ℓ when the lower one-sided p is at most
+  Φ(−b_ℓ) (z ≤ −b_ℓ). Under the null the chance of ever crossing −b_ℓ is at most
+  ``alpha``; futility stops only remove chances, so the cull is conservative.
+* **Futility** (non-binding, the boundaries ignore it) — stop at an interim look whose z is
+  below ``futility_z`` (None: never). The decision is ``inconclusive`` unless the look also
+  crossed a boundary.
+* The procedure also stops at look 1 when fewer than ``min_tasks`` tasks are paired or no
+  task is left to extend (then every task difference is 0).
+
+Everything is replayed from the trials: :func:`wanted` (the repeats still needed) and
+:func:`gsme.gates.credit` (the decision) read the same looks, so a run's scoring loop
+(``wanted`` → run → ``wanted`` … until nothing new is wanted) and a later ``credit`` with the
+run's ``GateConfig`` agree. :func:`looks` shows every look taken.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+import functools
+from dataclasses import dataclass
 
-from gsme import schema
+import numpy as np
+import pandas as pd
+from scipy import optimize, special
+from scipy import stats as sps
+
+from gsme import _paired, schema
 from gsme.settings import GateConfig
 
-__all__ = ["wanted"]
+__all__ = ["boundaries", "look_repeats", "looks", "wanted"]
+
+_TINY_ALPHA = 1e-12
+LOOK_COLUMNS = [
+    "candidate", "parent", "split", "look", "repeats", "n_extended", "child_trials",
+    "parent_trials", "n_tasks", "n_dropped", "n_changed", "k", "rate_parent", "rate_child",
+    "delta_pp", "se_pp", "z", "p_value", "boundary", "level", "decision", "reason",
+]
 
 
-def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, split: str,
-           config: GateConfig) -> pd.DataFrame:
-    """The repeats each candidate of ``pairs`` (and its parent) needs on ``split``.
+# ------------------------------------------------------------------------------ boundaries
+
+def look_repeats(config: GateConfig | None = None) -> np.ndarray:
+    """Repeats per task and side of the extended tasks at each planned look.
+
+    Examples
+    --------
+    >>> look_repeats(GateConfig(design="adaptive")).tolist()
+    [3, 6, 9]
+    >>> look_repeats(GateConfig(design="adaptive", k=2, k_max=7, k_step=3)).tolist()
+    [2, 5, 7]
+    >>> look_repeats(GateConfig()).tolist()
+    [3]
+    """
+    config = _paired.gate_config(config)
+    if config.design == "fixed" or config.k_max == config.k:
+        return np.array([config.k], dtype=np.int64)
+    steps = np.arange(config.k, config.k_max, config.k_step, dtype=np.int64)
+    return np.r_[steps, config.k_max].astype(np.int64)
+
+
+def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
+    """The looks a design plans and the boundary of each.
+
+    Parameters
+    ----------
+    config : GateConfig, optional
+        Its ``design``, ``k``, ``k_step``, ``k_max`` and level ``alpha``.
+
+    Returns
+    -------
+    DataFrame
+        One row per planned look: ``look`` (1-based), ``repeats`` (per task and side of
+        the extended tasks), ``fraction`` (planned information fraction repeats / k_max),
+        ``boundary`` (z-scale efficacy boundary b; cull at −b), ``level`` (nominal one-sided
+        level Φ(−b)) and ``alpha_spent`` (cumulative one-sided level spent up to the look).
+        The fixed design has one look with boundary ``z_crit``.
+
+    Examples
+    --------
+    >>> boundaries(GateConfig(design="adaptive", z_crit=1.959963984540054))[
+    ...     ["look", "repeats", "boundary"]].round(4)
+       look  repeats  boundary
+    0     1        3    3.7103
+    1     2        6    2.5114
+    2     3        9    1.9930
+    """
+    config = _paired.gate_config(config)
+    repeats = look_repeats(config)
+    fractions = repeats / repeats[-1]
+    if len(repeats) == 1:
+        bounds = np.array([config.z_crit])
+    else:
+        bounds = np.array(spending_boundaries(config.z_crit, tuple(fractions.tolist())))
+    return pd.DataFrame({
+        "look": np.arange(1, len(repeats) + 1, dtype=np.int64),
+        "repeats": repeats,
+        "fraction": fractions,
+        "boundary": bounds,
+        "level": sps.norm.sf(bounds),
+        "alpha_spent": obf_spending(config.alpha, fractions) if len(repeats) > 1
+        else np.array([config.alpha]),
+    })
+
+
+def obf_spending(alpha: float, fraction):
+    """Lan–DeMets O'Brien–Fleming-type spending: α(t) = 2 − 2Φ(z_{α/2} / √t), one-sided α.
+
+    Examples
+    --------
+    >>> round(float(obf_spending(0.025, 1.0)), 6)
+    0.025
+    """
+    t = np.asarray(fraction, dtype=np.float64)
+    return 2.0 * sps.norm.sf(sps.norm.isf(alpha / 2.0) / np.sqrt(t))
+
+
+@functools.lru_cache(maxsize=128)
+def spending_boundaries(z_crit: float, fractions: tuple[float, ...],
+                        points: int = 1201) -> tuple[float, ...]:
+    """One-sided group-sequential efficacy boundaries for O'Brien–Fleming-type spending.
+
+    The total one-sided level is α = Φ(−z_crit) (given as ``z_crit`` so that levels too
+    small for a float stay exact).
+
+    Z_ℓ is a standardised Brownian motion observed at information fractions ``fractions``
+    (corr(Z_i, Z_j) = √(t_i / t_j)). b_1 = Φ^{-1}(1 − α(t_1)); each later b_ℓ solves
+    P(Z_1 < b_1, …, Z_{ℓ−1} < b_{ℓ−1}, Z_ℓ ≥ b_ℓ) = α(t_ℓ) − α(t_{ℓ−1}), the probability
+    computed by recursive numerical integration of the score S = Z√t over the continuation
+    region (Armitage, McPherson & Rowe; Jennison & Turnbull 2000, ch. 19) with Simpson's
+    rule on ``points`` nodes, and the equation by Brent's method. No lower boundary is
+    used: futility is non-binding. Below α = 1e-12 (z_crit > 7) the integration loses
+    precision and the boundaries are the Bonferroni split of the spending instead
+    (conservative; in that far tail it is nearly exact).
+
+    Examples
+    --------
+    >>> [round(b, 4) for b in spending_boundaries(1.959963984540054, (0.5, 1.0))]
+    [2.9626, 1.9686]
+    """
+    t = np.asarray(fractions, dtype=np.float64)
+    if not (np.all(np.diff(t) > 0) and t[0] > 0 and abs(t[-1] - 1.0) < 1e-12):
+        raise ValueError(f"fractions must increase strictly from >0 to 1, got {fractions!r}")
+    log_alpha = float(sps.norm.logsf(z_crit))
+    if log_alpha < np.log(_TINY_ALPHA):  # far tail: the Bonferroni split, in logs
+        half = -special.ndtri_exp(log_alpha - np.log(2.0))  # z_{α/2}
+        log_spent = np.log(2.0) + sps.norm.logsf(half / np.sqrt(t))
+        step = log_spent[1:] + np.log(-np.expm1(log_spent[:-1] - log_spent[1:]))
+        return tuple(float(b) for b in -special.ndtri_exp(np.r_[log_spent[0], step]))
+    spent = np.diff(np.r_[0.0, obf_spending(np.exp(log_alpha), t)])
+    bounds = [float(sps.norm.isf(spent[0]))]
+    nodes, density = _continuation(-9.0 * np.sqrt(t[0]), bounds[0] * np.sqrt(t[0]), points,
+                                   lambda s: sps.norm.pdf(s / np.sqrt(t[0])) / np.sqrt(t[0]))
+    for j in range(1, len(t)):
+        step = np.sqrt(t[j] - t[j - 1])
+
+        def crossing(b, nodes=nodes, density=density, step=step, j=j):
+            return float(density @ sps.norm.sf((b * np.sqrt(t[j]) - nodes) / step)) - spent[j]
+
+        b = optimize.brentq(crossing, -10.0, 40.0, xtol=1e-12)
+        bounds.append(float(b))
+        if j < len(t) - 1:
+            def next_density(s, nodes=nodes, density=density, step=step):
+                gap = (s[:, None] - nodes[None, :]) / step
+                return np.exp(-0.5 * gap * gap) @ density / (step * np.sqrt(2.0 * np.pi))
+
+            nodes, density = _continuation(-9.0 * np.sqrt(t[j]), b * np.sqrt(t[j]), points,
+                                           next_density)
+    return tuple(bounds)
+
+
+def _continuation(low: float, high: float, points: int, density):
+    """Simpson nodes on [low, high] and density × weight at each (a quadrature rule)."""
+    points += 1 - points % 2
+    nodes = np.linspace(low, high, points)
+    weights = np.ones(points)
+    weights[1:-1:2], weights[2:-1:2] = 4.0, 2.0
+    return nodes, density(nodes) * weights * (high - low) / (3.0 * (points - 1))
+
+
+# ------------------------------------------------------------------------------ the panel
+
+@dataclass(frozen=True)
+class _Panel:
+    """Dense per (pair, task, look) prefix counts of both sides, and the identical tasks.
+
+    ``child[name]`` and ``parent[name]`` for name in slots, valid, passed, pending are
+    (pairs, tasks, looks) counts of the side's slots with repeat below the look's count.
+    """
+
+    child: dict
+    parent: dict
+    identical: np.ndarray
+    tasks: np.ndarray
+
+
+def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
+           task_ids=None) -> _Panel:
+    repeats = look_repeats(config)
+    n_looks = len(repeats)
+    split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
+    child_code = _codes(slots, child)
+    parent_code = _codes(slots, parent)
+    involved = np.unique(np.r_[child_code, parent_code])
+    involved = involved[involved >= 0]
+    local_cand = np.full(len(slots.candidates) + 1, -1, dtype=np.int64)
+    local_cand[involved] = np.arange(len(involved))
+    on_split = (slots.split == split_code) & (local_cand[slots.cand] >= 0)
+    if task_ids is None:
+        task_codes = np.unique(slots.task[on_split])
+        names = slots.tasks.to_numpy()[task_codes]
+    else:
+        names = np.asarray(task_ids, dtype=object)
+        task_codes = slots.tasks.get_indexer(pd.Index(names, dtype=object))
+    n_cand, n_tasks = len(involved), len(task_codes)
+    local_task = np.full(len(slots.tasks) + 1, -1, dtype=np.int64)
+    local_task[task_codes[task_codes >= 0]] = np.flatnonzero(task_codes >= 0)
+    band = np.searchsorted(repeats, slots.repeat, side="right")
+    keep = on_split & (local_task[slots.task] >= 0) & (band < n_looks)
+    lc, lt, lb = local_cand[slots.cand[keep]], local_task[slots.task[keep]], band[keep]
+    key = (lc * n_tasks + lt) * n_looks + lb
+    size = (n_cand + 1) * n_tasks * n_looks  # a last all-zero row for absent candidates
+
+    def prefix(weights):
+        counts = np.bincount(key, weights, minlength=size).astype(np.int64)
+        return np.cumsum(counts.reshape(n_cand + 1, n_tasks, n_looks), axis=2)
+
+    arrays = {
+        "slots": prefix(None),
+        "valid": prefix(slots.valid[keep]),
+        "passed": prefix(slots.passed[keep]),
+        "pending": prefix(slots.needs_rerun(config.max_reruns)[keep]),
+    }
+    first = keep & (slots.repeat < config.k)
+    source = np.full((n_cand + 1, n_tasks, config.k), -1, dtype=np.int64)
+    source[local_cand[slots.cand[first]], local_task[slots.task[first]],
+           slots.repeat[first]] = slots.source[first]
+    c_local = np.where(child_code >= 0, local_cand[child_code], n_cand)
+    p_local = np.where(parent_code >= 0, local_cand[parent_code], n_cand)
+    c_src, p_src = source[c_local], source[p_local]
+    has = c_src >= 0
+    identical = has.any(axis=2) & (~has | (c_src == p_src)).all(axis=2)
+    return _Panel(
+        child={name: a[c_local] for name, a in arrays.items()},
+        parent={name: a[p_local] for name, a in arrays.items()},
+        identical=identical,
+        tasks=names,
+    )
+
+
+def _codes(slots: _paired.Slots, names) -> np.ndarray:
+    names = pd.Series(np.asarray(names, dtype=object), dtype=object)
+    codes = slots.candidates.get_indexer(pd.Index(names.where(names.notna(), None),
+                                                  dtype=object))
+    return np.where(names.isna().to_numpy(), -1, codes).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """Every planned look of every pair (arrays are (pairs, looks) unless noted)."""
+
+    tested: pd.DataFrame  # add_significance rows, look-major: row = look * n_pairs + pair
+    extended: np.ndarray  # (pairs, tasks)
+    complete: np.ndarray  # all wanted slots present and settled (for wanted)
+    available: np.ndarray  # the look's extended repeats are all present (for credit)
+    stop: np.ndarray
+    futile: np.ndarray
+    child_trials: np.ndarray
+    parent_trials: np.ndarray
+    repeats: np.ndarray  # (looks,)
+    bounds: np.ndarray  # (looks,)
+
+
+def _replay(panel: _Panel, config: GateConfig) -> _Replay:
+    plan = boundaries(config)
+    repeats, bounds = plan["repeats"].to_numpy(), plan["boundary"].to_numpy()
+    n_looks = len(repeats)
+    c, p = panel.child, panel.parent
+    n_pairs, n_tasks = panel.identical.shape
+    pooled_passed = c["passed"][..., 0] + p["passed"][..., 0]
+    pooled_valid = c["valid"][..., 0] + p["valid"][..., 0]
+    extended = ((c["valid"][..., 0] > 0) & (p["valid"][..., 0] > 0) & (pooled_passed > 0)
+                & (pooled_passed < pooled_valid) & ~panel.identical & (n_looks > 1))
+    parts, n_either = [], []
+    complete = np.zeros((n_pairs, n_looks), dtype=bool)
+    available = np.ones((n_pairs, n_looks), dtype=bool)
+    child_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
+    parent_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
+    for j in range(n_looks):  # a handful of looks; everything inside is vectorised
+        level = np.where(extended, j, 0)[..., None]
+        at = {side: {name: np.take_along_axis(a, level, axis=2)[..., 0]
+                     for name, a in arrays.items()} for side, arrays in (("c", c), ("p", p))}
+        need = repeats[level[..., 0]]
+        complete[:, j] = ((at["c"]["slots"] == need) & (at["p"]["slots"] == need)
+                          & (at["c"]["pending"] + at["p"]["pending"] == 0)).all(axis=1)
+        if j:
+            available[:, j] = (~extended | ((at["c"]["slots"] == need)
+                                            & (at["p"]["slots"] == need))).all(axis=1)
+        child_trials[:, j] = at["c"]["slots"].sum(axis=1)
+        parent_trials[:, j] = at["p"]["slots"].sum(axis=1)
+        n_either.append(((at["c"]["slots"] + at["p"]["slots"]) > 0).sum(axis=1))
+        pair, task = np.nonzero((at["c"]["valid"] > 0) & (at["p"]["valid"] > 0))
+        parts.append((j * n_pairs + pair, at["c"]["valid"][pair, task],
+                      at["c"]["passed"][pair, task], at["p"]["valid"][pair, task],
+                      at["p"]["passed"][pair, task]))
+    paired = _paired.Paired(n_looks * n_pairs, *(np.concatenate(a) for a in zip(*parts)),
+                            n_either=np.concatenate(n_either).astype(np.int64))
+    tested = _paired.add_significance(_paired.describe(paired), paired,
+                                      level=np.repeat(sps.norm.sf(bounds), n_pairs),
+                                      config=config)
+    tested["looks"] = np.repeat(np.arange(1, n_looks + 1), n_pairs).astype(np.int64)
+    z = tested["z"].to_numpy().reshape(n_looks, n_pairs).T
+    decided = (tested["decision"].to_numpy() != "inconclusive").reshape(n_looks, n_pairs).T
+    n = tested["n_tasks"].to_numpy().reshape(n_looks, n_pairs).T
+    last = np.arange(n_looks)[None, :] == n_looks - 1
+    final = last | ~extended.any(axis=1)[:, None] | (n < config.min_tasks)
+    futile = np.zeros_like(final)
+    if config.futility_z is not None:
+        with np.errstate(invalid="ignore"):
+            futile = ~final & (z < config.futility_z)
+    return _Replay(tested, extended, complete, available, decided | final | futile,
+                   futile & ~decided, child_trials, parent_trials, repeats, bounds)
+
+
+def _stopping_look(replay: _Replay) -> np.ndarray:
+    """Per pair, the 0-based look the procedure decides at (or awaits data after)."""
+    awaiting = np.c_[~replay.available[:, 1:], np.zeros(len(replay.stop), dtype=bool)]
+    return np.argmax(replay.stop | awaiting, axis=1)
+
+
+def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
+                  config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Decision and reason of the given (pair, look) rows."""
+    n_pairs = len(replay.stop)
+    n_looks = len(replay.repeats)
+    row = look * n_pairs + pairs_index
+    tested = replay.tested
+    decision = tested["decision"].to_numpy(dtype=object)[row].copy()
+    stat_reason = tested["reason"].to_numpy(dtype=object)[row]
+    stopped = replay.stop[pairs_index, look]
+    futile = replay.futile[pairs_index, look]
+    of = (look + 1).astype(str).astype(object) + f" of {n_looks}"
+    what = np.select(
+        [decision == "credit", decision == "cull", futile, ~stopped,
+         look == n_looks - 1],
+        ["credited at look " + of, "culled at look " + of,
+         "stopped for futility at look " + of + f" (z < futility_z={config.futility_z})",
+         "awaiting look " + (look + 2).astype(str).astype(object) + f" of {n_looks}: "
+         "its repeats are not all scored",
+         "no boundary crossed by look " + of],
+        "stopped at look " + of,
+    ).astype(object)
+    decision[~stopped] = "inconclusive"
+    has = pd.notna(stat_reason)
+    reason = np.where(has, what + "; " + np.where(has, stat_reason, "").astype(object), what)
+    return decision, reason.astype(object)
+
+
+def compare(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+            config: GateConfig) -> pd.DataFrame:
+    """The significance test of each pair under ``config.design``.
+
+    Returns
+    -------
+    DataFrame
+        :data:`gsme._paired.PAIRED_COLUMNS`, one row per pair in the order of ``pairs``:
+        the statistics of the look the design stopped at, ``looks`` the looks it took.
+    """
+    if config.design == "fixed":
+        return _paired.compare(slots, pairs, split=split, config=config)
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    replay = _replay(_panel(slots, child, parent, split, config), config)
+    look = _stopping_look(replay)
+    index = np.arange(len(child))
+    out = replay.tested.iloc[look * len(child) + index].reset_index(drop=True)
+    out["decision"], out["reason"] = (_paired.text(a) for a in
+                                      _look_reasons(replay, look, index, config))
+    out.insert(0, "candidate", _paired.text(child))
+    out.insert(1, "parent", _paired.text(parent))
+    out.insert(2, "split", _paired.text([split] * len(child)))
+    return out[_paired.PAIRED_COLUMNS]
+
+
+# ------------------------------------------------------------------------------ public
+
+def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
+          config: GateConfig | None = None) -> pd.DataFrame:
+    """Every look the design took for each (candidate, parent) pair, with its boundary.
 
     Parameters
     ----------
     trials : DataFrame
-        The trials so far.
+        A trials frame.
+    pairs : DataFrame
+        Columns ``candidate`` (the child) and ``parent``.
+    split : {"train", "test"}
+    config : GateConfig, optional
+
+    Returns
+    -------
+    DataFrame
+        One row per (pair, look taken), pairs in the order of ``pairs``: ``candidate,
+        parent, split, look`` (1-based), ``repeats`` (per side on the extended tasks),
+        ``n_extended`` (tasks at those repeats; 0 at look 1), ``child_trials``,
+        ``parent_trials`` (slots the look reads on each side), ``n_tasks, n_dropped,
+        n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value`` (as in
+        :func:`gsme.stats.paired_test`, at this look), ``boundary`` (z-scale efficacy
+        boundary; cull at −boundary), ``level`` (nominal one-sided level Φ(−boundary)),
+        ``decision`` (``continue`` at a look that did not stop, else credit / cull /
+        inconclusive; ``continue`` too at a last look whose successor is not scored yet)
+        and ``reason``.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 90),
+    ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(10)], 9), 2),
+    ...                   "split": "train", "repeat": np.tile(np.arange(9), 20),
+    ...                   "passed": rng.random(180) < 0.5})
+    >>> cfg = GateConfig(design="adaptive", futility_z=None)
+    >>> looks(t, pd.DataFrame({"candidate": ["c"], "parent": ["p"]}), config=cfg)[
+    ...     ["look", "repeats", "boundary", "decision"]].round(2)
+       look  repeats  boundary      decision
+    0     1        3      3.71      continue
+    1     2        6      2.51      continue
+    2     3        9      1.99  inconclusive
+    """
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
+    schema.require(pairs, ["candidate", "parent"], "pairs")
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    if config.design == "fixed":  # one look over every repeat, as the fixed gate reads it
+        out = _paired.compare(slots, pairs, split=split, config=config)
+        out.insert(3, "look", np.ones(len(out), dtype=np.int64))
+        out.insert(4, "repeats", np.full(len(out), config.k, dtype=np.int64))
+        out.insert(5, "n_extended", np.zeros(len(out), dtype=np.int64))
+        out.insert(6, "child_trials", _all_slots(slots, child, split))
+        out.insert(7, "parent_trials", _all_slots(slots, parent, split))
+        out["boundary"] = config.z_crit
+        out["level"] = config.alpha
+        return out[LOOK_COLUMNS]
+    replay = _replay(_panel(slots, child, parent, split, config), config)
+    stop = _stopping_look(replay)
+    n_pairs = len(child)
+    index = np.repeat(np.arange(n_pairs), stop + 1)
+    look = np.arange(len(index)) - np.repeat(np.cumsum(stop + 1) - (stop + 1), stop + 1)
+    decision, reason = _look_reasons(replay, look, index, config)
+    last = look == stop[index]
+    decision = np.where(last & replay.stop[index, look], decision, "continue").astype(object)
+    reason = np.where(last, reason, None).astype(object)
+    rows = replay.tested.iloc[look * n_pairs + index].reset_index(drop=True)
+    out = pd.DataFrame({
+        "candidate": _paired.text(child[index]),
+        "parent": _paired.text(parent[index]),
+        "split": _paired.text([split] * len(index)),
+        "look": (look + 1).astype(np.int64),
+        "repeats": replay.repeats[look].astype(np.int64),
+        "n_extended": np.where(look > 0, replay.extended.sum(axis=1)[index], 0).astype(np.int64),
+        "child_trials": replay.child_trials[index, look],
+        "parent_trials": replay.parent_trials[index, look],
+    })
+    for name in LOOK_COLUMNS[8:18]:
+        out[name] = rows[name].to_numpy()
+    out["boundary"] = replay.bounds[look]
+    out["level"] = sps.norm.sf(replay.bounds[look])
+    out["decision"] = _paired.text(decision)
+    out["reason"] = _paired.text(reason)
+    return out[LOOK_COLUMNS]
+
+
+def _all_slots(slots: _paired.Slots, names, split: str) -> np.ndarray:
+    split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
+    per = np.bincount(slots.cand[slots.split == split_code], minlength=len(slots.candidates) + 1)
+    codes = _codes(slots, names)
+    return np.where(codes >= 0, per[codes], 0).astype(np.int64)
+
+
+def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, split: str,
+           config: GateConfig | None = None) -> pd.DataFrame:
+    """The repeats each candidate of ``pairs`` (and its parent) needs on ``split``.
+
+    A pure function of the trials so far: the run's scoring loop calls it, runs (or
+    borrows, or re-runs) what is missing, and calls it again until nothing new is wanted.
+    The fixed design, the test split and a candidate without a parent want ``k`` repeats of
+    every task. The adaptive design replays its looks: while a look's slots are missing or
+    an infrastructure failure there may still be re-run, that look's repeats are wanted;
+    once the look is complete and does not stop, the next look's repeats are wanted on the
+    extended tasks, on both sides. A parent shared by several pairs gets the most any of
+    them wants.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        The trials so far (with ``borrowed_from`` where rows were borrowed).
     pairs : DataFrame
         ``candidate, parent`` (parent None: the candidate is scored alone, e.g. the
         baseline).
     tasks : DataFrame
         ``task_id, split`` of the run.
     split : {"train", "test"}
-    config : GateConfig
+    config : GateConfig, optional
 
     Returns
     -------
     DataFrame
-        ``candidate, task_id, split, repeats``: repeats ``0 .. repeats-1`` are wanted.
+        ``candidate, task_id, split, repeats``: repeats ``0 .. repeats-1`` are wanted, one
+        row per candidate (children first, then parents) and task of ``split``.
+
+    Examples
+    --------
+    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2"], "split": "train"})
+    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 6), "task_id":
+    ...                   np.tile(np.repeat(["t1", "t2"], 3), 2), "split": "train",
+    ...                   "repeat": np.tile([0, 1, 2], 4),
+    ...                   "passed": [1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1]})
+    >>> wanted(t, pairs, tasks, split="train",
+    ...        config=GateConfig(design="adaptive", min_tasks=2, futility_z=None))
+      candidate task_id  split  repeats
+    0         c      t1  train        6
+    1         c      t2  train        3
+    2         p      t1  train        6
+    3         p      t2  train        3
     """
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
-    names = list(dict.fromkeys([*pairs["candidate"], *pairs["parent"].dropna()]))
-    ids = tasks.loc[tasks["split"] == split, "task_id"].astype(object)
-    grid = pd.MultiIndex.from_product([names, ids], names=["candidate", "task_id"])
-    return grid.to_frame(index=False).assign(split=split, repeats=int(config.k))
+    schema.require(tasks, ["task_id", "split"], "tasks")
+    ids = tasks.loc[tasks["split"] == split, "task_id"].to_numpy(dtype=object)
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    has_parent = pd.notna(parent)
+    names = list(dict.fromkeys([*child, *parent[has_parent]]))
+    flat = pd.DataFrame({
+        "candidate": _paired.text(np.repeat(np.asarray(names, dtype=object), len(ids))),
+        "task_id": _paired.text(np.tile(ids, len(names))),
+        "repeats": np.full(len(names) * len(ids), config.k, dtype=np.int64),
+    })
+    if config.design == "adaptive" and split == "train" and has_parent.any() and len(ids):
+        slots = _paired.encode_slots(_paired.checked_trials(trials))
+        child, parent = child[has_parent], parent[has_parent]
+        replay = _replay(_panel(slots, child, parent, split, config, task_ids=ids), config)
+        look = np.argmax(~replay.complete | replay.stop, axis=1)
+        repeats = replay.repeats[np.where(replay.extended, look[:, None], 0)].ravel()
+        more = pd.DataFrame({
+            "candidate": _paired.text(np.repeat(np.r_[child, parent], len(ids))),
+            "task_id": _paired.text(np.tile(ids, 2 * len(child))),
+            "repeats": np.tile(repeats, 2),
+        })
+        flat = pd.concat([flat, more], ignore_index=True)
+        flat = flat.groupby(["candidate", "task_id"], sort=False, as_index=False)["repeats"].max()
+    flat.insert(2, "split", _paired.text([split] * len(flat)))
+    return flat[["candidate", "task_id", "split", "repeats"]]

@@ -1,9 +1,10 @@
 """Interactive views of a run for Jupyter (ipywidgets is imported only when one is built).
 
 The panel draws on its own matplotlib :class:`~matplotlib.figure.Figure` with the Agg
-canvas, never through pyplot, and shows it as PNG bytes in an ``ipywidgets.Image``: it looks
-the same in JupyterLab, Notebook, VS Code and Voilà whatever the matplotlib backend (no
-``%matplotlib inline`` needed), and leaves pyplot's current figure alone.
+canvas, never through pyplot, and shows it as PNG bytes in an ``ipywidgets.Image``: it shows
+wherever ipywidgets render, whatever the matplotlib backend (no ``%matplotlib inline``
+needed), and leaves pyplot's current figure alone. ``tests/browser`` checks this in
+JupyterLab with a headless Chromium.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
+from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -58,6 +60,8 @@ def explore(run, *, split="train", figsize=(15, 4.5), max_tasks=20, dpi=150) -> 
     ------
     ImportError
         When ipywidgets is not installed.
+    ValueError
+        When ``split`` is not a split or ``max_tasks`` not a positive int.
 
     Examples
     --------
@@ -89,7 +93,7 @@ class Explorer:
         self.failing = analysis.failing_trials(self.trials)
         rounds = self.candidates["round"].astype(int)
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-        FigureCanvasAgg(self.figure)  # a non-interactive canvas, whatever the backend
+        self.canvas = FigureCanvasAgg(self.figure)  # non-interactive, whatever the backend
         self.axes = self.figure.subplots(1, 3, width_ratios=[1.2, 1, 1])
         self.round = widgets.IntSlider(min=int(rounds.min()), max=int(rounds.max()),
                                        value=int(rounds.max()), description="round")
@@ -124,17 +128,19 @@ class Explorer:
             self.candidate.options = options
             self.candidate.value = current if current in options else (
                 options[-1] if options else None)
-        cells = self.axes[1]
-        cells.clear()
-        self._draw_archive(cells, r)
-        self._draw_forest(r)
-        self._draw_candidate()
+        with self._sketching():
+            cells = self.axes[1]
+            cells.clear()
+            self._draw_archive(cells, r)
+            self._draw_forest(r)
+            self._draw_candidate()
         self._show()
 
     def _on_candidate(self, change) -> None:
         if not self._quiet:
-            self._draw_forest(self.round.value)
-            self._draw_candidate()
+            with self._sketching():
+                self._draw_forest(self.round.value)
+                self._draw_candidate()
             self._show()
 
     def _on_trial(self, change) -> None:
@@ -201,11 +207,24 @@ class Explorer:
         """
         from PIL import Image
 
-        self.figure.canvas.draw()
-        pixels = Image.fromarray(np.asarray(self.figure.canvas.buffer_rgba())).convert("RGB")
+        self.canvas.draw()
+        pixels = Image.fromarray(np.asarray(self.canvas.buffer_rgba())).convert("RGB")
         buffer = io.BytesIO()
-        pixels.save(buffer, format="png", dpi=(self.dpi, self.dpi))
+        pixels.save(buffer, format="png", dpi=(self.dpi, self.dpi), compress_level=3)
         self.image.value = buffer.getvalue()
+
+    @contextmanager
+    def _sketching(self):
+        """Plot on a bare canvas, then put the Agg canvas back for :meth:`_show`.
+
+        seaborn's heatmap draws the whole figure to check its tick labels; on the bare
+        canvas that draw costs nothing, and the figure is rendered once, in ``_show``.
+        """
+        FigureCanvasBase(self.figure)
+        try:
+            yield
+        finally:
+            self.figure.set_canvas(self.canvas)
 
     @contextmanager
     def _quietly(self):
@@ -229,17 +248,11 @@ def _label_order(decided: pd.DataFrame, picked) -> list[str]:
 
 def _transcripts(failing: pd.DataFrame, candidate) -> list[tuple[str, str]]:
     """(label, transcript ref) of the candidate's failing trials that kept a transcript."""
-    repeat = _repeat_column(failing)
     rows = failing[(failing["candidate"] == candidate) & failing["trajectory"].notna()]
-    rows = rows.sort_values(["task_id", repeat, "attempt"])
-    return [(f"{task} repeat={r} · {path if pd.notna(path) else 'unlabelled'}", ref)
-            for task, r, path, ref in zip(rows["task_id"], rows[repeat], rows["pathology"],
-                                          rows["trajectory"])]
-
-
-def _repeat_column(trials: pd.DataFrame) -> str:
-    """The trials column of the repeat index (``repeat``; ``k`` in older ledgers)."""
-    return "repeat" if "repeat" in trials.columns else "k"
+    rows = rows.sort_values(["task_id", "repeat", "attempt"])
+    labels = rows["pathology"].where(rows["pathology"].notna(), "unlabelled")
+    return [(f"{task} repeat={repeat} · {label}", ref) for task, repeat, label, ref
+            in zip(rows["task_id"], rows["repeat"], labels, rows["trajectory"])]
 
 
 def _with_round(decisions: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:

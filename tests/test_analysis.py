@@ -10,7 +10,7 @@ def trials(rows):
     """Trials from (candidate, task_id, split, passed, infra_ok, pathology)."""
     out = pd.DataFrame(rows, columns=["candidate", "task_id", "split", "passed", "infra_ok",
                                       "pathology"])
-    return out.assign(k=out.groupby(["candidate", "task_id", "split"]).cumcount())
+    return out.assign(repeat=out.groupby(["candidate", "task_id", "split"]).cumcount())
 
 
 TRIALS = trials([

@@ -34,7 +34,7 @@ def decisions_frame(rows):
     for candidate, parent, rate, delta, z, decision in rows:
         records.append({**{c: np.nan for c in frame.columns}, "candidate": candidate,
                         "parent": parent, "split": "train", "n_tasks": 30, "n_dropped": 0,
-                        "n_changed": 5, "k": 3, "rate_parent": rate - delta / 100,
+                        "n_changed": 5, "k": 3, "looks": 1, "rate_parent": rate - delta / 100,
                         "rate_child": rate, "delta_pp": delta, "z": z,
                         "gate_failed": None, "decision": decision, "reason": None})
     out = pd.DataFrame(records, columns=frame.columns)
@@ -130,8 +130,12 @@ def test_insert_refuses_bad_input():
     with pytest.raises(FrameError, match=r"\['zz'\] are not rows of candidates"):
         ar.insert(ar.empty(), decisions_frame([("zz", "baseline", 0.5, 1.0, 2.0, "credit")]),
                   cands)
-    with pytest.raises(FrameError, match=r"\['c1'\] more than once"):
+    with pytest.raises(FrameError, match=r"must be unique; 2 rows share a key"):
         ar.insert(ar.empty(), decisions_frame([ROUND1[0], ROUND1[0]]), cands)
+    twice = pd.concat([decisions_frame(ROUND1[:1]),
+                       decisions_frame(ROUND1[:1]).assign(parent="c2")], ignore_index=True)
+    with pytest.raises(FrameError, match=r"\['c1'\] more than once"):
+        ar.insert(ar.empty(), twice, cands)
     with pytest.raises(FrameError, match="rate_child"):
         ar.insert(ar.empty(), decisions_frame(ROUND1[:1]).drop(columns="rate_child"), cands)
     with pytest.raises(ValueError, match="round must be"):
@@ -204,7 +208,7 @@ def test_recombinations_refuse_bad_arguments():
         ar.recombinations(elites_frame(), base="best", lineage=[], max_size=0)
 
 
-def test_occupancy_and_stats_hand_computed(two_rounds):
+def test_occupancy_and_summary_hand_computed(two_rounds):
     _, _, second, _ = two_rounds
     table = ar.occupancy(second, why_levels=WHYS)
     expected = pd.DataFrame(
@@ -218,19 +222,19 @@ def test_occupancy_and_stats_hand_computed(two_rounds):
                                                      "thinking-runaway"]
     with pytest.raises(ValueError, match=r"why value\(s\) \['looping'\]"):
         ar.occupancy(second, why_levels=["careless-submit", "thinking-runaway"])
-    row = ar.stats(second, n_cells=4 * 7).iloc[0]
+    row = ar.summary(second, n_cells=4 * 7).iloc[0]
     assert row["num_elites"] == 3 and row["best_candidate"] == "c5"
     assert row["coverage"] == pytest.approx(3 / 28)
     assert row["qd_score"] == pytest.approx(0.7 + 0.55 + 0.5)
     assert row["best_rate"] == pytest.approx(0.7)
-    assert list(ar.stats(second).columns) == ["num_elites", "coverage", "qd_score",
+    assert list(ar.summary(second).columns) == ["num_elites", "coverage", "qd_score",
                                               "best_rate", "best_candidate"]
-    assert np.isnan(ar.stats(second).loc[0, "coverage"])
+    assert np.isnan(ar.summary(second).loc[0, "coverage"])
     with pytest.raises(ValueError, match="n_cells"):
-        ar.stats(second, n_cells=2)
+        ar.summary(second, n_cells=2)
 
 
-def test_stats_of_an_empty_archive():
-    row = ar.stats(ar.empty(), n_cells=28).iloc[0]
+def test_summary_of_an_empty_archive():
+    row = ar.summary(ar.empty(), n_cells=28).iloc[0]
     assert row["num_elites"] == 0 and row["coverage"] == 0 and row["qd_score"] == 0
     assert np.isnan(row["best_rate"]) and row["best_candidate"] is None

@@ -8,26 +8,25 @@ import pytest
 
 from gsme import evolve, report, sim
 from gsme.evolvers.rule import RuleEvolver
-from gsme.run import Run, RunConfig
+from gsme.run import Run
+from gsme.settings import RunConfig, Schedule
 
 COLUMNS = ["round", "evolver_calls", "evolver_input_tokens", "evolver_output_tokens",
            "evolver_usd", "trials", "trial_tokens", "trial_usd", "total_usd"]
 
 
 class CallingEvolver(RuleEvolver):
-    """A rule evolver that reports one synthetic API call per diagnose and per propose."""
+    """A rule evolver that logs one synthetic API call per diagnose and per propose."""
 
-    on_call = None
-
-    def diagnose(self, failures, **kwargs):
-        self.on_call(call("diagnose", input_tokens=100, output_tokens=10,
-                          cache_creation_input_tokens=1000, cost_usd=0.25))
+    def diagnose(self, failures, *, log=None, **kwargs):
+        log(call("diagnose", input_tokens=100, output_tokens=10,
+                 cache_creation_input_tokens=1000, cost_usd=0.25))
         return super().diagnose(failures, **kwargs)
 
-    def propose(self, parent, diagnoses, archive, vocabulary, **kwargs):
-        self.on_call(call("propose", input_tokens=50, output_tokens=20,
-                          cache_read_input_tokens=1000, cost_usd=0.5))
-        return super().propose(parent, diagnoses, archive, vocabulary, **kwargs)
+    def propose(self, diagnoses, *, log=None, **kwargs):
+        log(call("propose", input_tokens=50, output_tokens=20,
+                 cache_read_input_tokens=1000, cost_usd=0.5))
+        return super().propose(diagnoses, **kwargs)
 
 
 def call(kind, *, cost_usd, **tokens):
@@ -39,17 +38,18 @@ def call(kind, *, cost_usd, **tokens):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("cost") / "run"
-    run = Run.create(path, agent=sim.SimAgent("tiny", seed=1), evolver=CallingEvolver(seed=1),
-                     config=RunConfig(seed=1))
-    run.evolver.on_call(call("warm-up", input_tokens=7, cost_usd=0.125))  # outside any round
-    evolve.evolve(run, rounds=2, children_per_round=3, recombinations_per_round=1,
-                  progress=False)
+    run = Run.create(path, agent=sim.SimAgent("tiny", suite_seed=1),
+                     evolver=CallingEvolver(seed=1), config=RunConfig(run_seed=1),
+                     schedule=Schedule(children_per_round=3, recombinations_per_round=1))
+    run.record_call(call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
+    evolve.evolve(run, rounds=2, progress=False)
     run.finalize(progress=False)
-    return run
+    yield run
+    run.close()
 
 
 def test_evolver_calls_are_recorded_with_their_round(run):
-    calls = run.ledger.calls()
+    calls = run.calls()
     assert calls["kind"].tolist() == ["warm-up"] + ["diagnose", "propose"] * 2
     assert [None if pd.isna(r) else r for r in calls["round"]] == [None, 1, 1, 2, 2]
 
@@ -81,12 +81,11 @@ def test_cost_per_round_adds_up_calls_and_unborrowed_trials(run):
 
 
 def test_an_unknown_cost_is_nan_for_its_round_not_zero(tmp_path):
-    run = Run.create(tmp_path / "r", agent=sim.SimAgent("tiny", seed=1),
+    run = Run.create(tmp_path / "r", agent=sim.SimAgent("tiny", suite_seed=1),
                      evolver=CallingEvolver(seed=1))
     evolve.cold_start(run, progress=False)
-    run.round_in_progress = 1
-    run.evolver.on_call(call("diagnose", input_tokens=1, cost_usd=math.nan))
-    run.evolver.on_call(call("propose", input_tokens=1, cost_usd=0.5))
+    run.record_call(call("diagnose", input_tokens=1, cost_usd=math.nan), round=1)
+    run.record_call(call("propose", input_tokens=1, cost_usd=0.5), round=1)
     table = report.cost_table(run)
     assert list(table.columns) == COLUMNS and table["round"].tolist() == [0, 1]
     assert table["evolver_calls"].tolist() == [0, 2] and table["trials"].tolist() == [

@@ -3,24 +3,27 @@
 import pandas as pd
 import pytest
 
-from gsme import evolve, sim
+from gsme import evolve, policy, sim
 from gsme.evolvers.rule import RuleEvolver
-from gsme.run import Run, RunConfig
+from gsme.run import Run
+from gsme.settings import RunConfig, Schedule
 
-KEY = ["candidate", "task_id", "split", "k", "attempt"]
-SEED = 1  # a tiny run whose three rounds credit, cull and leave inconclusive
+KEY = ["candidate", "task_id", "split", "repeat", "attempt"]
+SEED = 1
 OUTCOME = KEY + ["passed", "infra_ok", "activated", "beacons"]
 
 
-def _run(path, *, seed=SEED, fault=0.0, canary=None, policy="gated", evolver=None):
-    agent = sim.SimAgent("tiny", seed=seed, infra_fault_rate=fault, test_canary=canary)
+def _run(path, *, seed=SEED, fault=0.0, canary=None, policy="gated", evolver=None,
+         budget=None):
+    agent = sim.SimAgent("tiny", suite_seed=seed, infra_fault_rate=fault, test_canary=canary)
     return Run.create(path, agent=agent, evolver=evolver or RuleEvolver(seed=seed),
-                      config=RunConfig(seed=seed, policy=policy))
+                      config=RunConfig(run_seed=seed, policy=policy),
+                      schedule=Schedule(children_per_round=3, recombinations_per_round=1,
+                                        trial_budget=budget))
 
 
 def _evolve(run, rounds=3):
-    evolve.evolve(run, rounds=rounds, children_per_round=3, recombinations_per_round=1,
-                  progress=False)
+    evolve.evolve(run, rounds=rounds, progress=False)
     return run
 
 
@@ -60,11 +63,10 @@ def test_infra_faults_change_no_decision(tmp_path):
     trials = faulty.trials()
     assert (~trials["infra_ok"]).mean() > 0.1
     assert not trials.loc[~trials["infra_ok"], "passed"].any()
-    assert (clean.decisions()["decision"] == "credit").any()  # the comparison has teeth
-    decided = ["candidate", "parent", "decision"]
-    pd.testing.assert_frame_equal(_decisions(clean)[decided], _decisions(faulty)[decided])
+    pd.testing.assert_frame_equal(_decisions(clean), _decisions(faulty))
+    assert (clean.decisions()["z"].abs() > 0).any()  # the comparison has teeth
     # every slot the faulty run scored holds the outcome the clean run got there
-    slot = ["candidate", "task_id", "k"]
+    slot = ["candidate", "task_id", "repeat"]
     valid = trials[trials["infra_ok"]].set_index(slot)["passed"]
     assert len(valid) > 0.95 * len(clean.trials())  # at 20% faults, 3 in a row are rare
     pd.testing.assert_series_equal(valid, clean.trials().set_index(slot)["passed"].loc[valid.index])
@@ -82,13 +84,12 @@ class RecordingEvolver(RuleEvolver):
         self.seen.append(failures.to_csv())
         return super().diagnose(failures, **kwargs)
 
-    def propose(self, parent, diagnoses, archive, vocabulary, *, n, history=None):
-        from gsme.patches import harness_files
-
-        self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness_files(parent)),
-                      history.to_csv()]
+    def propose(self, diagnoses, *, harness, archive=None, vocabulary=None, n, history=None,
+                log=None):
+        self.seen += [diagnoses.to_csv(), archive.to_csv(), str(harness), history.to_csv()]
         self.histories.append(history)
-        return super().propose(parent, diagnoses, archive, vocabulary, n=n)
+        return super().propose(diagnoses, harness=harness, archive=archive,
+                               vocabulary=vocabulary, n=n)
 
 
 def test_evolver_never_sees_the_test_split(tmp_path):
@@ -121,6 +122,7 @@ def test_rounds_resume_after_an_interrupted_round(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         evolve.run_round(broken, progress=False)
     monkeypatch.setattr(evolve, "credit", real)
+    broken.close()
     resumed = _evolve(Run.open(broken.path, agent=broken.agent, evolver=RuleEvolver(seed=SEED)),
                       rounds=2)
     pd.testing.assert_frame_equal(_outcomes(whole), _outcomes(resumed))
@@ -128,8 +130,8 @@ def test_rounds_resume_after_an_interrupted_round(tmp_path, monkeypatch):
 
 
 def test_trial_budget_stops_the_loop(tmp_path):
-    run = _run(tmp_path / "r")
-    evolve.evolve(run, rounds=10, trial_budget=1, progress=False)
+    run = _run(tmp_path / "r", budget=1)
+    evolve.evolve(run, rounds=10, progress=False)
     assert evolve.next_round(run) == 1
     assert not run.events("budget_reached").empty
 
@@ -139,7 +141,8 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
     run = _evolve(_run(tmp_path / "r", policy=policy), rounds=2)
     dec = run.decisions()
     assert (dec["kept"] == (dec["delta_pp"].fillna(0) > 0)).all()
-    chosen = evolve.selected(run)
+    chosen = globals()["policy"].reported(run.archive(), run.trials(split="train"),
+                                          policy=policy)
     if policy == "peak":
         from gsme import stats
 
@@ -192,12 +195,12 @@ class NoRuntimeAgent(sim.SimAgent):
 
 
 def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path):
-    agent = NoRuntimeAgent("tiny", seed=1, infra_fault_rate=0.0)
+    agent = NoRuntimeAgent("tiny", suite_seed=1, infra_fault_rate=0.0)
     run = Run.create(tmp_path / "r", agent=agent, evolver=RuleEvolver(seed=1),
-                     config=RunConfig(seed=1))
+                     config=RunConfig(run_seed=1))
     for _ in range(3):
         evolve.run_round(run, children=4, recombinations=0, progress=False)
-    proposals = run.ledger.frame("proposals")
+    proposals = run.proposals()
     refused = proposals[~proposals["ok"]]
     assert refused["reason"].str.contains("cannot run this harness: unknown middleware").any()
     kept = run.candidates()
@@ -209,12 +212,14 @@ def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path)
 def test_a_round_run_step_by_step_counts_like_run_round(tmp_path):
     run = _run(tmp_path / "r")
     evolve.cold_start(run, progress=False)
-    parent = evolve.select(run, round=1)
+    parent = evolve.choose_parent(run, round=1)
+    run.begin_round(1, parent=parent)
     diagnosed = evolve.diagnose(run, evolve.failures(run, parent, round=1), parent=parent,
                                 round=1)
-    cands = evolve.commit(run, parent, evolve.propose(run, parent, diagnosed, n=2, round=1),
-                          round=1)
-    run.score(list(cands["candidate"]), progress=False, round=1)
+    made = evolve.commit(run, parent, evolve.propose(run, parent, diagnosed, n=2, round=1),
+                         round=1)
+    cands = run.commit_candidates(made, round=1)
+    run.score(made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
     assert evolve.next_round(run) == 1
     evolve.insert(run, decided, round=1)
@@ -230,9 +235,23 @@ def test_an_unfinished_manual_round_is_named_not_discarded(tmp_path):
     evolve.cold_start(run, progress=False)
     diagnosed = evolve.diagnose(run, evolve.failures(run, "baseline", round=1),
                                 parent="baseline", round=1)
-    cands = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=1,
-                                                           round=1), round=1)
-    run.score(list(cands["candidate"]), progress=False, round=1)
+    made = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=1,
+                                                          round=1), round=1)
+    run.score(made, progress=False, round=1)  # scored before the round's candidates were closed
     with pytest.raises(RunError, match="finish it with evolve.credit"):
         evolve.run_round(run, progress=False)
-    assert list(run.candidates()["candidate"]) == ["baseline", *cands["candidate"]]
+    assert list(run.candidates()["candidate"]) == ["baseline", *made]
+
+
+def test_a_committed_manual_round_is_finished_by_run_round(tmp_path):
+    run = _run(tmp_path / "r")
+    evolve.cold_start(run, progress=False)
+    run.begin_round(1, parent="baseline")
+    diagnosed = evolve.diagnose(run, evolve.failures(run, "baseline", round=1),
+                                parent="baseline", round=1)
+    made = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=2,
+                                                          round=1), round=1)
+    run.commit_candidates(made, round=1)
+    result = evolve.run_round(run, progress=False)
+    assert result.round == 1 and list(result.candidates["candidate"]) == made
+    assert evolve.next_round(run) == 2

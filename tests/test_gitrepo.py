@@ -198,7 +198,8 @@ def test_notes_merge_and_show_in_git_log(run):
         (FileChange("../escape.md", "x"), r"contains '\.\.'"),
         (FileChange("prompt/../../escape.md", "x"), r"contains '\.\.'"),
         (FileChange("/tmp/escape.md", "x"), "absolute"),
-        (FileChange("prompt/big.md", "x" * 40_000), "max_bytes"),
+        (FileChange("prompt/big.md", "x" * 40_000), "40000 bytes; at most"),
+        (FileChange("prompt/.gitignore", "*"), "git control name"),
         (FileChange("config/agent.toml", "x"), "touches lever 'config'"),
         (FileChange("prompt/system.md", "x", "no such text"), "not found"),
     ],
@@ -247,7 +248,7 @@ def test_init_and_open_refuse_what_is_not_theirs(tmp_path):
     seed = Path(shutil.copytree(SEED_HARNESS, tmp_path / "seed"))
     (seed / "knowledge" / "link").symlink_to(tmp_path)
     with pytest.raises(RepoError, match="symlinks"):
-        HarnessRepo.init(tmp_path / "new", seed=seed)
+        HarnessRepo.init(tmp_path / "new", baseline_dir=seed)
 
 
 def test_baseline_working_tree_is_clean_and_untouched(run):
@@ -274,7 +275,7 @@ def test_discard_removes_a_leaf_candidate_and_its_id_is_reused(tmp_path):
 
 
 def test_a_merge_whose_files_outgrow_the_size_limit_is_refused(tmp_path):
-    from gsme.patches import MAX_BYTES
+    from gsme.patches import MAX_FILE_BYTES as MAX_BYTES
 
     repo = HarnessRepo.init(tmp_path / "r")
     half = "x" * (MAX_BYTES // 2 + 10) + "\n"
@@ -291,6 +292,6 @@ def test_a_merge_whose_files_outgrow_the_size_limit_is_refused(tmp_path):
     c = repo.add_mutation(a, grow("back", False), round=2)
     before = state(repo)
     made, reason = repo.recombine(b, [c], round=3)
-    assert made is None and reason.startswith(f"the merged harness has files over {MAX_BYTES}")
+    assert made is None and reason.startswith(f"the merged harness is too large: files over {MAX_BYTES}")
     assert "knowledge/notes.md" in reason
     assert state(repo) == before

@@ -8,16 +8,24 @@ import pytest
 
 from gsme.resources import SEED_HARNESS
 from gsme.patches import (
-    LEVERS,
+    MAX_FILE_BYTES,
+    MAX_HARNESS_BYTES,
+    MAX_HARNESS_FILES,
+    MAX_PATCH_FILES,
+    FileChange,
+    Patch,
     PatchError,
     apply_patch,
+    check_size,
     harness_files,
+    lever_files,
     patch_from_dict,
     patch_to_dict,
+    plan_patch,
     read_patches,
     validate_patch,
 )
-from gsme.patches import FileChange, Patch
+from gsme.schema import LEVERS
 
 
 @pytest.fixture
@@ -40,7 +48,7 @@ def make(**kw) -> Patch:
 
 
 def test_seed_harness_layout():
-    files = harness_files(SEED_HARNESS)
+    files = lever_files(harness_files(SEED_HARNESS))
     assert sorted(files) == ["config/agent.toml", "knowledge/notes.md", "prompt/system.md",
                              "runtime/README.md"]
     config = tomllib.loads(files["config/agent.toml"])
@@ -51,14 +59,14 @@ def test_seed_harness_layout():
                    files["config/agent.toml"].splitlines()) == 1
     assert "runtime/<name>.toml" in files["runtime/README.md"]
     assert (SEED_HARNESS / "patches" / ".gitkeep").exists()
-    assert read_patches(SEED_HARNESS) == []
+    assert read_patches(harness_files(SEED_HARNESS)) == []
     assert set(LEVERS) == {"prompt", "knowledge", "runtime", "config"}
 
 
 def test_apply_replaces_one_occurrence_and_writes_manifest(harness):
-    before = harness_files(harness)
+    before = lever_files(harness_files(harness))
     manifest = apply_patch(harness, make(predicted_tasks=("t1", "t2")))
-    after = harness_files(harness)
+    after = lever_files(harness_files(harness))
     assert manifest == harness / "patches" / "p1.toml"
     assert after["config/agent.toml"] == before["config/agent.toml"].replace(
         "thinking_budget = 8192", "thinking_budget = 2048")
@@ -70,7 +78,7 @@ def test_apply_replaces_one_occurrence_and_writes_manifest(harness):
     assert data["mechanism"] == "budget-cap" and data["predicted_tasks"] == ["t1", "t2"]
     assert data["changes"] == [{"path": "config/agent.toml", "old": "thinking_budget = 8192",
                                 "new": "thinking_budget = 2048"}]
-    assert read_patches(harness) == [make(predicted_tasks=("t1", "t2"))]
+    assert read_patches(harness_files(harness)) == [make(predicted_tasks=("t1", "t2"))]
 
 
 def test_new_files_and_chained_changes_to_one_file(harness):
@@ -80,8 +88,9 @@ def test_new_files_and_chained_changes_to_one_file(harness):
                                      '"submit"')))
     apply_patch(harness, patch)
     assert (harness / "runtime/verify/submit.toml").read_text() == 'name = "submit-verify"\n'
-    assert "runtime/verify/submit.toml" in harness_files(harness)
-    assert "patches/verify.toml" not in harness_files(harness)
+    assert "runtime/verify/submit.toml" in lever_files(harness_files(harness))
+    assert "patches/verify.toml" not in lever_files(harness_files(harness))
+    assert "patches/verify.toml" in harness_files(harness)
 
 
 def test_content_round_trips_exactly_through_manifest(harness):
@@ -89,14 +98,14 @@ def test_content_round_trips_exactly_through_manifest(harness):
     patch = make(id="raw", where="knowledge", changes=(FileChange("knowledge/raw.md", text),))
     apply_patch(harness, patch)
     assert (harness / "knowledge/raw.md").read_bytes() == text.encode()
-    assert read_patches(harness) == [patch]
+    assert read_patches(harness_files(harness)) == [patch]
 
 
 def test_read_patches_sorted_by_id(harness):
     for pid in ("zz", "aa", "mm"):
         apply_patch(harness, make(id=pid, where="knowledge",
                                   changes=(FileChange(f"knowledge/{pid}.md", pid),)))
-    assert [p.id for p in read_patches(harness)] == ["aa", "mm", "zz"]
+    assert [p.id for p in read_patches(harness_files(harness))] == ["aa", "mm", "zz"]
 
 
 def test_dict_round_trip_and_optional_old():
@@ -125,11 +134,11 @@ def test_patch_from_dict_rejects_bad_data(data, match):
 def test_unreadable_manifest_names_the_file(harness):
     (harness / "patches" / "bad.toml").write_text("id = [unclosed")
     with pytest.raises(PatchError, match=r"bad\.toml"):
-        read_patches(harness)
+        read_patches(harness_files(harness))
     (harness / "patches" / "bad.toml").write_text(
         "\n".join(f'{k} = "x"' for k in ("id", "where", "why", "mechanism", "beacon")))
     with pytest.raises(PatchError, match=r"bad\.toml holds id 'x'"):
-        read_patches(harness)
+        read_patches(harness_files(harness))
 
 
 @pytest.mark.parametrize(
@@ -160,13 +169,23 @@ def test_unreadable_manifest_names_the_file(harness):
                                   (SEED_HARNESS / "config/agent.toml").read_text()),)),
          "rewrites the file with its current content"),
         (make(changes=(FileChange("config/big.toml", "x" * 40_000),)),
-         "40000 bytes; max_bytes=32768"),
+         f"40000 bytes; at most {MAX_FILE_BYTES}"),
+        (make(changes=(FileChange("config/.gitignore", "*"),)), "git control name"),
+        (make(changes=(FileChange("config/.git/config", "x"),)), "git control name"),
+        (make(changes=(FileChange("config/" + "a" * 300, "x"),)), "300.*characters|at most"),
+        (make(changes=(FileChange("config/" + "a" * 90, "x"),)), "at most 80 characters"),
+        (make(changes=(FileChange("config/-rf", "x"),)), "not starting with"),
+        (make(changes=tuple(FileChange(f"config/f{i}.toml", "x")
+                            for i in range(MAX_PATCH_FILES + 1))),
+         f"at most {MAX_PATCH_FILES}"),
+        (make(env_gate="(" * 249 + "a" + ")" * 249), "env_gate does not parse"),
+        (make(id="a" * 65), "at most 64 characters"),
     ],
 )
 def test_bad_patches_are_refused_and_nothing_written(harness, patch, match):
     before = snapshot(harness)
     with pytest.raises(PatchError, match=match):
-        validate_patch(harness, patch)
+        validate_patch(harness_files(harness), patch)
     with pytest.raises(PatchError, match=match):
         apply_patch(harness, patch)
     assert snapshot(harness) == before
@@ -182,12 +201,43 @@ def test_a_late_bad_change_leaves_the_earlier_ones_unwritten(harness):
 
 
 def test_size_limit_is_on_the_resulting_file(harness):
-    patch = make(changes=(FileChange("config/agent.toml", "turn_limit = 31",
-                                     "turn_limit = 30"),))
-    size = len((harness / "config/agent.toml").read_bytes())
-    with pytest.raises(PatchError, match=f"{size} bytes; max_bytes={size - 1}"):
-        validate_patch(harness, patch, max_bytes=size - 1)
-    validate_patch(harness, patch, max_bytes=size)
+    files = harness_files(harness)
+    grown = make(changes=(FileChange("config/agent.toml",
+                                     files["config/agent.toml"] + "x" * MAX_FILE_BYTES),))
+    with pytest.raises(PatchError, match=f"at most {MAX_FILE_BYTES}"):
+        validate_patch(files, grown)
+    fits = "x" * (MAX_FILE_BYTES - len(files["config/agent.toml"].encode()))
+    validate_patch(files, make(changes=(FileChange("config/agent.toml",
+                                                   files["config/agent.toml"] + fits),)))
+
+
+def test_one_size_rule_for_whole_harnesses():
+    check_size({"prompt/a.md": "x" * MAX_FILE_BYTES})
+    with pytest.raises(PatchError, match=r"files over .*\['prompt/a.md'\]"):
+        check_size({"prompt/a.md": "x" * (MAX_FILE_BYTES + 1)})
+    many = {f"prompt/{i}.md": "x" for i in range(MAX_HARNESS_FILES + 1)}
+    with pytest.raises(PatchError, match=f"{MAX_HARNESS_FILES + 1} files"):
+        check_size(many)
+    big = {f"prompt/{i}.md": "x" * MAX_FILE_BYTES
+           for i in range(MAX_HARNESS_BYTES // MAX_FILE_BYTES + 1)}
+    with pytest.raises(PatchError, match=f"at most {MAX_HARNESS_BYTES}"):
+        check_size(big)
+
+
+def test_patches_grow_a_harness_only_up_to_its_total_size():
+    files = {f"knowledge/{i}.md": "x" * MAX_FILE_BYTES
+             for i in range(MAX_HARNESS_BYTES // MAX_FILE_BYTES - 1)}
+    extra = make(where="knowledge", changes=tuple(
+        FileChange(f"knowledge/new{i}.md", "y" * MAX_FILE_BYTES) for i in range(3)))
+    with pytest.raises(PatchError, match="bytes; at most"):
+        plan_patch(files, extra)
+
+
+def test_plan_returns_every_file_written_and_the_manifest(harness):
+    written = plan_patch(harness_files(harness), make())
+    assert sorted(written) == ["config/agent.toml", "patches/p1.toml"]
+    assert "thinking_budget = 2048" in written["config/agent.toml"]
+    assert read_patches(written) == [make()]
 
 
 @pytest.mark.skipif(os.name == "nt", reason="symlinks")
@@ -197,13 +247,18 @@ def test_symlinks_out_of_the_harness_are_refused(harness, tmp_path):
     (harness / "knowledge" / "link").symlink_to(outside)
     before = snapshot(harness)
     patch = make(where="knowledge", changes=(FileChange("knowledge/link/x.md", "x"),))
-    with pytest.raises(PatchError, match="outside.*symlink"):
+    with pytest.raises(PatchError, match="symbolic link"):
         apply_patch(harness, patch)
     shutil.rmtree(harness / "prompt")
     (harness / "prompt").symlink_to(outside)
     patch = make(where="prompt", changes=(FileChange("prompt/x.md", "x"),))
-    with pytest.raises(PatchError, match="outside.*symlink"):
+    with pytest.raises(PatchError, match="symbolic link"):
         apply_patch(harness, patch)
+    shutil.rmtree(harness / "patches")
+    (harness / "patches").symlink_to(outside)
+    with pytest.raises(PatchError, match="symbolic link"):
+        apply_patch(harness, make(where="knowledge",
+                                  changes=(FileChange("knowledge/y.md", "y"),)))
     assert list(outside.iterdir()) == []
     assert snapshot(harness)["knowledge/notes.md"] == before["knowledge/notes.md"]
 
@@ -217,8 +272,8 @@ def test_same_patch_id_cannot_apply_twice(harness):
 
 def test_missing_harness_and_wrong_types(tmp_path):
     with pytest.raises(PatchError, match="is not a directory"):
-        validate_patch(tmp_path / "nope", make())
+        apply_patch(tmp_path / "nope", make())
     with pytest.raises(TypeError, match="gsme.patches.Patch"):
-        validate_patch(tmp_path, {"id": "p1"})
+        validate_patch({}, {"id": "p1"})
     with pytest.raises(FileNotFoundError, match="harness_dir"):
         harness_files(tmp_path / "nope")

@@ -5,10 +5,11 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from gsme import sim
+from gsme import gates, sim
 from gsme.agents import TaskAgent, Trajectory
 from gsme.patches import FileChange, Patch
-from gsme.run import Run, RunConfig, RunError, SealedError
+from gsme.run import Run, RunError, RunLockedError, SealedError
+from gsme.settings import GateConfig, RunConfig
 
 
 def _patch(pid="p-verify", gate=""):
@@ -22,31 +23,47 @@ def _patch(pid="p-verify", gate=""):
 
 @pytest.fixture
 def run(tmp_path):
-    agent = sim.preset("tiny", seed=3, infra_fault_rate=0.0)
-    return Run.create(tmp_path / "run", agent=agent, config=RunConfig(seed=3),
-                      agent_spec={"kind": "sim", "preset": "tiny", "seed": 3,
-                                  "infra_fault_rate": 0.0})
+    agent = sim.preset("tiny", suite_seed=3, infra_fault_rate=0.0)
+    with Run.create(tmp_path / "run", agent=agent, config=RunConfig(run_seed=3),
+                    agent_spec={"kind": "sim", "preset": "tiny", "suite_seed": 3,
+                                "infra_fault_rate": 0.0}) as made:
+        yield made
 
 
 def test_create_records_split_and_commitment(run):
     tasks = run.tasks()
     assert set(tasks["split"]) == {"train", "test"}
     assert "content" not in tasks.columns
-    assert len(run.ledger.get("test_commitment")) == 64
+    created = run.events("created")["payload"].iloc[0]
+    assert len(created["test_commitment"]) == 64
+    assert created["n_test"] == (tasks["split"] == "test").sum()
     assert list(run.candidates()["candidate"]) == ["baseline"]
 
 
 def test_create_refuses_a_non_empty_directory(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "file").write_text("hi")
-    with pytest.raises(RunError, match="not empty"):
+    with pytest.raises(RunError, match="not an empty folder"):
         Run.create(tmp_path / "x", agent=sim.preset("tiny"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x"]  # nothing staged is left
 
 
 def test_open_rebuilds_the_agent_from_its_spec(run):
-    again = Run.open(run.path)
-    assert again.agent.name == run.agent.name
-    assert again.config == run.config
+    run.close()
+    with Run.open(run.path) as again:
+        assert again.agent.name == run.agent.name
+        assert again.config == run.config
+
+
+def test_one_writer_at_a_time_readers_any_time(run):
+    with pytest.raises(RunLockedError, match=r"in use by pid \d+"):
+        Run.open(run.path)
+    with Run.open(run.path, read_only=True) as reader:
+        assert reader.agent.name == run.agent.name and reader.read_only
+        with pytest.raises(RunError, match="read-only"):
+            reader.score("baseline", progress=False)
+    run.close()
+    Run.open(run.path).close()
 
 
 def test_open_refuses_a_damaged_directory(tmp_path):
@@ -56,9 +73,11 @@ def test_open_refuses_a_damaged_directory(tmp_path):
 
 
 def test_open_refuses_a_changed_test_split(run):
-    other = sim.preset("tiny", seed=4)
+    run.close()
+    other = sim.preset("tiny", suite_seed=4)
     with pytest.raises(RunError, match="commitment"):
         Run.open(run.path, agent=other)
+    Run.open(run.path).close()  # the refused open left no lock behind
 
 
 def test_score_runs_every_slot_once_and_never_rescores(run):
@@ -79,17 +98,18 @@ def test_every_trial_has_its_transcript(run):
 
 def test_child_borrows_parent_trials_outside_its_env_gate(run):
     run.score("baseline", progress=False)
-    child = run.repo.add_mutation("baseline", _patch(gate='category == "python"'), round=1)
-    run.ledger.append("candidates", run.repo.candidates().query("candidate == @child"))
+    child = run.add_mutation("baseline", _patch(gate='category == "python"'), round=1)
+    run.commit_candidates([child], round=1)
     trials = run.score(child, progress=False)
     tasks = run.tasks("train")
     python = set(tasks.loc[tasks["category"] == "python", "task_id"])
     borrowed = trials[trials["borrowed_from"].notna()]
     assert set(borrowed["task_id"]).isdisjoint(python)
     assert set(trials.loc[trials["borrowed_from"].isna(), "task_id"]) == python
-    base = run.trials(candidate="baseline").set_index(["task_id", "k"])["passed"]
-    lent = borrowed.set_index(["task_id", "k"])["passed"]
+    base = run.trials(candidate="baseline").set_index(["task_id", "repeat"])["passed"]
+    lent = borrowed.set_index(["task_id", "repeat"])["passed"]
     assert (lent == base.loc[lent.index]).all()
+    assert set(borrowed["borrowed_from"]) == {"baseline"}
     assert run.trials_spent() == len(tasks) * 3 + len(python) * 3
 
 
@@ -102,25 +122,28 @@ class FlakyAgent(TaskAgent):
         return pd.DataFrame({"task_id": [f"t{i}" for i in range(8)],
                              "split": ["train"] * 6 + ["test"] * 2})
 
-    def run(self, harness_dir, task, *, k, attempt, seed):
-        if k % 2 == 0 and attempt < 2:
+    def run(self, harness_dir, task, *, repeat, attempt, run_seed):
+        if repeat % 2 == 0 and attempt < 2:
             return Trajectory(passed=True, infra_ok=False, error="container died")
         return Trajectory(passed=task["task_id"] != "t0", transcript="ok")
 
 
 def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
-    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=2))
+    run = Run.create(tmp_path / "r", agent=FlakyAgent(),
+                     config=RunConfig(gate=GateConfig(max_reruns=2)))
     trials = run.score("baseline", progress=False)
-    even = trials[trials["k"] % 2 == 0]
+    even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1, 2}
+    assert (even.loc[even["attempt"] < 2, "error"] == "container died").all()
     assert not even.loc[even["attempt"] < 2, "passed"].any()  # a fault is never a pass
     assert even.loc[even["attempt"] == 2, "infra_ok"].all()
 
 
 def test_slot_still_failing_after_reruns_is_left_alone(tmp_path):
-    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=1))
+    run = Run.create(tmp_path / "r", agent=FlakyAgent(),
+                     config=RunConfig(gate=GateConfig(max_reruns=1)))
     trials = run.score("baseline", progress=False)
-    even = trials[trials["k"] % 2 == 0]
+    even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1}
     assert not even["infra_ok"].any()
     spent = run.trials_spent()
@@ -166,10 +189,11 @@ def test_finalize_scores_test_once_and_seals(run):
 def test_sealed_state_survives_reopening(run):
     run.score("baseline", progress=False)
     run.finalize(progress=False)
-    again = Run.open(run.path)
-    assert again.sealed
-    with pytest.raises(SealedError):
-        again.score("baseline", progress=False)
+    run.close()
+    with Run.open(run.path) as again:
+        assert again.sealed and again.sealed_result is not None
+        with pytest.raises(SealedError):
+            again.score("baseline", progress=False)
 
 
 def test_ledger_is_in_wal_mode(run):
@@ -177,12 +201,28 @@ def test_ledger_is_in_wal_mode(run):
     assert mode == "wal"
 
 
-def test_a_run_with_a_custom_agent_reopens_read_only(tmp_path):
-    run = Run.create(tmp_path / "r", agent=FlakyAgent(), config=RunConfig(max_reruns=2))
-    scored = len(run.score("baseline", progress=False))
-    again = Run.open(tmp_path / "r")
-    assert again.agent.name == "flaky" and len(again.trials()) == scored
-    with pytest.raises(RunError, match="reopen with Run.open"):
-        again.score("baseline", progress=False, k=4)
-    more = Run.open(tmp_path / "r", agent=FlakyAgent()).score("baseline", progress=False, k=4)
-    assert len(more) > scored
+def test_a_run_with_a_custom_agent_reopens_without_it(tmp_path):
+    with Run.create(tmp_path / "r", agent=FlakyAgent()) as run:
+        scored = len(run.score("baseline", progress=False))
+        child = run.add_mutation("baseline", _patch(), round=1)
+        run.commit_candidates([child], round=1)
+    with Run.open(tmp_path / "r") as again:
+        assert again.agent.name == "flaky" and len(again.trials()) == scored
+        with pytest.raises(RunError, match="reopen with Run.open"):
+            again.score(child, progress=False)
+    with Run.open(tmp_path / "r", agent=FlakyAgent()) as more:
+        assert len(more.score(child, progress=False)) > 0
+
+
+def test_gates_with_the_run_config_reproduce_its_decisions(run):
+    from gsme import evolve
+
+    evolve.cold_start(run, progress=False)
+    made = [run.add_mutation("baseline", _patch(pid=f"p{i}", gate=gate), round=1)
+            for i, gate in enumerate(['category == "python"', ""])]
+    cands = run.commit_candidates(made, round=1)
+    run.score(made, progress=False, round=1)
+    decided = evolve.credit(run, cands, round=1)
+    again = gates.credit(run.trials(split="train"), cands, config=run.config.gate)
+    pd.testing.assert_frame_equal(again, decided.drop(columns="kept"))
+    pd.testing.assert_frame_equal(run.decisions().drop(columns=["round", "kept"]), again)

@@ -12,7 +12,7 @@ from gsme.schema import FrameError
 def trials():
     return schema.as_trials(pd.DataFrame({
         "candidate": ["a", "a", "b", "b"], "task_id": ["t1", "t2", "t1", "t2"],
-        "split": "train", "k": [0, 0, 0, 0], "passed": [1, 0, True, "false"],
+        "split": "train", "repeat": [0, 0, 0, 0], "passed": [1, 0, True, "false"],
     }))
 
 
@@ -22,11 +22,11 @@ def test_as_trials_fills_optional_columns_with_documented_defaults(trials):
     assert row["attempt"] == 0 and bool(row["infra_ok"]) and not bool(row["activated"])
     assert row["beacons"] == "" and np.isnan(row["tokens"]) and row["pathology"] is None
     assert trials["passed"].tolist() == [True, False, True, False]
-    assert trials["passed"].dtype == bool and trials["k"].dtype == np.int64
+    assert trials["passed"].dtype == bool and trials["repeat"].dtype == np.int64
 
 
 def test_as_trials_does_not_mutate_its_input():
-    raw = pd.DataFrame({"candidate": ["a"], "task_id": ["t"], "split": ["train"], "k": [0],
+    raw = pd.DataFrame({"candidate": ["a"], "task_id": ["t"], "split": ["train"], "repeat": [0],
                         "passed": [1]})
     before = raw.copy()
     schema.as_trials(raw)
@@ -36,13 +36,13 @@ def test_as_trials_does_not_mutate_its_input():
 def test_missing_column_is_named(trials):
     with pytest.raises(FrameError, match=r"missing column\(s\) \['passed'\]"):
         schema.validate(trials.drop(columns="passed"), "trials")
-    with pytest.raises(FrameError, match=r"missing required column\(s\) \['k'\]"):
-        schema.as_trials(trials.drop(columns="k"))
+    with pytest.raises(FrameError, match=r"missing required column\(s\) \['repeat'\]"):
+        schema.as_trials(trials.drop(columns="repeat"))
 
 
 def test_wrong_dtype_is_named(trials):
-    with pytest.raises(FrameError, match="column 'k'.*int64"):
-        schema.validate(trials.astype({"k": float}), "trials")
+    with pytest.raises(FrameError, match="column 'repeat'.*int64"):
+        schema.validate(trials.astype({"repeat": float}), "trials")
 
 
 def test_nan_in_passed_names_the_column_and_shows_the_row(trials):
@@ -68,10 +68,10 @@ def test_duplicate_key_shows_every_row_that_shares_it(trials):
 
 def test_negative_k_is_refused_with_its_row(trials):
     bad = trials.copy()
-    bad.loc[2, "k"] = -1
+    bad.loc[2, "repeat"] = -1
     with pytest.raises(FrameError) as err:
         schema.validate(bad, "trials")
-    assert "column 'k'" in str(err.value) and "greater_than_or_equal_to(0)" in str(err.value)
+    assert "column 'repeat'" in str(err.value) and "greater_than_or_equal_to(0)" in str(err.value)
     assert " -1 " in str(err.value)
 
 
@@ -80,9 +80,9 @@ def test_unknown_split_and_non_whole_k_are_refused(trials):
     bad["split"] = ["train", "dev", "train", "train"]
     with pytest.raises(FrameError, match="column 'split'.*isin"):
         schema.validate(bad, "trials")
-    raw = trials.astype({"k": float})
-    raw.loc[0, "k"] = 0.5
-    with pytest.raises(FrameError, match="'k' must hold whole numbers"):
+    raw = trials.astype({"repeat": float})
+    raw.loc[0, "repeat"] = 0.5
+    with pytest.raises(FrameError, match="'repeat' must hold whole numbers"):
         schema.as_trials(raw)
 
 
@@ -97,7 +97,7 @@ def test_non_frames_and_unknown_kinds_get_clear_errors(trials):
         schema.validate(trials, "trial")
 
 
-@pytest.mark.parametrize("kind", list(schema.SCHEMAS))
+@pytest.mark.parametrize("kind", list(schema.FRAMES))
 def test_empty_frames_satisfy_their_contract(kind):
     frame = schema.empty(kind)
     assert frame.empty and list(frame.columns) == schema.columns(kind)

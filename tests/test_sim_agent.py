@@ -7,11 +7,10 @@ import pandas as pd
 import pytest
 
 from gsme import sim
-from gsme.resources import SEED_HARNESS
 from gsme.agents import TrialSpec, to_trials
-from gsme.patches import apply_patch
-from gsme.patches import FileChange, Patch
-from gsme.sim.benchmark import PRESET_SPECS
+from gsme.patches import FileChange, Patch, apply_patch, harness_files
+from gsme.resources import SEED_HARNESS
+from gsme.sim.suite import PRESET_SPECS
 from gsme.stats import paired_test
 
 
@@ -34,7 +33,7 @@ def run_all(agent, harness_dir, *, seeds, split="train", k=3, candidate="c", bea
     for seed in seeds:
         for row in rows:
             for kk in range(k):
-                traj = agent.run(harness_dir, row, k=kk, attempt=0, seed=seed)
+                traj = agent.run(harness_dir, row, repeat=kk, attempt=0, run_seed=seed)
                 spec = TrialSpec(f"{candidate}{seed}", row["task_id"], split, kk, beacon=beacon)
                 out.append((spec, traj, None))
     return out
@@ -70,10 +69,10 @@ def test_profiles_cover_the_required_pathologies():
 def test_a_trial_is_reproducible_and_depends_on_its_seed():
     agent = sim.preset("tiny")
     task = agent.tasks().iloc[0]
-    first = agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=7)
-    assert agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=7) == first
-    assert sim.preset("tiny").run(SEED_HARNESS, task, k=1, attempt=0, seed=7) == first
-    others = {agent.run(SEED_HARNESS, task, k=1, attempt=0, seed=s).transcript
+    first = agent.run(SEED_HARNESS, task, repeat=1, attempt=0, run_seed=7)
+    assert agent.run(SEED_HARNESS, task, repeat=1, attempt=0, run_seed=7) == first
+    assert sim.preset("tiny").run(SEED_HARNESS, task, repeat=1, attempt=0, run_seed=7) == first
+    others = {agent.run(SEED_HARNESS, task, repeat=1, attempt=0, run_seed=s).transcript
               for s in range(20)}
     assert len(others) > 5
 
@@ -85,11 +84,11 @@ def test_a_rerun_after_a_fault_yields_what_the_faulted_attempt_would_have():
     for _, task in faulty.tasks().iterrows():
         for k in range(3):
             attempt = 0
-            while not (traj := faulty.run(SEED_HARNESS, task, k=k, attempt=attempt,
-                                          seed=1)).infra_ok:
+            while not (traj := faulty.run(SEED_HARNESS, task, repeat=k, attempt=attempt,
+                                          run_seed=1)).infra_ok:
                 attempt += 1
             reruns += attempt
-            assert traj == clean.run(SEED_HARNESS, task, k=k, attempt=0, seed=1)
+            assert traj == clean.run(SEED_HARNESS, task, repeat=k, attempt=0, run_seed=1)
     assert reruns > 10
 
 
@@ -99,7 +98,7 @@ def test_sampled_pass_rates_match_the_true_rates(tmp_path):
                 ("submit-verify", "careless-submit", "has_tests", ()))
     trials = to_trials(run_all(agent, h, seeds=range(200), k=1))
     observed = trials.groupby("task_id")["passed"].mean()
-    truth = agent.true_rates(h, "train").set_index("task_id")["rate"]
+    truth = agent.true_rates(harness_files(h), "train").set_index("task_id")["rate"]
     se = np.sqrt(truth * (1 - truth) / 200).clip(lower=0.005)
     assert (np.abs(observed[truth.index] - truth) / se).max() < 4.0
     assert observed.mean() == pytest.approx(truth.mean(), abs=0.015)
@@ -110,8 +109,8 @@ def test_different_harnesses_draw_independent_random_numbers(tmp_path):
     cosmetic = harness(tmp_path, "cosmetic", ("polite-tone", "careless-submit", "", ()))
     a = to_trials(run_all(agent, SEED_HARNESS, seeds=range(30)))
     b = to_trials(run_all(agent, cosmetic, seeds=range(30)))
-    p = agent.true_rates(SEED_HARNESS, "train").set_index("task_id")["rate"]
-    assert np.allclose(p, agent.true_rates(cosmetic, "train")["rate"])
+    p = agent.true_rates({}, "train").set_index("task_id")["rate"]
+    assert np.allclose(p, agent.true_rates(harness_files(cosmetic), "train")["rate"])
     disagree = (a["passed"] != b["passed"]).mean()
     expected = (2 * p * (1 - p)).mean()  # independent draws with equal rates
     assert disagree == pytest.approx(expected, abs=0.04)
@@ -151,8 +150,8 @@ def test_beacons_fire_only_where_the_env_gate_admits_the_task(tmp_path):
 def test_a_targeted_fix_raises_the_true_train_and_test_rates_alike(tmp_path):
     agent = sim.preset("appworld")
     fix = harness(tmp_path, "fix", ("submit-verify", "careless-submit", "", ()))
-    train = agent.true_effect(fix, SEED_HARNESS, "train")
-    test = agent.true_effect(fix, SEED_HARNESS, "test")
+    train = agent.true_effect(harness_files(fix), {}, "train")
+    test = agent.true_effect(harness_files(fix), {}, "test")
     print(f"submit-verify on {agent.name}: true train {train:+.1f} pp, test {test:+.1f} pp")
     assert train > 8 and test > 8
     assert abs(train - test) < 3
@@ -162,26 +161,34 @@ def test_an_overfit_patch_raises_the_train_rate_only(tmp_path):
     agent = sim.preset("tb2")
     named = tuple(agent.tasks().query("split == 'train'")["task_id"][:15])
     hints = harness(tmp_path, "hints", ("train-task-hints", "careless-submit", "", named))
-    assert agent.true_effect(hints, SEED_HARNESS, "train") > 2
-    assert agent.true_effect(hints, SEED_HARNESS, "test") == 0.0
+    hints = harness_files(hints)
+    assert agent.true_effect(hints, {}, "train") > 2
+    assert agent.true_effect(hints, {}, "test") == 0.0
     rates = agent.true_rates(hints, "train").set_index("task_id")["rate"]
-    base = agent.true_rates(SEED_HARNESS, "train").set_index("task_id")["rate"]
+    base = agent.true_rates({}, "train").set_index("task_id")["rate"]
     assert (rates[list(named)] > base[list(named)]).all()
     assert np.allclose(rates.drop(list(named)), base.drop(list(named)))
 
 
-def test_selective_recovery_beats_blanket_toggles_and_thinking_off_hurts_hard_tasks(tmp_path):
+def test_selective_recovery_beats_blanket_toggles_and_thinking_off_breaks_solved_tasks(
+        tmp_path):
     agent = sim.preset("livecode")
-    effect = {m: agent.true_effect(harness(tmp_path, m, (m, "thinking-runaway", "", ())),
-                                   SEED_HARNESS, "train")
+    effect = {m: agent.true_effect(
+        harness_files(harness(tmp_path, m, (m, "thinking-runaway", "", ()))), {}, "train")
               for m in ("runaway-recovery", "thinking-off", "token-budget-16x", "polite-tone")}
     assert effect["runaway-recovery"] > effect["thinking-off"] + 5
     assert effect["runaway-recovery"] > effect["token-budget-16x"] + 5
     assert effect["polite-tone"] == 0.0
-    off = agent.true_rates(tmp_path / "thinking-off", "train")
-    base = agent.true_rates(SEED_HARNESS, "train")
-    hard = agent.tasks().query("split == 'train'")["hard"].to_numpy()
-    assert (off["rate"] - base["rate"])[hard].mean() < -0.05
+    off = agent.true_rates(harness_files(tmp_path / "thinking-off"), "train")["rate"]
+    recovery = agent.true_rates(harness_files(tmp_path / "runaway-recovery"), "train")["rate"]
+    base = agent.true_rates({}, "train")["rate"]
+    # the blanket toggle breaks tasks the model already solves; selective recovery does not.
+    # (Calibration changed this check: in the bimodal suites the `hard` tasks almost never
+    # pass, so a harm on them no longer shows; it shows on the solved ones.)
+    solved = (base >= 0.9).to_numpy()
+    assert solved.sum() >= 10
+    assert (off - base)[solved].mean() < -0.03
+    assert (recovery - base)[solved].min() >= 0.0
     budget = to_trials(run_all(agent, tmp_path / "token-budget-16x", seeds=[0], k=1))
     plain = to_trials(run_all(agent, SEED_HARNESS, seeds=[0], k=1))
     assert budget["cost_usd"].sum() > 2.5 * plain["cost_usd"].sum()
@@ -189,12 +196,12 @@ def test_selective_recovery_beats_blanket_toggles_and_thinking_off_hurts_hard_ta
 
 def test_two_fixes_for_one_pathology_have_diminishing_returns(tmp_path):
     agent = sim.preset("appworld")
-    one = {m: agent.true_effect(harness(tmp_path, m, (m, "careless-submit", "", ())),
-                                SEED_HARNESS, "train")
+    one = {m: agent.true_effect(
+        harness_files(harness(tmp_path, m, (m, "careless-submit", "", ()))), {}, "train")
            for m in ("submit-verify", "verify-reminder")}
     both = harness(tmp_path, "both", ("submit-verify", "careless-submit", "", ()),
                    ("verify-reminder", "careless-submit", "", ()))
-    together = agent.true_effect(both, SEED_HARNESS, "train")
+    together = agent.true_effect(harness_files(both), {}, "train")
     assert one["submit-verify"] < together < one["submit-verify"] + one["verify-reminder"]
 
 
@@ -218,7 +225,7 @@ def test_a_test_canary_is_planted_in_every_test_task_and_nowhere_else():
     assert tasks.loc[test, "content"].str.contains("CANARY-0xBEEF").all()
     assert not tasks.loc[~test, "content"].str.contains("CANARY-0xBEEF").any()
     for _, row in tasks.iterrows():
-        text = agent.run(SEED_HARNESS, row, k=0, attempt=0, seed=0).transcript
+        text = agent.run(SEED_HARNESS, row, repeat=0, attempt=0, run_seed=0).transcript
         assert ("CANARY-0xBEEF" in text) == (row["split"] == "test")
 
 
@@ -251,18 +258,18 @@ def test_errors_name_the_argument_and_allowed_values():
         sim.preset("tiny", infra_fault_rate=1.5)
     agent = sim.preset("tiny")
     with pytest.raises(ValueError, match="task_id 'nope'"):
-        agent.run(SEED_HARNESS, {"task_id": "nope"}, k=0, attempt=0, seed=0)
+        agent.run(SEED_HARNESS, {"task_id": "nope"}, repeat=0, attempt=0, run_seed=0)
     with pytest.raises(ValueError, match="split must be one of"):
-        agent.true_rates(SEED_HARNESS, "dev")
+        agent.true_rates({}, "dev")
 
 
 def test_an_agent_pickles_small_and_runs_the_same_after():
     import pickle
 
-    agent = sim.preset("tiny", seed=3, infra_fault_rate=0.3, test_canary="CANARY")
+    agent = sim.preset("tiny", suite_seed=3, infra_fault_rate=0.3, test_canary="CANARY")
     copy = pickle.loads(pickle.dumps(agent))
     assert len(pickle.dumps(agent)) < 1000
     assert copy.name == agent.name and copy.tasks().equals(agent.tasks())
     for _, task in agent.tasks().iterrows():
-        assert copy.run(SEED_HARNESS, task, k=2, attempt=1, seed=9) == agent.run(
-            SEED_HARNESS, task, k=2, attempt=1, seed=9)
+        assert copy.run(SEED_HARNESS, task, repeat=2, attempt=1, run_seed=9) == agent.run(
+            SEED_HARNESS, task, repeat=2, attempt=1, run_seed=9)

@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 
 from gsme.patches import FileChange, Patch
-from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
 from gsme.sim.catalogue import CATALOGUE, TRIGGERS, effect_of
 from gsme.sim.model import WHY_INDEX, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES
+from gsme.sim.suite import PRESET_SPECS, build_suite
 
 
 def patch(mechanism, why="looping", gate="", tasks=(), text="x"):
@@ -19,7 +19,7 @@ def patch(mechanism, why="looping", gate="", tasks=(), text="x"):
 
 @pytest.fixture(scope="module")
 def bench():
-    return build_benchmark(PRESET_SPECS["tiny"], seed=0)
+    return build_suite(PRESET_SPECS["tiny"], suite_seed=0)
 
 
 def compiled(bench, *patches, admit=None):
@@ -49,7 +49,14 @@ def test_the_exact_pass_probability_follows_the_documented_formula(bench):
     hard = bench.tasks["hard"].to_numpy()
     assert np.allclose(model.harm[hard], 0.7) and np.allclose(model.harm[~hard], 0.05)
     col = WHY_INDEX["careless-submit"]
-    assert np.allclose(model.fail_given_onset[:, col], 0.3)
+    gap = bench.out_of_reach
+    assert gap.any() and (~gap).any()
+    assert np.allclose(model.fail_given_onset[~gap, col], 0.3)
+    # out of reach: every onset ends in failure whatever the patches (changed with the
+    # calibration: no fix moves a capability gap)
+    assert np.allclose(model.fail_given_onset[gap], 1.0)
+    assert np.allclose(model.onset[gap].sum(axis=1), 1.0)
+    assert (model.pass_prob[gap] == 0.0).all()
 
 
 def test_an_effect_acts_only_where_the_gate_admits(bench):
@@ -57,8 +64,10 @@ def test_an_effect_acts_only_where_the_gate_admits(bench):
     model = compiled(bench, patch("submit-verify", gate="has_tests"),
                      admit=lambda expr: admitted if expr else np.ones(len(admitted), bool))
     base = compiled(bench)
+    reach = ~bench.out_of_reach
     assert np.allclose(model.pass_prob[~admitted], base.pass_prob[~admitted])
-    assert (model.pass_prob[admitted] > base.pass_prob[admitted]).all()
+    assert (model.pass_prob[admitted & reach] > base.pass_prob[admitted & reach]).all()
+    assert (model.pass_prob[~reach] == 0.0).all()
     assert np.array_equal(model.beacons[0].admitted, admitted)
 
 
@@ -73,7 +82,8 @@ def test_hints_help_only_the_tasks_they_name(bench):
 def test_stacked_fixes_have_diminishing_returns(bench):
     col = WHY_INDEX["careless-submit"]
     both = compiled(bench, patch("submit-verify"), patch("verify-reminder"))
-    assert np.allclose(both.fail_given_onset[:, col], 0.3 * 0.85 ** 0.5)
+    reach = ~bench.out_of_reach
+    assert np.allclose(both.fail_given_onset[reach, col], 0.3 * 0.85 ** 0.5)
 
 
 def test_most_proposable_fixes_do_not_really_help():

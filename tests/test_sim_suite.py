@@ -4,14 +4,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme.sim.benchmark import PRESET_SPECS, build_benchmark
-from gsme.sim.profiles import PROFILES, WHYS, Profile
+from gsme import sim
+from gsme.sim.profiles import WHYS, Profile
+from gsme.sim.suite import PRESET_SPECS, build_suite
 
 
 def test_a_benchmark_is_fixed_by_its_seed():
-    a = build_benchmark(PRESET_SPECS["tb2"], seed=3)
-    b = build_benchmark(PRESET_SPECS["tb2"], seed=3)
-    c = build_benchmark(PRESET_SPECS["tb2"], seed=4)
+    a = build_suite(PRESET_SPECS["tb2"], suite_seed=3)
+    b = build_suite(PRESET_SPECS["tb2"], suite_seed=3)
+    c = build_suite(PRESET_SPECS["tb2"], suite_seed=4)
     pd.testing.assert_frame_equal(a.tasks, b.tasks)
     assert np.array_equal(a.susceptibility, b.susceptibility)
     assert not a.tasks["split"].equals(c.tasks["split"])
@@ -19,7 +20,7 @@ def test_a_benchmark_is_fixed_by_its_seed():
 
 @pytest.mark.parametrize("name", ["tb2", "gdpval", "livecode"])
 def test_the_split_is_stratified_by_category_and_hardness(name):
-    bench = build_benchmark(PRESET_SPECS[name], seed=0)
+    bench = build_suite(PRESET_SPECS[name], suite_seed=0)
     tasks = bench.tasks
     overall = (tasks["split"] == "test").mean()
     for _, group in tasks.groupby(["category", "hard"]):
@@ -28,7 +29,7 @@ def test_the_split_is_stratified_by_category_and_hardness(name):
 
 
 def test_hidden_parameters_shape_the_visible_features():
-    bench = build_benchmark(PRESET_SPECS["browsecomp-plus"], seed=0)
+    bench = build_suite(PRESET_SPECS["browsecomp-plus"], suite_seed=0)
     tasks, s = bench.tasks, bench.susceptibility
     col = {w: j for j, w in enumerate(WHYS)}
     assert (bench.difficulty[tasks["hard"]].min() > bench.difficulty[~tasks["hard"]].max())
@@ -39,13 +40,15 @@ def test_hidden_parameters_shape_the_visible_features():
 
 
 def test_appworld_has_more_borderline_tasks_than_tb2():
+    # the paper's AppWorld is its noisiest domain. Changed with the calibration: the
+    # variances now come from the true rates (out-of-reach tasks included) and are
+    # smaller everywhere, since real suites are bimodal (0.090 against 0.066 at seed 0).
     def bernoulli_variance(name):
-        bench = build_benchmark(PRESET_SPECS[name], seed=0)
-        profile = PROFILES[PRESET_SPECS[name].profile]
-        p = 1 / (1 + np.exp(-(profile.skill - bench.difficulty)))
+        agent = sim.preset(name)
+        p = np.concatenate([agent.true_rates({}, s)["rate"] for s in ("train", "test")])
         return np.mean(p * (1 - p))
 
-    assert bernoulli_variance("appworld") > bernoulli_variance("tb2") + 0.03
+    assert bernoulli_variance("appworld") > bernoulli_variance("tb2") + 0.015
 
 
 def test_profile_rates_are_normalised_and_checked():

@@ -15,8 +15,6 @@ from PIL import Image
 
 from gsme import schema, widgets
 
-#: The trials column of the repeat index, whichever name the schema gives it.
-REPEAT = "repeat" if "repeat" in schema.columns("trials") else "k"
 TASKS = ["t1", "t2", "t3", "t4"]
 # pass pattern per candidate and task over K=3 repeats
 PASSES = {
@@ -71,7 +69,7 @@ def trials_frame(passes, split=None) -> pd.DataFrame:
     rows = [(c, t, "train", r, bool(p), f"{c}/{t}/{r}", None if p else "careless")
             for c, by_task in passes.items() for t, ps in by_task.items()
             for r, p in enumerate(ps)]
-    cols = ["candidate", "task_id", "split", REPEAT, "passed", "trajectory", "pathology"]
+    cols = ["candidate", "task_id", "split", "repeat", "passed", "trajectory", "pathology"]
     out = schema.as_trials(pd.DataFrame(rows, columns=cols))
     return out if split is None else out[out["split"] == split]
 

@@ -47,7 +47,7 @@ DIAGNOSIS_ITEM = {
     "type": "object",
     "properties": {
         "task_id": _line(200, description="task_id of the failure, as shown"),
-        "k": {"type": "integer", "minimum": 0, "description": "repeat index, as shown"},
+        "repeat": {"type": "integer", "minimum": 0, "description": "repeat index, as shown"},
         "where": {"type": "string", "enum": list(LEVERS)},
         "why": _line(64, description="a vocabulary label"),
         "evidence": _text(1000, description="a short verbatim excerpt of this failure's "
@@ -55,7 +55,7 @@ DIAGNOSIS_ITEM = {
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
         "new_label": _NEW_LABEL,
     },
-    "required": ["task_id", "k", "where", "why", "evidence", "confidence"],
+    "required": ["task_id", "repeat", "where", "why", "evidence", "confidence"],
     "additionalProperties": False,
 }
 

@@ -47,8 +47,10 @@ def mechanism_patch(mechanism: str, harness: Mapping[str, str], *, why: str | No
     >>> patch.where, patch.why, patch.changes[0].new
     ('config', 'thinking-runaway', 'thinking_budget = 0')
     """
-    known = {t.mechanism: (w, t) for w, group in TEMPLATES.items() for t in group}
-    known.update({t.mechanism: (None, t) for t in FALLBACK if t.mechanism not in known})
+    known: dict = {}
+    for why_listed, group in (*TEMPLATES.items(), (None, FALLBACK)):
+        for template in group:
+            known.setdefault(template.mechanism, (why_listed, template))
     if mechanism not in known:
         raise ValueError(f"mechanism {mechanism!r} has no template; known: {sorted(known)}")
     listed, template = known[mechanism]

@@ -344,15 +344,15 @@ def _hue_markers(levels, hue, markers) -> dict:
 
 def _label_points(ax, x, y, names, labels) -> None:
     """Annotate the chosen points with their names; collisions keep the first one."""
-    if labels is None or labels is False:
+    if labels is None or (isinstance(labels, bool | np.bool_) and not labels):
         return
     finite = np.isfinite(y)
-    if labels is True:
+    if isinstance(labels, bool | np.bool_):
         order = sorted(np.flatnonzero(finite), key=lambda i: (-abs(y[i]), names[i]))
     else:
         wanted = [str(name) for name in ([labels] if isinstance(labels, str) else labels)]
         order = [i for name in wanted for i in np.flatnonzero((names == name) & finite)]
-    texts = [ax.annotate(names[i], (x[i], y[i]), xytext=(5, 3), textcoords="offset points",
+    texts = [ax.annotate(names[i], (x[i], y[i]), xytext=(8, 3), textcoords="offset points",
                          fontsize=7, gid="label") for i in order]
     if texts:
         declutter(ax, texts)

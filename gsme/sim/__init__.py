@@ -7,16 +7,17 @@ every number it produces is simulated and its ``name`` says so.
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.suite import PRESET_SPECS
 from gsme.sim.catalogue import CATALOGUE
 from gsme.sim.profiles import PROFILES, WHYS
+from gsme.sim.suite import PRESET_SPECS
 
 PRESETS = tuple(PRESET_SPECS)
 """Names of the simulated suite presets."""
 
 
 def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
-           infra_fault_rate: float | None = None, test_canary: str | None = None) -> SimAgent:
+           infra_fault_rate: float | None = None, test_canary: str | None = None,
+           regime: str = "calibrated") -> SimAgent:
     """The simulated task agent of preset ``name``.
 
     Parameters
@@ -34,6 +35,10 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
     test_canary : str, optional
         A string planted in every test task's statement and transcripts (see
         :class:`SimAgent`).
+    regime : {"calibrated", "ineffective"}
+        What patches truly do: ``calibrated`` (targeted fixes sized after the paper's
+        credited gains) or ``ineffective`` (proposals' mean true effect about 0); see
+        :data:`REGIMES` and :func:`gsme.sim.catalogue.effect_of`.
 
     Examples
     --------
@@ -45,7 +50,7 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
         raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
     rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
     return SimAgent(name, suite_seed=suite_seed, profile=profile, infra_fault_rate=rate,
-                    test_canary=test_canary)
+                    test_canary=test_canary, regime=regime)
 
 
 __all__ = ["CATALOGUE", "PRESETS", "PROFILES", "WHYS", "SimAgent", "preset"]

@@ -25,9 +25,10 @@ from gsme.envgate import parse
 from gsme.patches import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
-from gsme.sim.suite import PRESET_SPECS, build_suite
+from gsme.sim.catalogue import REGIMES
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
+from gsme.sim.suite import PRESET_SPECS, build_suite
 
 DEFAULT_INFRA_FAULT_RATE = 0.02
 _NO_SUBMIT = {WHYS.index(w) for w in ("thinking-runaway", "looping", "context-overflow")}
@@ -63,6 +64,13 @@ class SimAgent(TaskAgent):
     test_canary : str, optional
         A string planted in every test task's ``content`` (and so in its transcripts), for
         tests that check the test split stays sealed.
+    regime : {"calibrated", "ineffective"}
+        What patches truly do (:func:`gsme.sim.catalogue.effect_of`). ``calibrated`` (the
+        default): the catalogue, whose targeted fixes are sized after the paper's credited
+        train gains. ``ineffective``: a null-ish world where every fix is weak and the
+        proposals' mean true effect is about zero (as many hurt as help); the baseline is
+        the same in both. In a config: ``{"kind": "sim", "preset": "tb2",
+        "regime": "ineffective"}``. The agent's ``name`` ends in ``/ineffective`` then.
 
     Examples
     --------
@@ -75,7 +83,7 @@ class SimAgent(TaskAgent):
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
-                 test_canary: str | None = None):
+                 test_canary: str | None = None, regime: str = "calibrated"):
         if preset not in PRESET_SPECS:
             raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
         spec = PRESET_SPECS[preset]
@@ -84,12 +92,17 @@ class SimAgent(TaskAgent):
             raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
         if not 0.0 <= infra_fault_rate < 1.0:
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
-        self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary)
+        if regime not in REGIMES:
+            raise ValueError(f"regime must be one of {list(REGIMES)}, got {regime!r}")
+        self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary,
+                      regime)
         self.suite = build_suite(spec, suite_seed=suite_seed)
         self.profile = PROFILES[profile]
         self.suite_seed = int(suite_seed)
         self.infra_fault_rate = float(infra_fault_rate)
-        self.name = f"simulated:{spec.name}/{profile}"
+        self.regime = regime
+        self.name = f"simulated:{spec.name}/{profile}" + (
+            "" if regime == "calibrated" else f"/{regime}")
         tasks = self.suite.tasks.copy()
         if test_canary is not None:
             test = tasks["split"] == "test"
@@ -103,8 +116,7 @@ class SimAgent(TaskAgent):
 
     def __reduce__(self):
         """Pickle as the constructor's arguments: small, and picklable by any executor."""
-        preset, profile, suite_seed, rate, canary = self._args
-        return _rebuild, (preset, profile, suite_seed, rate, canary)
+        return _rebuild, self._args
 
     def tasks(self) -> pd.DataFrame:
         """``task_id, split, category, has_tests, needs_tools, long_context, hard, content``."""
@@ -169,6 +181,35 @@ class SimAgent(TaskAgent):
         parent_rates = self.true_rates(parent, split)["rate"].to_numpy()
         return float(100.0 * (child_rates - parent_rates).mean())
 
+    def true_failure_shares(self, harness: Mapping[str, str], split: str) -> pd.DataFrame:
+        """Exact share of ``split``'s failing trials that each failure mode causes.
+
+        Ground truth for audits and calibration only. A trial fails with mode ``j`` with
+        probability ``h0_j * m_j`` (onset not recovered) plus, for the mode a harmful patch
+        causes, ``(1 - sum_k h0_k * m_k) * H`` (see :mod:`gsme.sim.model`).
+
+        Returns
+        -------
+        DataFrame
+            ``why`` (every failure mode of :data:`gsme.sim.WHYS`) and ``share`` (of all
+            failing trials of the split, summing to 1), sorted by ``share`` descending.
+
+        Examples
+        --------
+        >>> SimAgent("appworld").true_failure_shares({}, "train")["why"].iloc[0]
+        'careless-submit'
+        """
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {list(SPLITS)}, got {split!r}")
+        _, model = self._model({p: t for p, t in harness.items() if _is_manifest(p)})
+        mask = (self._tasks["split"] == split).to_numpy()
+        by_onset = (model.onset * model.fail_given_onset)[mask]
+        harmed = (1.0 - by_onset.sum(axis=1)) * model.harm[mask]
+        mass = by_onset.sum(axis=0)
+        np.add.at(mass, model.harm_why[mask], harmed)
+        out = pd.DataFrame({"why": list(WHYS), "share": mass / mass.sum()})
+        return out.sort_values("share", ascending=False, kind="stable").reset_index(drop=True)
+
     def _row(self, task: Mapping) -> int:
         task_id = task["task_id"]
         try:
@@ -196,7 +237,7 @@ class SimAgent(TaskAgent):
         fingerprint = digest.hexdigest()
         if fingerprint not in self._by_fingerprint:
             model = compile_harness(read_patches(manifests), self.suite, self._onset,
-                                    self._gate_mask)
+                                    self._gate_mask, regime=self.regime)
             _bounded_put(self._by_fingerprint, fingerprint, model)
         return fingerprint, self._by_fingerprint[fingerprint]
 
@@ -206,9 +247,10 @@ class SimAgent(TaskAgent):
         return self._gates[expr]
 
 
-def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary) -> SimAgent:
-    return SimAgent(preset, profile=profile, suite_seed=suite_seed, infra_fault_rate=infra_fault_rate,
-                    test_canary=test_canary)
+def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary,
+             regime="calibrated") -> SimAgent:
+    return SimAgent(preset, profile=profile, suite_seed=suite_seed,
+                    infra_fault_rate=infra_fault_rate, test_canary=test_canary, regime=regime)
 
 
 def _uniforms(key: str, n: int) -> list[float]:

@@ -15,6 +15,8 @@ How an effect acts on a task its patch's env gate admits:
   thinking-runaway trial).
 * ``named_only``: the patch helps only the tasks it names (``predicted_tasks`` or task ids
   written into its files), cutting every hazard there by ``factor``: hints for train tasks.
+  Its ``harm`` and ``cost`` (if any) act wherever its env gate admits the task.
+* No patch moves a task out of the model's reach (see :mod:`gsme.sim.model`).
 * ``trigger`` says when the patch's code path runs and its beacon fires: ``always``,
   ``submit`` (the agent reached its submission step), ``onset`` (the failure mode ``why``
   began in this trial, whether or not it was then recovered), ``named`` (a named task).
@@ -32,10 +34,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 TRIGGERS = ("always", "submit", "onset", "named")
+REGIMES = ("calibrated", "ineffective")
+"""How the catalogue acts: as listed (``calibrated``), or ``ineffective`` (every fix
+weak, every acting change a small risk); see :func:`effect_of`."""
+FIX_KEPT = 0.15
+"""In the ``ineffective`` regime, the share of a mechanism's hazard reduction it keeps."""
+HARM_KEPT = 0.25
+"""In the ``ineffective`` regime, the share of a mechanism's listed harm it keeps."""
+SIDE_HARM = 0.005
+"""In the ``ineffective`` regime, the harm every acting (not cosmetic) mechanism adds."""
 
 
 @dataclass(frozen=True)
@@ -110,18 +121,49 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
 """Mechanism name → true effect. Hidden from evolvers."""
 
 
-def effect_of(mechanism: str, why: str) -> Effect:
+def effect_of(mechanism: str, why: str, *, regime: str = "calibrated") -> Effect:
     """The true effect of ``mechanism`` on a patch that declares failure mode ``why``.
+
+    Parameters
+    ----------
+    mechanism : str
+        The patch's mechanism (a :data:`CATALOGUE` key, or any other name).
+    why : str
+        The failure mode the patch declares (used for unknown mechanisms only).
+    regime : {"calibrated", "ineffective"}
+        ``calibrated``: the catalogue as listed. ``ineffective``: a world where the
+        diagnosed pathologies are mostly not what makes tasks fail, so fixes barely help
+        and any change that acts is a small risk. Every hazard reduction keeps
+        :data:`FIX_KEPT` of its size (``factor -> 1 - FIX_KEPT * (1 - factor)``), every
+        listed harm :data:`HARM_KEPT` of its size, and every mechanism that acts (all but
+        the ``cosmetic`` ones, hints included) adds :data:`SIDE_HARM` to ``harm`` and
+        ``harm_hard``; train-task hints (``named_only``) keep their factor: they still
+        lift the train tasks they name, and now cost a little everywhere else. Over the rule evolver's template library the mean true effect on the test
+        split is then about 0 on every preset and about as many proposals hurt as help
+        (:func:`gsme.sim.shape.proposal_effects` measures it).
 
     Examples
     --------
     >>> effect_of("submit-verify", "careless-submit").factor
     0.3
+    >>> round(effect_of("submit-verify", "careless-submit", regime="ineffective").factor, 3)
+    0.895
     >>> effect_of("some new idea", "looping") == effect_of("some new idea", "looping")
     True
     """
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {list(REGIMES)}, got {regime!r}")
     if mechanism in CATALOGUE:
-        return CATALOGUE[mechanism]
-    digest = hashlib.blake2b(mechanism.encode(), digest_size=8).digest()
-    u = int.from_bytes(digest, "little") / 2**64
-    return Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)
+        effect = CATALOGUE[mechanism]
+    else:
+        digest = hashlib.blake2b(mechanism.encode(), digest_size=8).digest()
+        u = int.from_bytes(digest, "little") / 2**64
+        effect = Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)
+    if regime == "calibrated":
+        return effect
+    side = 0.0 if effect.kind == "cosmetic" else SIDE_HARM
+    if effect.named_only:  # hints still lift the tasks they name
+        return replace(effect, harm=effect.harm + side, harm_hard=effect.harm_hard + side)
+    return replace(effect, factor=1.0 - FIX_KEPT * (1.0 - effect.factor),
+                   harm=HARM_KEPT * effect.harm + side,
+                   harm_hard=HARM_KEPT * effect.harm_hard + side)

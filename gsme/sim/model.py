@@ -1,16 +1,19 @@
 """The simulator's outcome model: a harness's patches compiled into per-task probabilities.
 
-For task ``i`` the frozen model fails with base probability ``1 - sigmoid(skill - d_i)``,
-split between failure modes in proportion to ``rate_j * susceptibility_ij``: this is the
-*onset* hazard ``h0_ij``. A patch admitted on task ``i`` lets an onset of its failure mode
-end in failure only with probability ``m_ij`` (its catalogue factor, with diminishing
-returns), and a harmful patch makes an otherwise passing trial fail with probability
-``H_i``. Hence the exact pass probability
+For a task ``i`` within the model's reach the frozen model fails with base probability
+``1 - sigmoid(skill - d_i)``, split between failure modes in proportion to
+``rate_j * susceptibility_ij``: this is the *onset* hazard ``h0_ij``. A patch admitted on
+task ``i`` lets an onset of its failure mode end in failure only with probability ``m_ij``
+(its catalogue factor, with diminishing returns), and a harmful patch makes an otherwise
+passing trial fail with probability ``H_i``. Hence the exact pass probability
 
     p_i = (1 - sum_j h0_ij * m_ij) * (1 - H_i),
 
 which :meth:`HarnessModel.pass_prob` gives to audits and the agent samples trial by trial.
-Everything here is simulated.
+A task *out of reach* (:attr:`gsme.sim.suite.Suite.out_of_reach`, a capability gap) has
+onset hazards summing to 1 and ``m_ij = 1`` under every harness: it fails every trial, its
+failures still carry a pathology (and its transcripts that pathology's signature), and no
+patch moves it. Everything here is simulated.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gsme.sim.suite import Suite
 from gsme.sim.catalogue import effect_of
 from gsme.sim.profiles import WHYS, Profile
+from gsme.sim.suite import Suite
 
 WHY_INDEX = {w: j for j, w in enumerate(WHYS)}
 
@@ -49,25 +52,31 @@ class HarnessModel:
     runaway_cost: np.ndarray  # (n_tasks,) extra multiplier on thinking-runaway trials
     beacons: tuple[Beacon, ...]
     onset_cumulative: tuple[list[float], ...]  # per task, running sum of ``onset`` (sampling)
+    out_of_reach: np.ndarray  # (n_tasks,) bool: a capability gap, never passes
 
     @property
     def pass_prob(self) -> np.ndarray:
         """Exact pass probability per task (no infrastructure faults)."""
         fail = (self.onset * self.fail_given_onset).sum(axis=1)
-        return (1.0 - fail) * (1.0 - self.harm)
+        p = np.clip((1.0 - fail) * (1.0 - self.harm), 0.0, 1.0)
+        return np.where(self.out_of_reach, 0.0, p)  # exactly 0, whatever the rounding
 
 
 def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
-    """Onset hazard of each failure mode per task, before any patch."""
+    """Onset hazard of each failure mode per task, before any patch (rows of out-of-reach
+    tasks sum to 1)."""
     fail = 1.0 - 1.0 / (1.0 + np.exp(-(profile.skill - suite.difficulty)))
+    fail = np.where(suite.out_of_reach, 1.0, fail)
     weights = suite.susceptibility * np.array([profile.rates[w] for w in WHYS])
     return fail[:, None] * weights / weights.sum(axis=1, keepdims=True)
 
 
-def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask) -> HarnessModel:
+def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
+                    regime: str = "calibrated") -> HarnessModel:
     """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
 
-    ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits.
+    ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits;
+    ``regime`` is the catalogue's regime (see :func:`gsme.sim.catalogue.effect_of`).
     """
     n = len(suite.tasks)
     factors: dict[int, list[tuple[float, np.ndarray]]] = {}
@@ -79,12 +88,13 @@ def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask) -> Harn
     hard = suite.tasks["hard"].to_numpy(dtype=bool)
     beacons = []
     for patch in patches:
-        effect = effect_of(patch.mechanism, patch.why)
+        effect = effect_of(patch.mechanism, patch.why, regime=regime)
         admitted = np.asarray(gate_mask(patch.env_gate), dtype=bool)
         why = WHY_INDEX.get(effect.why if effect.why is not None else "", -1)
+        helped = admitted
         if effect.named_only:
-            admitted = admitted & _named(patch, suite)
-            named_factor = np.where(admitted, named_factor * effect.factor, named_factor)
+            helped = admitted & _named(patch, suite)
+            named_factor = np.where(helped, named_factor * effect.factor, named_factor)
         elif why >= 0 and effect.factor != 1.0:
             factors.setdefault(why, []).append((effect.factor, admitted))
         harm = np.where(admitted, np.where(hard, effect.harm_hard, effect.harm), 0.0)
@@ -93,12 +103,16 @@ def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask) -> Harn
         harm_best = np.maximum(harm, harm_best)
         cost = np.where(admitted, cost * effect.cost, cost)
         runaway_cost = np.where(admitted, runaway_cost * effect.runaway_cost, runaway_cost)
-        beacons.append(Beacon(patch.beacon, effect.trigger, why, admitted))
+        beacons.append(Beacon(patch.beacon, effect.trigger, why, helped))
     m = np.ones_like(onset)
     for why, items in factors.items():
         m[:, why] = _diminishing(items, n)
-    return HarnessModel(onset, m * named_factor[:, None], 1.0 - survive, harm_why, cost,
-                        runaway_cost, tuple(beacons), tuple(np.cumsum(onset, axis=1).tolist()))
+    gap = suite.out_of_reach
+    m = np.where(gap[:, None], 1.0, m * named_factor[:, None])  # no patch reaches a gap
+    cumulative = np.cumsum(onset, axis=1)
+    cumulative[gap, -1] = 1.0  # exactly: an out-of-reach task never passes
+    return HarnessModel(onset, m, 1.0 - survive, harm_why, cost, runaway_cost,
+                        tuple(beacons), tuple(cumulative.tolist()), gap)
 
 
 def _diminishing(items, n) -> np.ndarray:

@@ -12,6 +12,7 @@ reason, when either is missing. JupyterLab comes with the ``test`` extra.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -22,8 +23,8 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -40,11 +41,20 @@ PNG_MAGIC = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 ARTIFACTS = os.environ.get("GSME_BROWSER_ARTIFACTS")
 
 
-def make_run(root: Path):
-    """The run the notebook opens: the smallest simulated one, seeded (one place to change)."""
+def make_run(root: Path) -> tuple[Path, int]:
+    """Build the run the notebook opens, the smallest simulated one, seeded.
+
+    Returns its path and its last round.
+
+    The one place that knows how a run is made. The run is closed, so that the notebook's
+    kernel can open it.
+    """
     from gsme.experiments import simulated_run
 
-    return simulated_run("tiny", root=root, seed=0, rounds=1)
+    with simulated_run("tiny", root=root, seed=0, rounds=1) as run:
+        last = int(run.candidates()["round"].max())
+        assert last >= 1, "the slider needs two rounds to move between"
+        return Path(run.path), last
 
 
 def chromium_path() -> str:
@@ -81,71 +91,79 @@ def write_lab_settings(config_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
-def api(url: str, token: str, path: str, body: dict | None = None) -> dict:
-    """Call the Jupyter server's REST API (POST when ``body`` is given)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"{url}{path}", data=data,
-                                 headers={"Authorization": f"token {token}",
-                                          "Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as reply:
-        return json.loads(reply.read() or b"{}")
-
-
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def start_lab(root: Path, home: Path, token: str):
-    """Start JupyterLab on a free localhost port with its own config; return (proc, url)."""
+@dataclass
+class Lab:
+    """A running JupyterLab: its process, base url and token."""
+
+    proc: subprocess.Popen
+    url: str
+    token: str
+    log: Path
+
+    def wait(self) -> None:
+        """Return once the server answers; fail with its log if it exits or does not."""
+        deadline = time.monotonic() + SERVER_START_S
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            with contextlib.suppress(OSError):  # not listening yet
+                api(self, "/api/status", timeout=2)
+                return
+            time.sleep(0.2)  # polling the server's readiness, not synchronising the page
+        pytest.fail(f"JupyterLab did not start on {self.url}:\n{self.log.read_text()[-3000:]}")
+
+
+def api(lab: Lab, path: str, body: dict | None = None, *, timeout: float = 10) -> dict:
+    """Call the Jupyter server's REST API (POST when ``body`` is given)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"{lab.url}{path}", data=data,
+                                 headers={"Authorization": f"token {lab.token}",
+                                          "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as reply:
+        return json.loads(reply.read() or b"{}")
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path, home: Path):
+    """JupyterLab on a free localhost port, with its own config and settings under ``home``.
+
+    Yields at once (the server boots meanwhile; :meth:`Lab.wait` for it); shuts the server
+    down through its API on exit, which stops its kernels, and ends it if that fails.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "MPLBACKEND"))}
     env.update(JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_DATA_DIR=str(home / "data"),
                JUPYTER_RUNTIME_DIR=str(home / "runtime"), IPYTHONDIR=str(home / "ipython"),
                JUPYTER_PLATFORM_DIRS="1", PYTHONUNBUFFERED="1")
     write_lab_settings(home / "config")
-    port = free_port()
-    log = open(home / "lab.log", "wb")  # noqa: SIM115 (closed with the process)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI runs as root
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    proc.log, proc.log_path = log, home / "lab.log"
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVER_START_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
+    token, port = secrets.token_hex(16), free_port()
+    with open(home / "lab.log", "wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+             "--LabApp.news_url=",
+             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run cells by command
+             *(["--allow-root"] if os.geteuid() == 0 else [])],  # CI runs as root
+            cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        lab = Lab(proc, f"http://127.0.0.1:{port}", token, home / "lab.log")
         try:
-            with urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
-            pass
-        time.sleep(0.2)  # polling the server's readiness, not synchronising the page
-    stop_lab(proc, url, token)
-    pytest.fail(f"JupyterLab did not start on {url}:\n{proc.log_path.read_text()[-3000:]}")
-
-
-def stop_lab(proc, url: str, token: str) -> None:
-    """Shut the server down through its API (it stops its kernels), then make sure."""
-    try:
-        req = urllib.request.Request(f"{url}/api/shutdown?token={token}", method="POST")
-        urllib.request.urlopen(req, timeout=5).close()
-        proc.wait(timeout=10)
-    except Exception:  # noqa: BLE001 (best effort; the process group is ended below)
-        pass
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    proc.log.close()
+            yield lab
+        finally:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):  # else: ended below
+                api(lab, "/api/shutdown", {}, timeout=5)
+                proc.wait(timeout=10)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
 
 
 FETCH_FIGURE = """async (selector) => {
@@ -156,6 +174,16 @@ FETCH_FIGURE = """async (selector) => {
             img.naturalHeight], shown: [box.width, box.height]};
 }"""
 
+
+RUN_ALL = """async () => {
+    const app = window.jupyterapp;
+    await app.restored;
+    const panel = await app.commands.execute("docmanager:open", {path: "explore.ipynb"});
+    await panel.context.ready;
+    await panel.sessionContext.ready;
+    app.shell.activateById(panel.id);
+    await app.commands.execute("notebook:run-all-cells");
+}"""
 
 FIRST_OUTCOME = """(selector) => {
     const img = document.querySelector(selector);
@@ -191,16 +219,16 @@ def test_explorer_renders_a_png_and_the_slider_redraws_it(tmp_path):
     sync_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed (pip install playwright)")
     executable = chromium_path()
-    run = make_run(tmp_path / "runs")
-    rounds = run.candidates()["round"]
-    assert rounds.max() >= 1, "the slider needs two rounds to move between"
     work, home = tmp_path / "lab", tmp_path / "home"
     work.mkdir()
     home.mkdir()
-    write_notebook(work / "explore.ipynb", run.path)
-    token = secrets.token_hex(16)
-    proc, url = start_lab(work, home, token)
-    try:
+    with jupyter_lab(work, home) as lab:  # it boots while the run is built
+        run_path, last_round = make_run(tmp_path / "runs")
+        write_notebook(work / "explore.ipynb", run_path)
+        lab.wait()
+        # the server starts the notebook's kernel while the browser starts
+        api(lab, "/api/sessions", {"path": "explore.ipynb", "name": "explore.ipynb",
+                                   "type": "notebook", "kernel": {"name": "python3"}})
         with sync_api.sync_playwright() as pw:
             browser = pw.chromium.launch_persistent_context(
                 str(tmp_path / "chromium-profile"), executable_path=executable,
@@ -209,27 +237,18 @@ def test_explorer_renders_a_png_and_the_slider_redraws_it(tmp_path):
                 page = browser.new_page()
                 page.set_default_timeout(WAIT_MS)
                 try:
-                    drive(page, url, token, tmp_path)
+                    drive(page, lab, last_round, tmp_path)
                 except Exception:
                     screenshot(page, tmp_path, "explorer-failure")
                     raise
             finally:
                 browser.close()
-    finally:
-        stop_lab(proc, url, token)
 
 
-def drive(page, url: str, token: str, tmp_path: Path) -> None:
-    # the notebook's kernel is started by the server, so the page opens onto it
-    api(url, token, "/api/sessions", {"path": "explore.ipynb", "name": "explore.ipynb",
-                                      "type": "notebook", "kernel": {"name": "python3"}})
-    page.goto(f"{url}/lab/tree/explore.ipynb?token={token}")
-    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell")
-    page.wait_for_selector(".jp-NotebookPanel .jp-Notebook-ExecutionIndicator"
-                           "[data-status='idle']")
-    # "Run All Cells" from the Run menu
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+def drive(page, lab: Lab, last_round: int, tmp_path: Path) -> None:
+    page.goto(f"{lab.url}/lab/tree/explore.ipynb?token={lab.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate(RUN_ALL)  # what Run ▸ Run All Cells does, once the notebook is ready
 
     # whichever comes first: the figure's image, the figure as text, or an error
     outcome = page.wait_for_function(FIRST_OUTCOME, arg=FIGURE).json_value()
@@ -242,11 +261,11 @@ def drive(page, url: str, token: str, tmp_path: Path) -> None:
     assert first["natural"] == [2250, 675]  # 15 x 4.5 in at 150 dpi
     assert len(first["bytes"]) > 20_000
     assert first["shown"][0] > 600 and first["shown"][1] > 150, first["shown"]
-    screenshot(page, tmp_path, "explorer-round-1")
+    screenshot(page, tmp_path, f"explorer-round-{last_round}")
 
     # the slider starts on the last round; one step left with the keyboard
     readout = page.locator(".widget-slider .widget-readout").first
-    assert readout.inner_text().strip() == "1"
+    assert readout.inner_text().strip() == str(last_round)
     handle = page.locator(".widget-slider .noUi-handle").first
     handle.focus()
     handle.press("ArrowLeft")
@@ -255,8 +274,8 @@ def drive(page, url: str, token: str, tmp_path: Path) -> None:
             return img && img.src !== before && img.complete && img.naturalWidth > 0; }""",
         arg=[FIGURE, first["src"]])
     second = figure(page)
-    assert readout.inner_text().strip() == "0"
+    assert readout.inner_text().strip() == str(last_round - 1)
     assert second["bytes"][:8] == bytes(PNG_MAGIC)
     assert second["sha"] != first["sha"], "the slider moved but the figure did not change"
     assert "<Figure size" not in output_text(page)
-    screenshot(page, tmp_path, "explorer-round-0")
+    screenshot(page, tmp_path, f"explorer-round-{last_round - 1}")

@@ -1,0 +1,393 @@
+"""The paper's row for two harnesses, and how many tasks and repeats a comparison needs.
+
+:func:`compare` judges a child against a parent on any trials frame (one imported with
+:mod:`gsme.importers`, say) under a :class:`~gsme.settings.GateConfig`: Δ, se, z, p, the
+decision, pass@k on both sides, the tasks that moved, the infrastructure failures left
+unscored, and the MDE and power of the comparison at its n and K. :func:`plan` answers the
+question before the runs: the power and MDE of a design, and the K or the number of tasks
+it needs. :func:`repeat_sd_from_aa` estimates the noise a plan needs from an A/A pair.
+``gsme compare`` and ``gsme plan`` print these.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from gsme import _paired, gates, schema, sequential, stats
+from gsme import power as power_mod
+from gsme.settings import GateConfig
+
+__all__ = ["COMPARE_COLUMNS", "PLAN_COLUMNS", "compare", "plan", "repeat_sd_from_aa"]
+
+COMPARE_COLUMNS = [
+    "parent", "child", "split", "design", "n_tasks", "n_dropped", "n_changed", "n_up",
+    "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",
+    "rate_child", "delta_pp", "se_pp", "z", "p_value", "pass_k", "pass_at_k_parent",
+    "pass_at_k_child", "sd_pp", "mde_pp", "power_effect_pp", "power", "gate_failed",
+    "decision", "reason", "tasks_up", "tasks_down",
+]
+PLAN_COLUMNS = [
+    "design", "method", "n_tasks", "k", "effect_pp", "repeat_sd_pp", "task_sd_pp", "power",
+    "mde_pp", "target_power", "k_needed", "n_tasks_needed", "trials_per_side",
+]
+MAX_K = 100
+"""Most repeats per task :func:`plan` considers for ``k_needed``."""
+MAX_TASKS = 1_000_000
+"""Most tasks :func:`plan` considers for ``n_tasks_needed``."""
+
+
+def compare(
+    trials: pd.DataFrame,
+    *,
+    parent: str,
+    child: str,
+    split: str = "train",
+    config: GateConfig | None = None,
+    effect_pp: float = 5.0,
+    power: float = 0.8,
+) -> pd.DataFrame:
+    """The paper's row for ``child`` against ``parent``: the gate's verdict and its reach.
+
+    The significance test is :func:`gsme.gates.significance_gate` under ``config.design``
+    (fixed: the one-look test of :func:`gsme.stats.paired_test`). The validity gate of
+    :func:`gsme.gates.credit` applies too (``invalid`` when more than
+    ``config.max_dropped_frac`` of the tasks cannot be paired); the activation gate does
+    not, since logs carry no patch beacons. Repeats lost to infrastructure failures are
+    counted, never scored: logs cannot be re-run.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame holding both candidates.
+    parent, child : str
+        Candidate ids.
+    split : {"train", "test"}
+    config : GateConfig, optional
+    effect_pp : float
+        The true effect ``power`` is reported for.
+    power : float
+        The power the MDE is reported at.
+
+    Returns
+    -------
+    DataFrame
+        One row, :data:`COMPARE_COLUMNS`:
+
+        * ``parent, child, split, design``
+        * ``n_tasks`` (paired), ``n_dropped`` (tasks not paired), ``n_changed``, ``n_up``,
+          ``n_down``, ``n_tied`` (paired tasks whose pass rate rose, fell, stayed)
+        * ``k`` (most valid repeats of a paired task), ``looks`` (looks the design took)
+        * ``n_infra_parent``, ``n_infra_child``: repeats with no valid attempt (an
+          infrastructure failure), not scored
+        * ``rate_parent, rate_child, delta_pp, se_pp, z, p_value`` as in
+          :func:`gsme.stats.paired_test`
+        * ``pass_k`` (``config.k``, or fewer when a side has fewer valid repeats on
+          every task), ``pass_at_k_parent``, ``pass_at_k_child``
+          (:func:`gsme.stats.pass_at_k`, fractions; tasks with fewer than ``pass_k``
+          valid repeats left out)
+        * ``sd_pp`` (sd of the per-task differences at this K), ``mde_pp`` (the effect
+          detected with probability ``power`` at this n, K and spread),
+          ``power_effect_pp``, ``power`` (of detecting ``effect_pp``); NaN when the
+          spread is 0 or n < 2
+        * ``gate_failed`` (``validity``, ``significance`` or None), ``decision``
+          (credit / cull / inconclusive / invalid), ``reason``
+        * ``tasks_up``, ``tasks_down``: comma-separated ids of the tasks that moved
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> t = pd.DataFrame({"candidate": np.repeat(["base", "v2"], 60),
+    ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(20)], 3), 2),
+    ...                   "split": "train", "repeat": np.tile([0, 1, 2], 40),
+    ...                   "passed": rng.random(120) < np.repeat([0.4, 0.7], 60)})
+    >>> row = compare(t, parent="base", child="v2")
+    >>> row[["n_tasks", "n_up", "n_down", "delta_pp", "decision"]].round(1)
+       n_tasks  n_up  n_down  delta_pp decision
+    0       20    16       1      41.7   credit
+    """
+    config = _paired.gate_config(config)
+    _paired.check_choice("split", split, schema.SPLITS)
+    trials = _paired.checked_trials(trials)
+    on_split = trials.loc[trials["split"] == split, "candidate"]
+    for role, name in (("parent", parent), ("child", child)):
+        if not (on_split == name).any():
+            raise schema.FrameError(f"{role} {name!r} has no trials on split {split!r}; "
+                                    f"candidates there: {sorted(on_split.unique())[:20]}")
+    if parent == child:
+        raise schema.FrameError(f"parent and child must differ, both are {child!r}")
+    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    tested = gates.significance_gate(trials, pairs, split=split, config=config).iloc[0]
+    verdict = _validity(trials, parent, child, split, config)
+    tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split)
+    n, k = int(tested["n_tasks"]), int(tested["k"])
+    pass_k = min(config.k, *(int(tasks[c].to_numpy().max(initial=0))
+                             for c in ("n_parent", "n_child")))
+    sd = float(tested["se_pp"]) * np.sqrt(n) if n >= 2 else np.nan
+    reach = np.isfinite(sd) and sd > 0
+    invalid = verdict["gate_failed"] == "validity"
+    row = {
+        "parent": parent, "child": child, "split": split, "design": config.design,
+        "n_tasks": n, "n_dropped": int(tested["n_dropped"]), "n_changed": int(tested["n_changed"]),
+        "n_up": int((tasks["diff"] > 0).sum()), "n_down": int((tasks["diff"] < 0).sum()),
+        "n_tied": int((tasks["diff"] == 0).sum()), "k": k, "looks": int(tested["looks"]),
+        **_infra_counts(trials, parent, child, split, config),
+        **{c: float(tested[c]) for c in ("rate_parent", "rate_child", "delta_pp", "se_pp", "z",
+                                         "p_value")},
+        "pass_k": pass_k,
+        **_pass_at_k(trials, parent, child, split, pass_k),
+        "sd_pp": sd,
+        "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
+        if reach else np.nan,
+        "power_effect_pp": float(effect_pp),
+        "power": power_mod.power(n_tasks=n, effect_pp=effect_pp, repeat_sd_pp=sd, k=1,
+                                 config=config) if reach else np.nan,
+        "gate_failed": "validity" if invalid else (
+            None if tested["decision"] == "credit" else "significance"),
+        "decision": "invalid" if invalid else tested["decision"],
+        "reason": verdict["reason"] if invalid else tested["reason"],
+        "tasks_up": schema.join_ids(sorted(tasks.loc[tasks["diff"] > 0, "task_id"])),
+        "tasks_down": schema.join_ids(sorted(tasks.loc[tasks["diff"] < 0, "task_id"])),
+    }
+    out = pd.DataFrame([row])[COMPARE_COLUMNS]
+    for name in ("gate_failed", "reason"):
+        out[name] = _paired.text(out[name])
+    return out
+
+
+def _validity(trials, parent, child, split, config) -> pd.Series:
+    """The validity verdict of :func:`gsme.gates.credit` (activation made moot: no beacons)."""
+    candidates = pd.DataFrame({
+        "candidate": [parent, child], "parents": ["", parent], "kind": ["baseline", "mutation"],
+        "where": [None, None], "why": [None, None], "patch_id": [None, None],
+        "beacon": [None, None], "env_gate": [None, None], "commit": [None, None],
+        "branch": [None, None], "round": [0, 0], "rationale": [None, None],
+    })
+    active = trials.assign(activated=trials["activated"] | (trials["candidate"] == child))
+    return gates.credit(active, candidates, split=split, config=config).iloc[0]
+
+
+def _infra_counts(trials, parent, child, split, config) -> dict:
+    slots = gates.validity_gate(trials[trials["split"] == split], config=config)
+    lost = slots.loc[~slots["valid"], "candidate"]
+    return {"n_infra_parent": int((lost == parent).sum()),
+            "n_infra_child": int((lost == child).sum())}
+
+
+def _pass_at_k(trials, parent, child, split, k) -> dict:
+    out = {"pass_at_k_parent": np.nan, "pass_at_k_child": np.nan}
+    if k < 1:
+        return out
+    table = stats.pass_at_k(trials, k=k, split=split).set_index("candidate")["pass_at_k"]
+    for role, name in (("parent", parent), ("child", child)):
+        if name in table.index:
+            out[f"pass_at_k_{role}"] = float(table[name])
+    return out
+
+
+# ---------------------------------------------------------------------------------- plan
+
+def plan(
+    *,
+    n_tasks: int,
+    effect_pp: float,
+    k: int | None = None,
+    repeat_sd_pp: float = 100 * np.sqrt(0.5),
+    task_sd_pp: float = 0.0,
+    power: float = 0.8,
+    config: GateConfig | None = None,
+    designs=("fixed", "adaptive"),
+    simulations: int = 200,
+    rng=None,
+) -> pd.DataFrame:
+    """Power and MDE of each gate design at ``n_tasks`` and K, and what 80% power needs.
+
+    The fixed design is analytic (:mod:`gsme.power`). The adaptive design
+    (:mod:`gsme.sequential`) is simulated through the real gate: ``simulations``
+    comparisons drawn from the same noise model (per task a parent pass probability and a
+    child one ``effect_pp`` higher, plus between-task spread ``task_sd_pp``, fitted to
+    ``repeat_sd_pp``), repeats revealed look by look as :func:`gsme.sequential.wanted`
+    asks, decided by :func:`gsme.gates.significance_gate`.
+
+    Parameters
+    ----------
+    n_tasks : int
+        Paired tasks.
+    effect_pp : float
+        The true effect to detect, percentage points.
+    k : int, optional
+        Repeats per task and side (the adaptive design's first look); default ``config.k``.
+    repeat_sd_pp, task_sd_pp : float
+        The noise model of :func:`gsme.power.power` (default: the largest repeat sd a
+        pass/fail outcome allows, 70.7, which errs towards too little power).
+    power : float
+        The target power (default 0.8).
+    config : GateConfig, optional
+        Its ``z_crit``, ``reference`` and, for the adaptive design, ``k_max``, ``k_step``
+        and ``futility_z``.
+    designs : sequence of {"fixed", "adaptive"}
+    simulations : int
+        Simulated comparisons per adaptive estimate.
+    rng : numpy Generator or int, optional
+        Seeds the simulation (default 0: a plan is reproducible).
+
+    Returns
+    -------
+    DataFrame
+        One row per design, :data:`PLAN_COLUMNS`: ``design``, ``method`` (analytic or
+        simulated), ``n_tasks, k, effect_pp, repeat_sd_pp, task_sd_pp``, ``power`` (of
+        detecting ``effect_pp``), ``mde_pp`` (detected with the target power),
+        ``target_power``, ``k_needed`` (fewest repeats per task reaching the target at
+        ``n_tasks``; NaN when even :data:`MAX_K` does not, or for the adaptive design),
+        ``n_tasks_needed`` (fewest tasks reaching it at ``k``; NaN for the adaptive
+        design) and ``trials_per_side`` (expected trials per candidate).
+
+    Examples
+    --------
+    >>> plan(n_tasks=45, effect_pp=5, designs=["fixed"])[
+    ...     ["power", "mde_pp", "k_needed", "n_tasks_needed"]].round(3)
+       power  mde_pp  k_needed  n_tasks_needed
+    0   0.13   17.05      35.0           524.0
+    """
+    config = _paired.gate_config(config)
+    k = config.k if k is None else _paired.check_int("k", k, 1)
+    n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    rows = []
+    for design in designs:
+        _paired.check_choice("design", design, ("fixed", "adaptive"))
+        cfg = config.model_copy(update={"design": design, "k": k,
+                                        "k_max": max(config.k_max, k)})
+        common = {"design": design, "n_tasks": n_tasks, "k": k, "effect_pp": float(effect_pp),
+                  "repeat_sd_pp": float(repeat_sd_pp), "task_sd_pp": float(task_sd_pp),
+                  "target_power": float(power)}
+        if design == "fixed":
+            rows.append({**common, "method": "analytic", **_fixed_plan(
+                n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, cfg)})
+        else:
+            rows.append({**common, "method": "simulated", **_adaptive_plan(
+                n_tasks, effect_pp, repeat_sd_pp, task_sd_pp, power, cfg, simulations, rng)})
+    return pd.DataFrame(rows)[PLAN_COLUMNS]
+
+
+def _fixed_plan(n, effect, k, repeat_sd, task_sd, target, config) -> dict:
+    def reach(n_tasks, kk):
+        return power_mod.power(n_tasks=n_tasks, effect_pp=effect, repeat_sd_pp=repeat_sd,
+                               task_sd_pp=task_sd, k=kk, config=config)
+
+    ks = np.arange(1, MAX_K + 1)
+    enough = np.array([reach(n, int(kk)) for kk in ks]) >= target
+    n_needed = np.nan
+    if effect != 0:
+        high = 2
+        while reach(high, k) < target and high < MAX_TASKS:
+            high *= 2
+        if reach(high, k) >= target:
+            low = max(2, high // 2)
+            while low < high:  # fewest n reaching the target (power grows with n)
+                mid = (low + high) // 2
+                low, high = (mid + 1, high) if reach(mid, k) < target else (low, mid)
+            n_needed = float(high)
+    return {"power": reach(n, k),
+            "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=repeat_sd, task_sd_pp=task_sd,
+                                    k=k, power=target, config=config),
+            "k_needed": float(ks[enough][0]) if enough.any() else np.nan,
+            "n_tasks_needed": n_needed, "trials_per_side": float(n * k)}
+
+
+def _adaptive_plan(n, effect, repeat_sd, task_sd, target, config, simulations, rng) -> dict:
+    rng = np.random.default_rng(0 if rng is None else rng)
+    draws = (rng.random((simulations, n, config.k_max, 2)), rng.standard_normal((simulations, n)))
+    trials, pairs = _simulated_trials(draws, effect, repeat_sd, task_sd, config)
+    taken = sequential.looks(trials, pairs, split="train", config=config)
+    last = taken.groupby("candidate", sort=False).tail(1)
+    detected = float(last["decision"].isin(["credit", "cull"]).mean())
+    per_side = float(last["child_trials"].mean())
+
+    def gap(eff):  # the same draws at every effect, so power grows with it
+        trials, pairs = _simulated_trials(draws, eff, repeat_sd, task_sd, config)
+        decided = gates.significance_gate(trials, pairs, split="train", config=config)
+        return float(decided["decision"].isin(["credit", "cull"]).mean()) - target
+
+    mde = np.nan
+    if gap(100.0) >= 0:
+        mde = float(optimize.brentq(gap, 0.0, 100.0, xtol=0.5))
+    return {"power": detected, "mde_pp": mde, "k_needed": np.nan, "n_tasks_needed": np.nan,
+            "trials_per_side": per_side}
+
+
+def _simulated_trials(draws, effect, repeat_sd, task_sd, config):
+    """Every repeat (up to ``k_max``) of ``sims`` simulated parent/child pairs, as trials."""
+    uniforms, spread = draws
+    sims, n = uniforms.shape[:2]
+    p_parent = np.full((sims, n), _base_rate(effect / 100, repeat_sd / 100))
+    p_child = np.clip(p_parent + effect / 100 + task_sd / 100 * spread, 0, 1)
+    passed = uniforms < np.stack([p_parent, p_child], axis=-1)[:, :, None, :]
+    sim, task, repeat, side = (a.ravel() for a in np.indices(passed.shape))
+    names = np.array([f"p{i}" for i in range(sims)] + [f"c{i}" for i in range(sims)],
+                     dtype=object)
+    size = passed.size
+    trials = pd.DataFrame({
+        "candidate": names[side * sims + sim],
+        "task_id": np.array([f"t{i}" for i in range(n)], dtype=object)[task],
+        "split": np.full(size, "train", dtype=object), "repeat": repeat.astype(np.int64),
+        "attempt": np.zeros(size, np.int64), "passed": passed.ravel(),
+        "infra_ok": np.ones(size, bool), "activated": np.zeros(size, bool),
+        "beacons": np.full(size, "", dtype=object),
+        **{c: np.full(size, np.nan) for c in ("tokens", "cost_usd", "seconds")},
+        **{c: np.full(size, None, dtype=object)
+           for c in ("pathology", "trajectory", "error", "borrowed_from")},
+    })
+    pairs = pd.DataFrame({"candidate": names[sims:], "parent": names[:sims]})
+    return trials, pairs
+
+
+def _base_rate(effect: float, repeat_sd: float) -> float:
+    """Parent pass probability p with p(1−p) + q(1−q) = repeat_sd², q = p + effect."""
+    effect = min(max(effect, -1.0), 1.0)
+    low, high = max(0.0, -effect), min(1.0, 1.0 - effect)
+    centre = (low + high) / 2
+
+    def gap(p):
+        q = p + effect
+        return p * (1 - p) + q * (1 - q) - repeat_sd**2
+
+    if gap(centre) <= 0:  # the largest spread these rates allow
+        return centre
+    return float(optimize.brentq(gap, low, centre)) if gap(low) < 0 else low
+
+
+# ------------------------------------------------------------------------------ noise
+
+def repeat_sd_from_aa(trials: pd.DataFrame, *, candidate: str, rerun: str,
+                      split: str = "train") -> float:
+    """The repeat sd (pp) of :func:`gsme.power.power`, estimated from an A/A pair.
+
+    ``candidate`` and ``rerun`` are the same harness scored twice. With no true effect a
+    task's difference d_i = r_i(rerun) − r_i(candidate) has variance σ²/k_i, σ the repeat
+    sd and k_i = 2 / (1/n_i + 1/m_i) for n_i, m_i valid repeats on each side, so
+    σ² = Σ k_i (d_i − d̄)² / (n − 1).
+
+    Returns
+    -------
+    float
+        σ in percentage points.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> t = pd.DataFrame({"candidate": np.repeat(["a", "a2"], 3000),
+    ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(1000)], 3), 2),
+    ...                   "split": "train", "repeat": np.tile([0, 1, 2], 2000),
+    ...                   "passed": rng.random(6000) < 0.5})
+    >>> round(repeat_sd_from_aa(t, candidate="a", rerun="a2"), 1)  # true: 100·√0.5 = 70.7
+    70.4
+    """
+    tasks = stats.paired_tasks(trials, parent=candidate, child=rerun, split=split)
+    if len(tasks) < 2:
+        raise schema.FrameError(f"an A/A estimate needs two or more tasks scored on both "
+                                f"{candidate!r} and {rerun!r} on split {split!r}; "
+                                f"{len(tasks)} are")
+    k = 2.0 / (1.0 / tasks["n_parent"] + 1.0 / tasks["n_child"])
+    d = tasks["diff"].to_numpy(np.float64)
+    return float(100.0 * np.sqrt(np.sum(k * (d - d.mean()) ** 2) / (len(d) - 1)))
