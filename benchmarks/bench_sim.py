@@ -6,7 +6,7 @@ masked and beacons checked). Prints trials per second (wall and CPU), then the t
 full cold-start baseline of ``tb2`` at K=3 (every task of both splits) and the same baseline
 turned into a validated trials frame with :func:`gsme.agents.to_trials`.
 
-    python benchmarks/bench_sim.py [--preset tb2] [--seeds 20] [--k 3]
+    python benchmarks/bench_sim.py [--preset tb2] [--regime calibrated] [--seeds 20] [--k 3]
 
 Target on a 2-core machine: at least 10,000 simulated trials per second.
 """
@@ -20,10 +20,9 @@ import time
 from pathlib import Path
 
 from gsme import sim
-from gsme.resources import SEED_HARNESS
 from gsme.agents import TrialSpec, to_trials
-from gsme.patches import apply_patch
-from gsme.patches import FileChange, Patch
+from gsme.patches import FileChange, Patch, apply_patch
+from gsme.resources import SEED_HARNESS
 
 PATCHES = (("submit-verify", "careless-submit", "has_tests"),
            ("runaway-recovery", "thinking-runaway", "hard"),
@@ -41,13 +40,13 @@ def patched_harness(root: Path) -> Path:
 
 
 def run_trials(agent, harness, rows, *, seeds, k):
-    """Every row × k × seed through ``agent.run``; returns (spec, trajectory, None) triples."""
+    """Every row × k repeats × run seed through ``agent.run``; (spec, trajectory, None)."""
     out = []
-    for seed in seeds:
+    for run_seed in seeds:
         for row in rows:
-            for kk in range(k):
-                traj = agent.run(harness, row, k=kk, attempt=0, seed=seed)
-                out.append((TrialSpec("c", row["task_id"], row["split"], kk), traj, None))
+            for repeat in range(k):
+                traj = agent.run(harness, row, repeat=repeat, attempt=0, run_seed=run_seed)
+                out.append((TrialSpec("c", row["task_id"], row["split"], repeat), traj, None))
     return out
 
 
@@ -60,11 +59,12 @@ def timed(fn):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tb2", choices=sim.PRESETS)
+    parser.add_argument("--regime", default="calibrated", choices=sim.REGIMES)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--k", type=int, default=3)
     args = parser.parse_args(argv)
 
-    agent = sim.preset(args.preset)
+    agent = sim.preset(args.preset, regime=args.regime)
     rows = agent.tasks().to_dict("records")
     print(f"agent: {agent.name} (SIMULATED), {len(rows)} tasks")
     with tempfile.TemporaryDirectory() as tmp:

@@ -321,7 +321,7 @@ def two_sided_p(z, df=None, reference: str = "normal"):
     return 2.0 * sps.norm.sf(z)
 
 
-def add_significance(described: pd.DataFrame, paired: Paired, *, level,
+def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_level=None,
                      config: GateConfig) -> pd.DataFrame:
     """Add the one-look significance test to :func:`describe` output.
 
@@ -338,7 +338,9 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level,
     paired : Paired
     level : float or ndarray
         Nominal one-sided level of each pair's look: ``credit`` when the upper p is at most
-        it, ``cull`` when the lower p is (and n ≥ ``config.min_tasks``).
+        it (and n ≥ ``config.min_tasks``).
+    cull_level : float or ndarray, optional
+        The same for ``cull`` and the lower p; default ``level`` (0: never cull).
     config : GateConfig
 
     Returns
@@ -352,18 +354,20 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level,
     changed = described["n_changed"].to_numpy(np.int64)
     mean, sd = described["mean_d"].to_numpy(), described["sd_d"].to_numpy()
     level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
+    cull_level = level if cull_level is None else np.broadcast_to(
+        np.asarray(cull_level, dtype=np.float64), n.shape)
     df = np.where(n >= 2, n - 1, np.nan)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         se = sd / np.sqrt(n)
         z = mean / se
         if config.reference == "t":
             p_up, p_low = sps.t.sf(z, df), sps.t.cdf(z, df)
-            crit = sps.t.isf(level, df)
+            crit, cull_crit = sps.t.isf(level, df), sps.t.isf(cull_level, df)
         else:
             p_up, p_low = sps.norm.sf(z), sps.norm.cdf(z)
-            crit = sps.norm.isf(level)
+            crit, cull_crit = sps.norm.isf(level), sps.norm.isf(cull_level)
         p = two_sided_p(z, df, config.reference)
-        up, down = z >= crit, z <= -crit
+        up, down = z >= crit, z <= -cull_crit
         unchanged = (n >= 1) & (changed == 0)
         flipped = (n >= 2) & (sd == 0) & (mean != 0)
         exact = (changed > 0) & (changed < config.exact_below) & ~flipped
@@ -381,7 +385,7 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level,
     by_p = exact | flipped
     tolerance = 1.0 + 1e-12  # exact p-values are dyadic; a level equal to one still passes
     up = np.where(by_p, p_up <= level * tolerance, up) & ~unchanged
-    down = np.where(by_p, p_low <= level * tolerance, down) & ~unchanged
+    down = np.where(by_p, p_low <= cull_level * tolerance, down) & ~unchanged
     enough = n >= config.min_tasks
     decision = np.where(enough & up, "credit", np.where(enough & down, "cull", "inconclusive"))
     out = described.drop(columns=["mean_d", "sd_d"])

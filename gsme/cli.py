@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -38,17 +39,23 @@ def main(argv: list[str] | None = None) -> int:
     except _user_errors() as err:
         print(f"gsme: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
+    except sqlite3.DatabaseError as err:  # a ledger damaged past what opening it checks
+        print(f"gsme: error: the run's ledger is damaged ({_one_line(err)})", file=sys.stderr)
+        return EXIT_USAGE
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from git import GitError
+
+    from gsme.gitrepo import RepoError
     from gsme.patches import PatchError
     from gsme.run import RunError
     from gsme.schema import FrameError
     from gsme.scoring import InfraError
     from gsme.settings import ConfigError
 
-    return (ConfigError, RunError, FrameError, PatchError, InfraError, FileNotFoundError,
-            NotADirectoryError, PermissionError)
+    return (ConfigError, RunError, FrameError, PatchError, InfraError, RepoError, GitError,
+            FileNotFoundError, NotADirectoryError, PermissionError)
 
 
 def _parser(version: str) -> argparse.ArgumentParser:

@@ -206,9 +206,11 @@ def plan(
     The fixed design is analytic (:mod:`gsme.power`). The adaptive design
     (:mod:`gsme.sequential`) is simulated through the real gate: ``simulations``
     comparisons drawn from the same noise model (per task a parent pass probability and a
-    child one ``effect_pp`` higher, plus between-task spread ``task_sd_pp``, fitted to
-    ``repeat_sd_pp``), repeats revealed look by look as :func:`gsme.sequential.wanted`
-    asks, decided by :func:`gsme.gates.significance_gate`.
+    child one ``effect_pp`` higher, plus between-task spread ``task_sd_pp``; the rates are
+    fitted to ``repeat_sd_pp``, or to the largest spread pass/fail outcomes allow at that
+    effect when it asks for more), replayed look by look by :func:`gsme.sequential.looks`
+    (its last look is the decision of :func:`gsme.gates.significance_gate`), the MDE
+    solved on the gate's decisions with the same draws at every effect.
 
     Parameters
     ----------

@@ -167,6 +167,10 @@ class Run:
             _unlock(lock)
             raise RunError(str(err)) from None
         try:
+            missing = [k for k in ("config", "tasks", "agent", "vocabulary")
+                       if ledger.get(k) is None]
+            if missing:
+                raise RunError(f"{path / cls.LEDGER} is damaged: it lacks {missing}")
             agent = agent or _stored_agent(ledger, read_only)
             if evolver is None and not read_only:
                 spec = (ledger.get("evolver") or {}).get("spec")

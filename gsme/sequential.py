@@ -18,9 +18,11 @@ parent's extra repeats made for another child never leak in).
   information fraction t_ℓ = r_ℓ / k_max, total one-sided level ``alpha``
   (:func:`boundaries`, computed by recursive numerical integration). With the t reference or
   the exact sign-flip p, a look compares its one-sided p with the nominal level Φ(−b_ℓ).
-* **Cull** — the mirror image: cull at look ℓ when the lower one-sided p is at most
-  Φ(−b_ℓ) (z ≤ −b_ℓ). Under the null the chance of ever crossing −b_ℓ is at most
-  ``alpha``; futility stops only remove chances, so the cull is conservative.
+* **Cull** — at look 1 only, exactly as the fixed design culls: when the lower one-sided p
+  is at most ``alpha`` (z ≤ −z_crit with the normal reference). Its level is that of one
+  look, ``alpha``; later looks never cull (a harmful patch has almost always stopped for
+  futility at look 1, and extra repeats are spent to find gains, not harm). The credit and
+  the cull are each one-sided at ``alpha``, as in the fixed design.
 * **Futility** (non-binding, the boundaries ignore it) — stop at an interim look whose z is
   below ``futility_z`` (None: never). The decision is ``inconclusive`` unless the look also
   crossed a boundary.
@@ -90,8 +92,8 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
     DataFrame
         One row per planned look: ``look`` (1-based), ``repeats`` (per task and side of
         the extended tasks), ``fraction`` (planned information fraction repeats / k_max),
-        ``boundary`` (z-scale efficacy boundary b; cull at −b), ``level`` (nominal one-sided
-        level Φ(−b)) and ``alpha_spent`` (cumulative one-sided level spent up to the look).
+        ``boundary`` (z-scale efficacy boundary b), ``level`` (its nominal one-sided level
+        Φ(−b)) and ``alpha_spent`` (cumulative one-sided level spent up to the look).
         The fixed design has one look with boundary ``z_crit``.
 
     Examples
@@ -323,9 +325,10 @@ def _replay(panel: _Panel, config: GateConfig) -> _Replay:
                       at["p"]["passed"][pair, task]))
     paired = _paired.Paired(n_looks * n_pairs, *(np.concatenate(a) for a in zip(*parts)),
                             n_either=np.concatenate(n_either).astype(np.int64))
+    cull_level = np.r_[np.full(n_pairs, config.alpha), np.zeros((n_looks - 1) * n_pairs)]
     tested = _paired.add_significance(_paired.describe(paired), paired,
                                       level=np.repeat(sps.norm.sf(bounds), n_pairs),
-                                      config=config)
+                                      cull_level=cull_level, config=config)
     tested["looks"] = np.repeat(np.arange(1, n_looks + 1), n_pairs).astype(np.int64)
     z = tested["z"].to_numpy().reshape(n_looks, n_pairs).T
     decided = (tested["decision"].to_numpy() != "inconclusive").reshape(n_looks, n_pairs).T
@@ -424,7 +427,8 @@ def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
         ``parent_trials`` (slots the look reads on each side), ``n_tasks, n_dropped,
         n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value`` (as in
         :func:`gsme.stats.paired_test`, at this look), ``boundary`` (z-scale efficacy
-        boundary; cull at −boundary), ``level`` (nominal one-sided level Φ(−boundary)),
+        boundary), ``level`` (its nominal one-sided level Φ(−boundary); a look credits when
+        its upper p is at most this, and look 1 culls when its lower p is at most ``alpha``),
         ``decision`` (``continue`` at a look that did not stop, else credit / cull /
         inconclusive; ``continue`` too at a last look whose successor is not scored yet)
         and ``reason``.
@@ -448,6 +452,12 @@ def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
     config = _paired.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
     slots = _paired.encode_slots(_paired.checked_trials(trials))
+    return looks_of_slots(slots, pairs, split=split, config=config)
+
+
+def looks_of_slots(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+                   config: GateConfig) -> pd.DataFrame:
+    """:func:`looks` on trials already encoded (for simulations that reuse one frame)."""
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     if config.design == "fixed":  # one look over every repeat, as the fixed gate reads it

@@ -81,12 +81,19 @@ def paired_test(
     split: str = "train",
     config: GateConfig | None = None,
 ) -> pd.DataFrame:
-    """Per-task paired test of ``child`` against ``parent`` on one split.
+    """Per-task paired test of ``child`` against ``parent`` on one split: one look.
 
-    For each task i with a valid repeat on both sides, r_i is the mean pass over valid
-    repeats and d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n) and
-    p is two-sided. ``credit`` when z ≥ the critical value, ``cull`` when z ≤ −it, else
-    ``inconclusive``.
+    For each task i with a valid repeat on both sides, r_i is the mean pass over all its
+    valid repeats and d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n)
+    (Student's paired t statistic). The test is one-sided at level α = Φ(−z_crit) on each
+    side: ``credit`` when the upper p is at most α, ``cull`` when the lower p is, else
+    ``inconclusive``; ``p_value`` is two-sided. The p-values come from
+    ``config.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
+    distribution of the d_i when fewer than ``config.exact_below`` tasks changed.
+
+    This is always the one-look test, whatever ``config.design``; the adaptive design's
+    look-by-look procedure is :func:`gsme.sequential.looks` and
+    :func:`gsme.gates.significance_gate`.
 
     Decided edge cases: repeats may differ in number per task (each task is weighted
     equally); tasks with trials on one side only, or no valid repeat on a side, are
@@ -103,18 +110,17 @@ def paired_test(
         Candidate ids; both must have trials on ``split``.
     split : {"train", "test"}
     config : GateConfig, optional
-        ``z_crit`` (the level α = 2·(1 − Φ(z_crit))), ``reference`` (``"t"``: Student t
-        with n − 1 degrees of freedom for p and the critical value; the normal reference
-        over-credits at small n, about 3.1% one-sided at n = 26 instead of 2.5%) and
-        ``min_tasks``; default :class:`~gsme.settings.GateConfig`.
+        ``z_crit`` (the level), ``reference``, ``exact_below`` and ``min_tasks``; default
+        :class:`~gsme.settings.GateConfig`.
 
     Returns
     -------
     DataFrame
         One row: ``candidate`` (the child), ``parent``, ``split``, ``n_tasks``,
         ``n_dropped``, ``n_changed`` (tasks whose rate differs), ``k`` (most valid repeats
-        of a paired task), ``looks`` (1), ``rate_parent``, ``rate_child``, ``delta_pp``, ``se_pp``, ``z``,
-        ``p_value``, ``decision`` and ``reason`` (why, when not decided by z alone).
+        of a paired task), ``looks`` (1), ``rate_parent``, ``rate_child``, ``delta_pp``,
+        ``se_pp``, ``z``, ``p_value`` (two-sided), ``decision`` and ``reason`` (why, when
+        not decided by the reference distribution alone: an edge case or the exact p).
 
     Examples
     --------

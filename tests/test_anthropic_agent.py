@@ -10,10 +10,10 @@ import anthropic
 import httpx2
 import pytest
 
-from gsme.resources import SEED_HARNESS
 from gsme.agents import anthropic_agent as aa
 from gsme.agents.anthropic_agent import AnthropicAgent, extract_code
 from gsme.agents.middleware import load_runtime
+from gsme.resources import SEED_HARNESS
 from gsme.suites import pyfunc
 
 DATA = Path(__file__).parent / "data" / "anthropic_agent"
@@ -63,7 +63,7 @@ def add_middleware(harness, name, beacon, **params):
 def test_request_carries_the_harness_levers_and_only_public_task_content(harness):
     (harness / "knowledge" / "zz_tips.md").write_text("Tip: mind zero and negative inputs.\n")
     replay = Replay((200, "lcm_right.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=1)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=1)
     (request,) = replay.requests
     assert request.url.path == "/v1/messages"
     assert KEY in (request.headers.get("authorization", "") + request.headers.get("x-api-key", ""))
@@ -94,9 +94,9 @@ def test_thinking_budget_and_model_fallbacks(monkeypatch):
     replay = Replay((200, "lcm_right.json"), (200, "lcm_right.json"))
     agent = make_agent(replay)
     monkeypatch.setenv(aa.MODEL_ENV, "claude-haiku-4-5-20251001")
-    agent.run(SEED_HARNESS, LCM, k=0, attempt=0, seed=0)
+    agent.run(SEED_HARNESS, LCM, repeat=0, attempt=0, run_seed=0)
     monkeypatch.delenv(aa.MODEL_ENV)
-    agent.run(SEED_HARNESS, LCM, k=0, attempt=0, seed=0)
+    agent.run(SEED_HARNESS, LCM, repeat=0, attempt=0, run_seed=0)
     first, second = replay.bodies()
     assert first["model"] == "claude-haiku-4-5-20251001" and second["model"] == aa.DEFAULT_MODEL
     assert first["thinking"] == {"type": "enabled", "budget_tokens": 8192}
@@ -106,7 +106,7 @@ def test_thinking_budget_and_model_fallbacks(monkeypatch):
 
 def test_without_middleware_a_wrong_answer_is_graded_as_is(harness):
     replay = Replay((200, "lcm_wrong.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert len(replay.requests) == 1
     assert (traj.passed, traj.infra_ok, traj.beacons) == (False, True, ())
     assert traj.error == "3 of 6 hidden tests failed (wrong answer: 3)"
@@ -115,7 +115,7 @@ def test_without_middleware_a_wrong_answer_is_graded_as_is(harness):
 def test_submit_verify_feeds_back_failing_examples_and_fires_its_beacon(harness):
     add_middleware(harness, "submit-verify", "sv-beacon", max_retries=1)
     replay = Replay((200, "lcm_wrong.json"), (200, "lcm_right.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert (traj.passed, traj.beacons) == (True, ("sv-beacon",))
     retry = replay.bodies()[1]["messages"]
     assert [m["role"] for m in retry] == ["user", "assistant", "user"]
@@ -130,7 +130,7 @@ def test_turn_limit_stops_retries_and_grades_the_last_code(harness):
     add_middleware(harness, "submit-verify", "sv", max_retries=5)
     (harness / "config" / "agent.toml").write_text("thinking_budget = 0\nturn_limit = 2\n")
     replay = Replay((200, "lcm_wrong.json"), (200, "lcm_wrong.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert len(replay.requests) == 2 and traj.passed is False and traj.beacons == ("sv",)
     assert json.loads(traj.transcript)[-2]["event"] == "turn_limit"
 
@@ -138,7 +138,7 @@ def test_turn_limit_stops_retries_and_grades_the_last_code(harness):
 def test_syntax_retry_asks_again_after_a_syntax_error(harness):
     add_middleware(harness, "syntax-retry", "syntax")
     replay = Replay((200, "lcm_syntax_error.json"), (200, "lcm_right.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert (traj.passed, traj.beacons) == (True, ("syntax",))
     assert "SyntaxError: expected ':' (line 1)" in replay.bodies()[1]["messages"][2]["content"]
 
@@ -147,7 +147,7 @@ def test_runaway_guard_asks_for_a_concise_answer_without_thinking(harness):
     (harness / "config" / "agent.toml").write_text("max_tokens = 4096\nthinking_budget = 8192\n")
     add_middleware(harness, "runaway-guard", "runaway")
     replay = Replay((200, "lcm_runaway.json"), (200, "lcm_right.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     first, second = replay.bodies()
     assert "thinking" in first and "thinking" not in second
     assert second["max_tokens"] == 4096
@@ -157,13 +157,13 @@ def test_runaway_guard_asks_for_a_concise_answer_without_thinking(harness):
 
 def test_overload_is_retried_by_the_sdk(harness):
     replay = Replay((529, "overloaded_529.json"), (200, "lcm_right.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert len(replay.requests) == 2 and traj.passed and traj.infra_ok
 
 
 def test_server_errors_after_retries_are_infra_failures(harness):
     replay = Replay((500, "server_error_500.json"), (500, "server_error_500.json"))
-    traj = make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert len(replay.requests) == 2
     assert (traj.passed, traj.infra_ok) == (False, False)
     assert traj.error.startswith("InternalServerError: Error code: 500")
@@ -177,7 +177,7 @@ def test_api_key_never_reaches_trajectory_or_transcript(harness, tmp_path):
                                                            "message": f"invalid x-api-key {KEY}"}}))
     replay = Replay((200, "lcm_wrong.json"), (401, str(echo)))
     agent = make_agent(replay)
-    traj = agent.run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = agent.run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     assert traj.infra_ok is False and aa.REDACTED in traj.error
     assert KEY not in repr(traj) and "TESTSECRET" not in repr(traj)
     assert KEY not in repr(agent)
@@ -185,7 +185,8 @@ def test_api_key_never_reaches_trajectory_or_transcript(harness, tmp_path):
 
 def test_cost_is_nan_for_a_model_without_a_price(harness):
     replay = Replay((200, "lcm_right.json"))
-    traj = make_agent(replay, model="claude-unlisted-9").run(harness, LCM, k=0, attempt=0, seed=0)
+    traj = make_agent(replay, model="claude-unlisted-9").run(harness, LCM, repeat=0, attempt=0,
+                                                             run_seed=0)
     assert traj.passed and traj.tokens == 530 + 77 and math.isnan(traj.cost_usd)
 
 
@@ -213,7 +214,7 @@ def test_bad_harness_files_are_named(harness, files, message):
         (harness / rel).write_text(text)
     replay = Replay()
     with pytest.raises(ValueError, match=message):
-        make_agent(replay).run(harness, LCM, k=0, attempt=0, seed=0)
+        make_agent(replay).run(harness, LCM, repeat=0, attempt=0, run_seed=0)
     with pytest.raises(ValueError, match=message):
         make_agent(replay).check_harness(harness)
     assert replay.requests == []
@@ -227,8 +228,11 @@ def test_check_harness_accepts_the_seed_and_library_middleware(harness):
 def test_tasks_and_arguments():
     agent = make_agent(Replay())
     assert agent.tasks().equals(pyfunc.load_tasks()) and agent.health_check()
-    with pytest.raises(ValueError, match=r"benchmark must be one of \['pyfunc'\]"):
-        AnthropicAgent(benchmark="swe")
+    with pytest.raises(ValueError, match=r"suite must be one of \['pyfunc'\]"):
+        AnthropicAgent(suite="swe")
+    with pytest.raises(TypeError, match="benchmark"):  # renamed to suite
+        AnthropicAgent(benchmark="pyfunc")
+    assert AnthropicAgent(api_key=KEY, suite="pyfunc").suite == "pyfunc"
 
 
 def test_tasks_filter_keeps_the_named_tasks_with_their_splits():

@@ -19,7 +19,6 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from gsme.resources import SEED_HARNESS
 from gsme.evolvers.claude import ClaudeEvolver, ClaudeEvolverError
 from gsme.evolvers.claude_models import DEFAULT_MODEL, MODEL_ENV, accepts_temperature, tool_choice
 from gsme.evolvers.claude_prompt import digest, sample_failures, train_failures
@@ -31,7 +30,8 @@ from gsme.evolvers.claude_tools import (
     check,
     payload_items,
 )
-from gsme.patches import apply_patch, read_patches, validate_patch
+from gsme.patches import apply_patch, harness_files, read_patches, validate_patch
+from gsme.resources import SEED_HARNESS
 from gsme.vocabulary import Vocabulary
 
 DATA = Path(__file__).parent / "data" / "claude_evolver"
@@ -98,7 +98,7 @@ def failures() -> pd.DataFrame:
     return pd.DataFrame({
         "candidate": ["base", "base", "base", "base"],
         "task_id": ["t1", "t2", "t3", "held-out-task"],
-        "k": [0, 1, 0, 0],
+        "repeat": [0, 1, 0, 0],
         "transcript": [T1, T2, T3, f"the hidden answer is {CANARY}"],
         "category": ["python", "python", "sql", "python"],
         "split": ["train", "train", "train", "test"],
@@ -109,7 +109,7 @@ def failures() -> pd.DataFrame:
 @pytest.fixture
 def diagnoses() -> pd.DataFrame:
     return pd.DataFrame({
-        "candidate": ["base", "base"], "task_id": ["t1", "t2"], "k": [0, 1],
+        "candidate": ["base", "base"], "task_id": ["t1", "t2"], "repeat": [0, 1],
         "where": ["prompt", "config"], "why": ["careless-submit", "thinking-runaway"],
         "evidence": ["submitting without running the tests", "reconsider the edge cases"],
         "confidence": [0.8, 0.6],
@@ -123,9 +123,10 @@ HISTORY = pd.DataFrame({"mechanism": ["answer-format-checklist"], "where": ["kno
 
 
 def propose(ev: ClaudeEvolver, harness: Path, diagnoses: pd.DataFrame, n: int = 3,
-            vocabulary: Vocabulary | None = None) -> list:
-    return ev.propose(harness, diagnoses, ARCHIVE, vocabulary or Vocabulary.default(), n=n,
-                      history=HISTORY)
+            vocabulary: Vocabulary | None = None, log=None) -> list:
+    return ev.propose(diagnoses, harness=harness_files(harness), archive=ARCHIVE,
+                      vocabulary=vocabulary or Vocabulary.default(), n=n, history=HISTORY,
+                      log=log)
 
 
 # ---------------------------------------------------------------------- request shape
@@ -135,7 +136,7 @@ def test_diagnose_request_shape_and_no_test_task_content(failures, harness):
     server = Server(ok("diagnose_ok.json"))
     ev = evolver(server, model="claude-sonnet-4-6", max_tokens=4000, temperature=0.7)
     with pytest.warns(UserWarning, match="split is not 'train'"):
-        ev.diagnose(failures, parent=harness)
+        ev.diagnose(failures, harness=harness_files(harness))
     (request,) = server.requests
     assert request["model"] == "claude-sonnet-4-6"
     assert request["max_tokens"] == 4000
@@ -148,7 +149,7 @@ def test_diagnose_request_shape_and_no_test_task_content(failures, harness):
     assert "careless-submit:" in system[0]["text"]  # the vocabulary with definitions
     assert (harness / "prompt/system.md").read_text() in system[1]["text"]
     user = request["messages"][0]["content"][0]["text"]
-    assert 'task_id="t1" k="0"' in user and "category='python'" in user
+    assert 'task_id="t1" repeat="0"' in user and "category='python'" in user
     assert "I am confident, submitting without running the tests." in user
     raw = server.raw[0].decode()
     for secret in (CANARY, "held-out-task", TRUTH, "pathology="):
@@ -160,7 +161,7 @@ def test_propose_request_shows_archive_history_lineage_and_shares_cached_prefix(
     server = Server(ok("diagnose_ok.json"), ok("propose_ok.json"))
     ev = evolver(server)
     with pytest.warns(UserWarning):
-        ev.diagnose(failures, parent=harness)
+        ev.diagnose(failures, harness=harness_files(harness))
     propose(ev, harness, diagnoses)
     first, second = server.requests
     assert second["tool_choice"] == {"type": "tool", "name": "propose_patches"}
@@ -201,10 +202,10 @@ def test_diagnose_parses_validates_and_marks_unverified_evidence(failures, harne
     vocabulary = Vocabulary.default()
     with pytest.warns(UserWarning):
         frame = ev.diagnose(failures, vocabulary=vocabulary)
-    assert list(frame.columns) == ["candidate", "task_id", "k", "where", "why", "evidence",
+    assert list(frame.columns) == ["candidate", "task_id", "repeat", "where", "why", "evidence",
                                    "confidence", "evidence_verified"]
     assert frame["task_id"].tolist() == ["t1", "t2", "t3"]
-    assert frame["k"].tolist() == [0, 1, 0] and frame["k"].dtype == "int64"
+    assert frame["repeat"].tolist() == [0, 1, 0] and frame["repeat"].dtype == "int64"
     assert frame["where"].tolist() == ["prompt", "config", "knowledge"]
     assert frame["why"].tolist() == ["careless-submit", "thinking-runaway", "output-schema-miss"]
     # t2's "evidence" is not in its transcript: marked and its confidence halved;
@@ -240,10 +241,10 @@ def test_propose_returns_patches_that_apply_to_the_seed_harness(diagnoses, harne
     assert len({p.id for p in patches}) == 2
     assert all(p.id.startswith("p-") and len(p.id) == 14 for p in patches)
     for patch in patches:
-        validate_patch(harness, patch)
+        validate_patch(harness_files(harness), patch)
     for patch in patches:
         apply_patch(harness, patch)
-    assert [p.id for p in read_patches(harness)] == sorted(p.id for p in patches)
+    assert [p.id for p in read_patches(harness_files(harness))] == sorted(p.id for p in patches)
     assert "[verify-before-submit]" in (harness / "prompt/system.md").read_text()
     assert ev.failed_proposals == []
 
@@ -305,8 +306,8 @@ def test_diagnoses_of_failures_not_shown_or_twice_are_rejected(failures):
         frame = ev.diagnose(failures)
     assert frame["task_id"].tolist() == ["t1", "t2", "t3"]
     sent = server.requests[1]["messages"][2]["content"][0]["content"]
-    assert "diagnoses[3]: task_id 'held-out-task' with k=0 is not a failure shown" in sent
-    assert "diagnoses[4]: a second diagnosis of task_id 't1' k=0" in sent
+    assert "diagnoses[3]: task_id 'held-out-task' with repeat=0 is not a failure shown" in sent
+    assert "diagnoses[4]: a second diagnosis of task_id 't1' repeat=0" in sent
     assert [c["ok"] for c in ev.calls] == [False, True]
     assert ev.failed_diagnoses == []  # withdrawn on the retry; the reasons are in calls
     assert "held-out-task" in ev.calls[0]["error"]
@@ -357,7 +358,7 @@ def test_truncated_twice_returns_nothing_and_records_why(failures):
     with pytest.warns(UserWarning):
         frame = ev.diagnose(failures)
     assert frame.empty and list(frame.columns)[:7] == [
-        "candidate", "task_id", "k", "where", "why", "evidence", "confidence"]
+        "candidate", "task_id", "repeat", "where", "why", "evidence", "confidence"]
     assert "cut off" in ev.failed_diagnoses[0]["reason"]
 
 
@@ -378,11 +379,13 @@ def test_exhausted_retries_record_a_failed_call_and_return_nothing(status, failu
                                                                     harness):
     server = Server(*[error(status)] * 6)
     ev = evolver(server, max_retries=2)
-    assert propose(ev, harness, diagnoses) == []
+    seen = []
+    assert propose(ev, harness, diagnoses, log=seen.append) == []
     with pytest.warns(UserWarning):
         assert ev.diagnose(failures).empty
     assert len(server.requests) == 6
     assert [(c["kind"], c["ok"]) for c in ev.calls] == [("propose", False), ("diagnose", False)]
+    assert seen == ev.calls[:1]  # a failed call reaches the log too
     assert f"HTTP {status}" in ev.calls[0]["error"]
     assert ev.calls[0]["cost_usd"] == 0.0
 
@@ -450,15 +453,16 @@ def test_model_comes_from_the_environment_when_not_given(monkeypatch):
 # ----------------------------------------------------------------------- usage, cost
 
 
-def test_usage_and_cost_are_recorded_per_call_and_passed_to_on_call(failures, diagnoses,
-                                                                     harness):
+def test_usage_and_cost_are_recorded_per_call_and_passed_to_log(failures, diagnoses, harness):
     seen = []
     ev = evolver(Server(ok("diagnose_ok.json"), ok("propose_ok.json")),
-                 model="claude-opus-4-8", on_call=seen.append)
+                 model="claude-opus-4-8")
     with pytest.warns(UserWarning):
-        ev.diagnose(failures)
-    propose(ev, harness, diagnoses)
+        ev.diagnose(failures, log=seen.append)
+    assert len(seen) == 1  # passed on as it happens, not at the end
+    propose(ev, harness, diagnoses, log=seen.append)
     assert seen == ev.calls and len(seen) == 2
+    assert all(s is not c for s, c in zip(seen, ev.calls))  # a copy: the sink may change it
     first, second = seen
     assert set(first) == {"call_id", "kind", "model", "input_tokens", "output_tokens",
                           "cache_creation_input_tokens", "cache_read_input_tokens", "cost_usd",
@@ -470,6 +474,11 @@ def test_usage_and_cost_are_recorded_per_call_and_passed_to_on_call(failures, di
     assert first["cost_usd"] == pytest.approx((1520 * 5 + 410 * 25 + 3100 * 6.25) / 1e6)
     assert second["cost_usd"] == pytest.approx((900 * 5 + 1200 * 25 + 3100 * 0.5) / 1e6)
     assert first["call_id"] != second["call_id"] and second["error"] is None
+
+
+def test_there_is_no_on_call_argument_any_more():
+    with pytest.raises(TypeError, match="on_call"):
+        evolver(Server(), on_call=print)
 
 
 def test_cost_of_an_unlisted_model_is_nan(diagnoses, harness):
@@ -527,16 +536,18 @@ def test_schema_check_paths_reach_nested_items():
 
 
 def test_schema_check_is_stricter_than_json_schema_on_numbers_and_blanks():
-    item = {"task_id": "t1", "k": 0, "where": "prompt", "why": "w", "evidence": "e",
+    item = {"task_id": "t1", "repeat": 0, "where": "prompt", "why": "w", "evidence": "e",
             "confidence": 0.5}
     assert check(item, DIAGNOSIS_ITEM, "d") == []
-    assert check(dict(item, k=1.0), DIAGNOSIS_ITEM, "d") == ["d.k: expected integer, got 1.0"]
-    assert check(dict(item, k=True), DIAGNOSIS_ITEM, "d") == ["d.k: expected integer, got True"]
+    assert check(dict(item, repeat=1.0), DIAGNOSIS_ITEM, "d") == [
+        "d.repeat: expected integer, got 1.0"]
+    assert check(dict(item, repeat=True), DIAGNOSIS_ITEM, "d") == [
+        "d.repeat: expected integer, got True"]
     for bad in (float("nan"), float("inf")):
         assert check(dict(item, confidence=bad), DIAGNOSIS_ITEM, "d") == [
             f"d.confidence: expected number, got {bad!r}"]
-    assert check(dict(item, confidence=1.5, k=-1, evidence=" \n"), DIAGNOSIS_ITEM, "d") == [
-        "d.k: -1 is below the minimum 0", "d.evidence: must not be empty",
+    assert check(dict(item, confidence=1.5, repeat=-1, evidence=" \n"), DIAGNOSIS_ITEM, "d") == [
+        "d.repeat: -1 is below the minimum 0", "d.evidence: must not be empty",
         "d.confidence: 1.5 is above the maximum 1"]
     # a field of the wrong type gets one message, not one per rule it then also breaks
     assert check(dict(item, where=3, why=None), DIAGNOSIS_ITEM, "d") == [
@@ -555,7 +566,7 @@ def test_train_failures_drop_test_rows_and_pathology(failures):
 
 def test_failure_sample_depends_on_seed_not_row_order(failures):
     pool = pd.concat([failures.iloc[:3]] * 4, ignore_index=True).assign(
-        k=range(12), split="train")
+        repeat=range(12), split="train")
     one = sample_failures(train_failures(pool), max_failures=5, seed=1)
     again = sample_failures(train_failures(pool.iloc[::-1]), max_failures=5, seed=1)
     other = sample_failures(train_failures(pool), max_failures=5, seed=2)
@@ -569,6 +580,27 @@ def test_digest_keeps_head_and_tail_within_budget():
     assert short.startswith("HEAD") and short.endswith("TAIL")
     assert "[... 908 characters omitted ...]" in short
     assert digest("short", max_chars=100) == "short" and digest(None, max_chars=10) == ""
+
+
+def test_trial_bookkeeping_is_never_shown_as_a_task_feature(failures):
+    server = Server(ok("diagnose_ok.json"))
+    ev = evolver(server)
+    trials = failures.assign(attempt=1, error="hidden-error-text", borrowed_from="c9",
+                             round=4, tokens=5.0, trajectory="ref-123")
+    with pytest.warns(UserWarning):
+        ev.diagnose(trials)
+    user = server.requests[0]["messages"][0]["content"][0]["text"]
+    assert "features: category='python'\n" in user
+    for column in ("attempt=", "error=", "borrowed_from=", "round=", "tokens=", "trajectory="):
+        assert column not in user
+
+
+def test_a_harness_folder_is_refused_with_what_to_pass(failures, diagnoses, harness):
+    ev = evolver(Server())
+    with pytest.raises(TypeError, match=r"harness must be a mapping.*harness_files"):
+        ev.propose(diagnoses, harness=harness, n=1)
+    with pytest.raises(TypeError, match="harness must be a mapping"):
+        ev.diagnose(failures, harness=harness)
 
 
 def test_diagnose_shows_at_most_max_failures_with_digests(failures):

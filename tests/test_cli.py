@@ -13,7 +13,7 @@ import pytest
 from gsme.cli import main
 from gsme.run import Run
 
-KEY = ["candidate", "task_id", "split", "k", "attempt"]
+KEY = ["candidate", "task_id", "split", "repeat", "attempt"]
 
 
 def _gsme(*args, timeout=300):
@@ -24,8 +24,8 @@ def _gsme(*args, timeout=300):
 def _config(path, run_dir, rounds=3, preset="tb2"):
     path.write_text(
         f'[run]\ndir = "{run_dir}"\nrounds = {rounds}\nchildren_per_round = 3\n'
-        f'recombinations_per_round = 1\nseed = 5\nworkers = 2\n\n'
-        f'[agent]\nkind = "sim"\npreset = "{preset}"\nseed = 5\ninfra_fault_rate = 0.05\n\n'
+        f'recombinations_per_round = 1\nrun_seed = 5\nworkers = 2\n\n'
+        f'[agent]\nkind = "sim"\npreset = "{preset}"\nsuite_seed = 5\ninfra_fault_rate = 0.05\n\n'
         f'[evolver]\nkind = "rule"\nseed = 5\n'
     )
     return path
@@ -37,7 +37,8 @@ def test_demo_runs_end_to_end_and_says_simulated(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "SIMULATED" in out
     assert "sealed_delta_pp" in out and "retention_pct" in out
-    assert Run.open(tmp_path / "d").sealed
+    with Run.open(tmp_path / "d", read_only=True) as run:
+        assert run.sealed and run.sealed_result is not None
 
 
 def test_bad_config_exits_2_without_traceback(tmp_path):
@@ -51,8 +52,8 @@ def test_bad_config_exits_2_without_traceback(tmp_path):
 @pytest.mark.parametrize("text, message", [
     (None, "does not exist"),
     ("[run\n", "not valid TOML"),
-    ('[run]\nrounds = 2\n', "needs dir"),
-    ('[run]\ndir = "x"\n[agent]\nkind = "robot"\n', "kind must be"),
+    ('[run]\nrounds = 2\n', "needs the run directory"),
+    ('[run]\ndir = "x"\n[agent]\nkind = "robot"\n', "must be one of"),
     ('[run]\ndir = "x"\n[agent]\nkind = "sim"\npreset = "nope"\n', "preset"),
     ('[run]\ndir = "x"\n[extra]\n', "unknown table"),
     ('[run]\ndir = "x"\n[evolver]\nkind = "claude"\napi_key = "sk-ant-x"\n', "environment"),
@@ -119,7 +120,8 @@ def test_kill_9_mid_round_then_resume_equals_an_uninterrupted_run(tmp_path):
 
     resumed = _gsme("resume", tmp_path / "killed", "--quiet")
     assert resumed.returncode == 0, resumed.stderr
-    a, b = Run.open(tmp_path / "whole"), Run.open(tmp_path / "killed")
+    a = Run.open(tmp_path / "whole", read_only=True)
+    b = Run.open(tmp_path / "killed", read_only=True)
     ta, tb = a.trials(), b.trials()
     assert not tb.duplicated(KEY).any()
     cols = KEY + ["passed", "infra_ok", "activated", "borrowed_from"]
@@ -127,7 +129,7 @@ def test_kill_9_mid_round_then_resume_equals_an_uninterrupted_run(tmp_path):
                                   tb[cols].sort_values(KEY, ignore_index=True))
     dcols = ["candidate", "parent", "decision", "z"]
     pd.testing.assert_frame_equal(a.decisions()[dcols], b.decisions()[dcols])
-    assert a.ledger.get("sealed_result") == b.ledger.get("sealed_result")
+    pd.testing.assert_frame_equal(a.sealed_result, b.sealed_result)
 
 
 @pytest.mark.parametrize("argv", [["demo", "--rounds", "x"], ["frobnicate"]])
@@ -148,16 +150,16 @@ def test_a_users_own_runner_evolves_through_the_command_agent(tmp_path, monkeypa
                           "category": ["py", "sh"] * 11})
     tasks.to_csv(tmp_path / "tasks.csv", index=False)
     (tmp_path / "mine.toml").write_text(
-        '[run]\ndir = "run"\nrounds = 2\nchildren_per_round = 2\nseed = 3\nworkers = 2\n'
+        '[run]\ndir = "run"\nrounds = 2\nchildren_per_round = 2\nrun_seed = 3\nworkers = 2\n'
         '[agent]\nkind = "command"\ntasks = "tasks.csv"\n'
-        'command = "{python} runner.py {harness} {task_id} {k} {seed} {out}"\n'
+        'command = "{python} runner.py {harness} {task_id} {repeat} {run_seed} {out}"\n'
         '[evolver]\nkind = "rule"\nseed = 3\n'
     )
     monkeypatch.chdir(tmp_path.parent)  # paths in the config are relative to the config
     assert main(["run", str(tmp_path / "mine.toml"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "SIMULATED" not in out and "train_delta_pp" in out
-    run = Run.open(tmp_path / "run")
+    run = Run.open(tmp_path / "run", read_only=True)
     trials = run.trials()
     assert trials["infra_ok"].all() and (trials["tokens"] == 900).all()
     assert set(run.tasks("test")["task_id"]) == set(trials.loc[trials["split"] == "test",
@@ -167,4 +169,4 @@ def test_a_users_own_runner_evolves_through_the_command_agent(tmp_path, monkeypa
               if any(p.mechanism == "submit-verify" for p in run.repo.patches_of(c))]
     assert verify, "the rule evolver should try submit-verify on a careless runner"
     assert (decided.set_index("candidate").loc[verify, "decision"] == "credit").any()
-    assert run.ledger.get("sealed_result")
+    assert run.sealed_result is not None

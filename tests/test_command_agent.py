@@ -22,7 +22,7 @@ def agent(mode: str, *extra: str, **kwargs) -> CommandAgent:
 
 def run(a: CommandAgent, tmp_path, task_index: int = 0, **kwargs):
     row = a.tasks().iloc[task_index].to_dict()
-    params = {"k": 1, "attempt": 0, "seed": 7, **kwargs}
+    params = {"repeat": 1, "attempt": 0, "run_seed": 7, **kwargs}
     return a.run(tmp_path, row, **params)
 
 
@@ -46,13 +46,13 @@ def test_placeholders_fill_one_argument_each(tmp_path):
     harness.mkdir()
     a = CommandAgent(
         f"{{python}} {SCRIPT} args {{out}} --harness {{harness}} --task {{task_id}} "
-        "--k {k} --attempt {attempt} --seed {seed} '{{literal}}'",
+        "--repeat {repeat} --attempt {attempt} --run-seed {run_seed} '{{literal}}'",
         TASKS,
     )
-    traj = run(a, harness, task_index=1, k=2, attempt=1, seed=11)
+    traj = run(a, harness, task_index=1, repeat=2, attempt=1, run_seed=11)
     assert json.loads(traj.transcript) == [
-        "--harness", str(harness.resolve()), "--task", "t2", "--k", "2", "--attempt", "1",
-        "--seed", "11", "{literal}",
+        "--harness", str(harness.resolve()), "--task", "t2", "--repeat", "2", "--attempt", "1",
+        "--run-seed", "11", "{literal}",
     ]
 
 
@@ -128,7 +128,7 @@ def test_outputs_are_removed_or_kept(tmp_path):
     kept = tmp_path / "outs"
     run(agent("pass", keep_outputs=kept), tmp_path)
     (out,) = kept.iterdir()
-    assert out.name.startswith("t1-k1-a0-")
+    assert out.name.startswith("t1-r1-a0-")
     assert json.loads((out / "task.json").read_text()) == {"task_id": "t1", "split": "train", "level": 1}
     assert json.loads((out / "result.json").read_text())["passed"] is True
 
@@ -157,6 +157,9 @@ def test_tasks_from_files(tmp_path):
     "kwargs, error, message",
     [
         ({"command": "run {outdir}"}, ValueError, "unknown or malformed placeholder.*allowed"),
+        ({"command": "run {out} --k={k}"}, ValueError,  # renamed: {repeat}, {run_seed}
+         r"part '--k=\{k\}'.*unknown.*'\{repeat\}'.*'\{run_seed\}'"),
+        ({"command": "run {out} {seed}"}, ValueError, r"part '\{seed\}'.*unknown"),
         ({"command": ""}, ValueError, "command is empty"),
         ({"exit_codes": {2: "retry"}}, ValueError, r"exit_codes\[2\] is 'retry'; allowed"),
         ({"timeout_is": "skip"}, ValueError, "timeout_is must be 'infra' or 'failure'"),

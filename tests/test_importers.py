@@ -23,6 +23,7 @@ REAL_TB = (Path(__file__).resolve().parents[2] / "shared" / "data" / "realdata"
            / "terminal_bench_core_0.1.1_trials.csv")
 
 pytest.importorskip("inspect_ai")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:inspect_ai.*")
 
 
 def _inspect_writer():
@@ -112,8 +113,8 @@ def test_inspect_choices_are_explicit(inspect_log):
         importers.read_inspect(inspect_log, scorer="match", candidate_from="author")
     trials, dropped = importers.read_inspect(inspect_log, scorer="exact")
     assert trials["infra_ok"].eq(False).all()                 # only the errored attempts
-    assert set(dropped["reason"]) == {"no score from scorer 'exact' (it has ['_confidence', "
-                                      "'match'])"}
+    assert set(dropped["reason"]) == {("no score from scorer 'exact' (it has ['_confidence', "
+                                       "'match'])")}
 
 
 def test_inspect_errors_scored_as_agent_failures_on_request(inspect_log):
@@ -149,8 +150,8 @@ def test_harbor_job_folder():
                                                             "EnvironmentStartTimeoutError"]
     timeout = trials[trials["error"].fillna("").str.startswith("AgentTimeoutError")]
     assert timeout["infra_ok"].all() and not timeout["passed"].any()    # no verifier: failed
-    assert dropped["reason"].tolist() == ["no verifier reward and no exception (unfinished "
-                                          "trial)"]
+    assert dropped["reason"].tolist() == [("no verifier reward and no exception (unfinished "
+                                           "trial)")]
 
 
 def test_harbor_fields_and_start_time_order():

@@ -199,6 +199,9 @@ def test_z_forest_labels_never_overlap_and_keep_the_largest_z(ax):
     names = sorted(boxes)
     assert not any(boxes[a].overlaps(boxes[b]) for a in names for b in names if a < b)
     assert len(ax.texts) == 12  # the hidden ones are kept, only not drawn
+    points = ax.transData.transform(next(c for c in ax.collections
+                                         if c.get_label() == "inconclusive").get_offsets())
+    assert not any(box.contains(px, py) for box in boxes.values() for px, py in points)
 
 
 def test_z_forest_labels_in_priority_order_and_highlight(ax):

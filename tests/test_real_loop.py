@@ -23,10 +23,11 @@ import pytest
 
 from gsme import evolve, report
 from gsme.agents.anthropic_agent import AnthropicAgent
-from gsme.suites import pyfunc
 from gsme.evolvers.claude import ClaudeEvolver
 from gsme.prices import call_cost
-from gsme.run import Run, RunConfig
+from gsme.run import Run
+from gsme.settings import GateConfig, RunConfig
+from gsme.suites import pyfunc
 
 DATA = Path(__file__).parent / "data" / "real_loop"
 KEY = "sk-ant-api03-REALLOOP-SECRET-0123456789abcdef"
@@ -36,6 +37,9 @@ FIXABLE = ("is_prime", "lcm", "reverse_words")
 TEST = ("camel_to_snake", "digit_sum")
 ECHO_TASK = "fibonacci"
 VERIFY_FEEDBACK = "Before submitting, your function was run on the examples"
+# The paper's one-look z gate, pinned so the test does not follow the defaults: a patch that
+# fixes 3 of 7 tasks can never be credited by an exact sign-flip test (its p is at least 1/8).
+PAPER_GATE = GateConfig(reference="normal", exact_below=0)
 USAGE = {"input_tokens": 420, "output_tokens": 60, "cache_creation_input_tokens": 0,
          "cache_read_input_tokens": 0}
 
@@ -98,10 +102,13 @@ def loop(tmp_path_factory):
                            tasks=RIGHT + FIXABLE + TEST, grade_timeout_s=20)
     evolver = ClaudeEvolver(client=client(evolver_model), model="claude-opus-4-8")
     run = Run.create(tmp_path_factory.mktemp("real") / "run", agent=agent, evolver=evolver,
-                     config=RunConfig(seed=7, workers=2))
-    result = evolve.run_round(run, children=3, recombinations=1, progress=False)
-    run.finalize(progress=False)
-    return run, result, task_model, evolver_model
+                     config=RunConfig(run_seed=7, workers=2, gate=PAPER_GATE))
+    try:
+        result = evolve.run_round(run, children=3, recombinations=1, progress=False)
+        run.finalize(progress=False)
+        yield run, result, task_model, evolver_model
+    finally:
+        run.close()
 
 
 def test_the_round_commits_scores_and_credits_the_patch(loop):
@@ -113,7 +120,7 @@ def test_the_round_commits_scores_and_credits_the_patch(loop):
             cand["env_gate"]) == ("mutation", "baseline", "runtime", "careless-submit",
                                   "verify-examples", "has_examples")
     assert run.repo.commit_of(child) != run.repo.commit_of("baseline")
-    assert "verify-examples" in (run.harness_dir(child) / "runtime/submit-verify.toml").read_text()
+    assert "verify-examples" in run.harness(child)["runtime/submit-verify.toml"]
     trials = run.trials(split="train")
     rates = trials[trials["infra_ok"]].groupby(["candidate", "task_id"])["passed"].mean()
     assert rates["baseline"].to_dict() == {t: float(t in RIGHT) for t in RIGHT + FIXABLE}
@@ -121,26 +128,29 @@ def test_the_round_commits_scores_and_credits_the_patch(loop):
     mine = trials[trials["candidate"] == child]
     borrowed = mine[mine["borrowed_from"].notna()]
     assert set(borrowed["task_id"]) == {"count_vowels"} and len(borrowed) == 3  # no examples
-    fired = mine[mine["borrowed_from"].isna()].set_index(["task_id", "k"])["activated"]
+    fired = mine[mine["borrowed_from"].isna()].set_index(["task_id", "repeat"])["activated"]
     assert fired.groupby("task_id").all().to_dict() == {t: t in FIXABLE
                                                         for t in RIGHT + FIXABLE if t != "count_vowels"}
     (decision,) = result.decisions.to_dict("records")
-    assert (decision["candidate"], decision["decision"], decision["n_tasks"]) == (child, "credit", 7)
+    assert (decision["candidate"], decision["decision"], decision["n_tasks"]) == (
+        child, "credit", 7)
     assert decision["delta_pp"] == pytest.approx(100 * 3 / 7)
     assert result.archive[["where", "why", "candidate"]].values.tolist() == [
         ["runtime", "careless-submit", child]]
-    assert run.ledger.get("sealed_candidate") == child
+    sealed = run.sealed_result.set_index("role")
+    assert sealed.loc["selected", "candidate"] == child
+    assert sealed.loc["baseline", "candidate"] == "baseline"
     assert set(run.trials(split="test")["task_id"]) == set(TEST)
 
 
 def test_an_infra_failure_is_rerun_not_scored(loop):
     run = loop[0]
     echo = run.trials(candidate="baseline")
-    echo = echo[echo["task_id"] == ECHO_TASK].sort_values(["k", "attempt"])
+    echo = echo[echo["task_id"] == ECHO_TASK].sort_values(["repeat", "attempt"])
     failed = echo[~echo["infra_ok"]]
     assert len(failed) == 1 and not failed["passed"].any()
-    k = failed["k"].item()
-    assert echo.loc[echo["k"] == k, "attempt"].tolist() == [0, 1]
+    repeat = failed["repeat"].item()
+    assert echo.loc[echo["repeat"] == repeat, "attempt"].tolist() == [0, 1]
     assert "[redacted]" in run.transcript(failed["trajectory"].item())
 
 
@@ -168,7 +178,7 @@ def strings(value) -> str:
 
 def test_evolver_calls_with_usage_and_cost_are_in_the_ledger(loop):
     run = loop[0]
-    calls = run.ledger.calls()
+    calls = run.calls()
     assert calls["kind"].tolist() == ["diagnose", "propose"]
     assert calls["round"].tolist() == [1, 1] and calls["ok"].all()
     assert calls[["input_tokens", "output_tokens", "cache_creation_input_tokens",
@@ -188,31 +198,29 @@ def test_evolver_calls_with_usage_and_cost_are_in_the_ledger(loop):
 
 def test_the_api_key_is_nowhere_in_the_run(loop):
     run = loop[0]
-    run.ledger.close()  # flush the WAL into the database file
-    try:
-        files = [p for p in run.path.rglob("*") if p.is_file()]
-        assert any(p.name == "ledger.sqlite" for p in files)
-        assert any(".git" in p.parts and "objects" in p.parts for p in files)
-        for path in files:
-            data = path.read_bytes()
-            assert SECRET_PART.encode() not in data, path
-        repo = run.path / "harness"
-        history = git(repo, "log", "-p", "--all", "--notes=gsme").stdout
-        assert "verify-examples" in history and SECRET_PART not in history
-        notes = git(repo, "notes", "--ref", "gsme", "list").stdout.split()
-        assert notes and all(SECRET_PART not in git(repo, "cat-file", "-p", blob).stdout
-                             for blob in notes[::2])
-        revs = git(repo, "rev-list", "--all").stdout.split()
-        found = git(repo, "grep", "-I", SECRET_PART, *revs, check=False)
-        assert found.returncode == 1 and found.stdout == ""  # 1: no match
-    finally:
-        run.ledger = type(run.ledger)(run.ledger.path)
-    refs = run.ledger.frame("trials")["trajectory"].dropna()
-    assert len(refs) > 50
-    for text in [run.transcript(ref) for ref in refs]:
-        assert SECRET_PART not in text
-    assert SECRET_PART not in run.ledger.calls().to_json()
-    assert SECRET_PART not in run.events().to_json()
+    run.close()  # flush the WAL into the database file and release the lock
+    files = [p for p in run.path.rglob("*") if p.is_file()]
+    assert any(p.name == "ledger.sqlite" for p in files)
+    assert any(".git" in p.parts and "objects" in p.parts for p in files)
+    for path in files:
+        data = path.read_bytes()
+        assert SECRET_PART.encode() not in data, path
+    repo = run.path / "harness"
+    history = git(repo, "log", "-p", "--all", "--notes=gsme").stdout
+    assert "verify-examples" in history and SECRET_PART not in history
+    notes = git(repo, "notes", "--ref", "gsme", "list").stdout.split()
+    assert notes and all(SECRET_PART not in git(repo, "cat-file", "-p", blob).stdout
+                         for blob in notes[::2])
+    revs = git(repo, "rev-list", "--all").stdout.split()
+    found = git(repo, "grep", "-I", SECRET_PART, *revs, check=False)
+    assert found.returncode == 1 and found.stdout == ""  # 1: no match
+    with Run.open(run.path, read_only=True) as reader:
+        refs = reader.trials()["trajectory"].dropna()
+        assert len(refs) > 50
+        for text in [reader.transcript(ref) for ref in refs]:
+            assert SECRET_PART not in text
+        assert len(reader.calls()) == 2 and SECRET_PART not in reader.calls().to_json()
+        assert SECRET_PART not in reader.events().to_json()
 
 
 def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

@@ -10,6 +10,10 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 from gsme import schema, stats
+from gsme.settings import GateConfig
+
+NORMAL = GateConfig(reference="normal", exact_below=0)
+T_ONLY = GateConfig(reference="t", exact_below=0)
 
 
 def make_trials(outcomes, *, split="train", infra_fail=None):
@@ -19,7 +23,7 @@ def make_trials(outcomes, *, split="train", infra_fail=None):
         grid = np.asarray(grid, dtype=float)
         for task, k in zip(*np.nonzero(~np.isnan(grid))):
             rows.append({"candidate": name, "task_id": f"t{task:03d}", "split": split,
-                         "k": int(k), "attempt": 0, "passed": bool(grid[task, k]),
+                         "repeat": int(k), "attempt": 0, "passed": bool(grid[task, k]),
                          "infra_ok": True})
     frame = pd.DataFrame(rows)
     if infra_fail is not None:  # a failed first attempt, then a valid re-run
@@ -33,7 +37,7 @@ def make_trials(outcomes, *, split="train", infra_fail=None):
 def reference_task_means(trials, name, split="train"):
     """Per-task means over valid repeats, the slow obvious way."""
     rows = trials[(trials["candidate"] == name) & (trials["split"] == split) & trials["infra_ok"]]
-    rows = rows.sort_values("attempt").drop_duplicates(["task_id", "k"], keep="first")
+    rows = rows.sort_values("attempt").drop_duplicates(["task_id", "repeat"], keep="first")
     return rows.groupby("task_id")["passed"].mean()
 
 
@@ -51,13 +55,13 @@ def test_docstring_examples_run():
 def test_task_rates_exclude_infra_failures_and_score_first_valid_attempt():
     trials = schema.as_trials(pd.DataFrame({
         "candidate": "a", "task_id": ["t1"] * 4 + ["t2"], "split": "train",
-        "k": [0, 1, 1, 1, 0], "attempt": [0, 0, 1, 2, 0],
+        "repeat": [0, 1, 1, 1, 0], "attempt": [0, 0, 1, 2, 0],
         "passed": [True, False, True, False], "infra_ok": [True, False, True, True],
     } | {"passed": [True, False, True, False, False],
          "infra_ok": [True, False, True, True, False]}))
     rates = stats.task_rates(trials).set_index("task_id")
     assert rates.loc["t1", ["n_slots", "n_valid", "n_passed"]].tolist() == [2, 2, 2]
-    assert rates.loc["t1", "rate"] == 1.0  # k=1 scored by attempt 1, not the later attempt 2
+    assert rates.loc["t1", "rate"] == 1.0  # repeat 1 scored by attempt 1, not the later attempt 2
     assert rates.loc["t2", "n_valid"] == 0 and np.isnan(rates.loc["t2", "rate"])
 
 
@@ -76,7 +80,7 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
     outcomes = random_pair(rng, n_tasks=40)
     outcomes["c"][3, 2] = np.nan  # unequal K
     trials = make_trials(outcomes, infra_fail=0.05)
-    row = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    row = stats.paired_test(trials, parent="p", child="c", config=NORMAL).iloc[0]
     both = pd.concat([reference_task_means(trials, "c"), reference_task_means(trials, "p")],
                      axis=1, join="inner")
     expected = sps.ttest_rel(both.iloc[:, 0], both.iloc[:, 1])
@@ -87,14 +91,20 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
     assert row["se_pp"] == pytest.approx(100 * diff.std(ddof=1) / math.sqrt(len(diff)))
     assert row["n_changed"] == int((diff.abs() > 1e-12).sum())
     assert row["rate_child"] - row["rate_parent"] == pytest.approx(diff.mean())
-    t_row = stats.paired_test(trials, parent="p", child="c", reference="t").iloc[0]
+    t_row = stats.paired_test(trials, parent="p", child="c", config=T_ONLY).iloc[0]
     assert t_row["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    assert t_row["z"] == pytest.approx(expected.statistic, rel=1e-9)
+    assert row["n_changed"] >= 6  # the default config (exact below 6 changed) agrees too
+    default = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    assert default["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
 
 
 def test_decision_follows_z_against_critical_value():
     rng = np.random.default_rng(3)
-    up = stats.paired_test(make_trials(random_pair(rng, 80, shift=0.3)), parent="p", child="c")
-    down = stats.paired_test(make_trials(random_pair(rng, 80, shift=-0.3)), parent="p", child="c")
+    up = stats.paired_test(make_trials(random_pair(rng, 80, shift=0.3)), parent="p", child="c",
+                           config=NORMAL)
+    down = stats.paired_test(make_trials(random_pair(rng, 80, shift=-0.3)), parent="p",
+                             child="c", config=NORMAL)
     assert up["z"].item() >= 1.96 and up["decision"].item() == "credit"
     assert down["z"].item() <= -1.96 and down["decision"].item() == "cull"
     assert up["reason"].isna().all() and down["reason"].isna().all()
@@ -112,8 +122,8 @@ def test_t_reference_is_stricter_at_small_n():
     child[diffs > 0, 0] = 1
     parent[diffs < 0, 0] = 1
     trials = make_trials({"p": parent, "c": child})
-    normal = stats.paired_test(trials, parent="p", child="c")
-    student = stats.paired_test(trials, parent="p", child="c", reference="t")
+    normal = stats.paired_test(trials, parent="p", child="c", config=NORMAL)
+    student = stats.paired_test(trials, parent="p", child="c", config=T_ONLY)
     assert normal["decision"].item() == "credit"
     assert student["decision"].item() == "inconclusive"
     assert student["z"].item() == pytest.approx(normal["z"].item())
@@ -138,7 +148,7 @@ def test_equal_nonzero_differences_use_exact_sign_flip(n, decision):
     parent = np.tile([[1.0, 0.0, 0.0]], (n, 1))  # 1/3 each task
     child = np.tile([[1.0, 1.0, 0.0]], (n, 1))  # 2/3: every difference is 1/3
     row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c",
-                            min_tasks=2).iloc[0]
+                            config=GateConfig(min_tasks=2)).iloc[0]
     assert row["p_value"] == pytest.approx(sign_flip_p(np.full(n, 1 / 3)))
     assert np.isfinite(row["z"]) and row["z"] > 0
     assert row["p_value"] == pytest.approx(2 * sps.norm.sf(row["z"]))
@@ -156,7 +166,8 @@ def test_equal_differences_stay_finite_for_many_tasks():
 def test_fewer_than_min_tasks_is_inconclusive_and_says_why():
     rng = np.random.default_rng(4)
     trials = make_trials(random_pair(rng, n_tasks=6, shift=0.8))
-    row = stats.paired_test(trials, parent="p", child="c", min_tasks=10).iloc[0]
+    row = stats.paired_test(trials, parent="p", child="c",
+                            config=GateConfig(min_tasks=10)).iloc[0]
     assert row["n_tasks"] == 6 and row["decision"] == "inconclusive"
     assert "min_tasks=10" in row["reason"]
 
@@ -181,12 +192,13 @@ def test_unequal_k_weights_tasks_equally():
     assert row["k"] == 3
 
 
-@settings(max_examples=10, deadline=None)
-@given(seed=st.integers(0, 10_000), n_tasks=st.integers(3, 25))
-def test_swapping_parent_and_child_flips_the_test(seed, n_tasks):
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), n_tasks=st.integers(3, 25), exact_below=st.sampled_from([0, 6, 30]))
+def test_swapping_parent_and_child_flips_the_test(seed, n_tasks, exact_below):
     trials = make_trials(random_pair(np.random.default_rng(seed), n_tasks=n_tasks))
-    ab = stats.paired_test(trials, parent="p", child="c", min_tasks=2).iloc[0]
-    ba = stats.paired_test(trials, parent="c", child="p", min_tasks=2).iloc[0]
+    config = GateConfig(min_tasks=2, exact_below=exact_below)
+    ab = stats.paired_test(trials, parent="p", child="c", config=config).iloc[0]
+    ba = stats.paired_test(trials, parent="c", child="p", config=config).iloc[0]
     np.testing.assert_allclose([ba["z"], ba["delta_pp"]], [-ab["z"], -ab["delta_pp"]],
                                atol=1e-12)
     assert ba["p_value"] == pytest.approx(ab["p_value"], nan_ok=True)
@@ -194,7 +206,7 @@ def test_swapping_parent_and_child_flips_the_test(seed, n_tasks):
     assert ba["decision"] == flipped[ab["decision"]]
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10, deadline=None, derandomize=True)
 @given(seed=st.integers(0, 10_000))
 def test_relabelling_tasks_and_shuffling_rows_changes_nothing(seed):
     rng = np.random.default_rng(seed)
@@ -212,15 +224,17 @@ def test_relabelling_tasks_and_shuffling_rows_changes_nothing(seed):
 def test_paired_test_rejects_bad_arguments():
     trials = make_trials(random_pair(np.random.default_rng(6)))
     with pytest.raises(ValueError, match="reference"):
-        stats.paired_test(trials, parent="p", child="c", reference="z")
+        GateConfig(reference="z")
+    with pytest.raises(TypeError, match="GateConfig"):
+        stats.paired_test(trials, parent="p", child="c", config={"reference": "t"})
     with pytest.raises(ValueError, match="parent and child must differ"):
         stats.paired_test(trials, parent="p", child="p")
     with pytest.raises(ValueError, match="child 'nope' has no trials on split 'train'"):
         stats.paired_test(trials, parent="p", child="nope")
     with pytest.raises(ValueError, match="min_tasks"):
-        stats.paired_test(trials, parent="p", child="c", min_tasks=1)
+        GateConfig(min_tasks=1)
     with pytest.raises(ValueError, match="z_crit"):
-        stats.paired_test(trials, parent="p", child="c", z_crit=0)
+        GateConfig(z_crit=0)
     with pytest.raises(ValueError, match="split"):
         stats.paired_test(trials, parent="p", child="c", split="dev")
     bad = trials.astype({"passed": object})
@@ -317,3 +331,93 @@ def test_aa_test_reports_noise_floor():
     assert out["sd_pp"] == pytest.approx(out["se_pp"] * np.sqrt(60))
     assert out["mde_pp"] == pytest.approx(
         stats.mde(n_tasks=60, repeat_sd_pp=out["sd_pp"], k=1))
+
+
+def brute_sign_flip(diffs):
+    """One-sided (upper, lower) and two-sided p of the paired t by enumerating 2^m flips."""
+    diffs = np.asarray(diffs, dtype=float)
+    nonzero = diffs[np.abs(diffs) > 1e-12]
+    n = len(diffs)
+
+    def t_of(d):
+        sd = d.std(ddof=1)
+        return d.mean() / (sd / np.sqrt(n)) if sd > 0 else np.sign(d.mean()) * np.inf
+
+    observed = t_of(diffs)
+    flips = np.array(list(itertools.product([-1.0, 1.0], repeat=len(nonzero))))
+    ts = np.array([t_of(np.r_[signs * nonzero, np.zeros(n - len(nonzero))]) for signs in flips])
+    tol = 1e-9 * max(1.0, abs(observed)) if np.isfinite(observed) else 0
+    return (np.mean(ts >= observed - tol), np.mean(ts <= observed + tol),
+            np.mean(np.abs(ts) >= abs(observed) - tol))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 10_000), n_tasks=st.integers(5, 14))
+def test_exact_sign_flip_p_equals_full_enumeration_of_t(seed, n_tasks):
+    rng = np.random.default_rng(seed)
+    outcomes = random_pair(rng, n_tasks=n_tasks, k=3, shift=rng.uniform(-0.3, 0.3))
+    outcomes["c"][0, 2] = np.nan  # unequal K: differences in sixths and thirds
+    outcomes["p"][1, 1:] = np.nan
+    trials = make_trials(outcomes)
+    config = GateConfig(exact_below=100, min_tasks=2)
+    row = stats.paired_test(trials, parent="p", child="c", config=config).iloc[0]
+    diffs = stats.paired_tasks(trials, parent="p", child="c")["diff"].to_numpy()
+    upper, lower, two = brute_sign_flip(diffs)
+    if row["n_changed"] == 0:
+        assert row["p_value"] == 1.0 and row["decision"] == "inconclusive"
+        return
+    assert row["p_value"] == pytest.approx(two, abs=1e-12)
+    expected = ("credit" if upper <= config.alpha else
+                "cull" if lower <= config.alpha else "inconclusive")
+    assert row["decision"] == expected
+
+
+def test_four_of_26_tasks_gaining_one_pass_in_three_is_not_credited():
+    n = 26
+    parent = np.tile([[1.0, 1.0, 1.0]], (n, 1))
+    parent[::2] = 0.0  # 13 tasks never pass, 13 always pass
+    child = parent.copy()
+    parent[:4] = [1, 0, 0]  # four tasks: 1/3 -> 2/3, none lose
+    child[:4] = [1, 1, 0]
+    trials = make_trials({"p": parent, "c": child})
+    student = stats.paired_test(trials, parent="p", child="c", config=T_ONLY).iloc[0]
+    assert student["z"] == pytest.approx(2.13, abs=0.01) and student["decision"] == "credit"
+    row = stats.paired_test(trials, parent="p", child="c").iloc[0]
+    assert row["n_changed"] == 4 and row["decision"] == "inconclusive"
+    assert row["p_value"] == pytest.approx(2 / 16)  # P(|S*| >= |S|): 2 of the 16 flips
+    assert "exact sign-flip p: only 4 of 26 paired tasks changed (exact_below=6)" in row["reason"]
+    assert row["z"] == pytest.approx(student["z"])  # z stays the t statistic
+
+
+def test_exact_p_needs_enough_changed_tasks_to_credit():
+    # m tasks move up by one pass in three: the exact one-sided p is 2^-m
+    for m, decision in [(5, "inconclusive"), (6, "credit")]:
+        parent = np.zeros((20, 3))
+        child = parent.copy()
+        child[:m, 0] = 1
+        config = GateConfig(exact_below=50)
+        row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c",
+                                config=config).iloc[0]
+        assert row["p_value"] == pytest.approx(2.0 ** (1 - m))
+        assert row["decision"] == decision
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(values=st.lists(st.integers(-6, 6).filter(bool), min_size=1, max_size=11),
+       groups=st.integers(1, 3))
+def test_sign_flip_tails_equal_enumeration(values, groups):
+    from gsme import _paired
+
+    values = np.array(values)
+    group = np.sort(np.arange(len(values)) % groups)
+    got = _paired.sign_flip_tails(group, values, groups)
+    for g in range(groups):
+        v = values[group == g]
+        if not len(v):
+            assert [a[g] for a in got] == [1.0, 1.0, 1.0]
+            continue
+        sums = np.array([np.dot(s, np.abs(v)) for s in itertools.product([-1, 1], repeat=len(v))])
+        observed = v.sum()
+        assert got[0][g] == np.mean(sums >= observed)
+        assert got[1][g] == np.mean(sums <= observed)
+        assert got[2][g] == np.mean(np.abs(sums) >= abs(observed))

@@ -202,7 +202,8 @@ class CommandAgent(TaskAgent):
                               error=f"pass_env names variables that are not set: {missing}")
         env = {**self._base_env(), **{n: os.environ[n] for n in self.pass_env}, **self.env}
         try:
-            done = run_limited(argv, timeout_s=self.timeout_s, env=env, cwd=self.workdir)
+            done = run_limited(argv, timeout_s=self.timeout_s, env=env, cwd=self.workdir,
+                               cleanup=out if self.keep_outputs is None else None)
         except OSError as exc:
             return Trajectory(False, infra_ok=False, error=f"could not start {argv[0]!r}: {exc}")
         stderr = done.stderr[-_STDERR_TAIL:].strip()

@@ -8,7 +8,7 @@ reason, in ``failed_proposals`` / ``failed_diagnoses``. Rate limits and server e
 (429, 500, 529, ...) are retried with backoff by the ``anthropic`` SDK itself
 (``max_retries``); a call that still fails is recorded and yields nothing, so a run goes
 on. Every API call is recorded (tokens, cost, stop reason) in ``calls`` and passed to
-``the ``log`` given to :meth:`~ClaudeEvolver.diagnose` or :meth:`~ClaudeEvolver.propose`
+the ``log`` given to :meth:`~ClaudeEvolver.diagnose` or :meth:`~ClaudeEvolver.propose`
 (the run's ledger). The API key is handed to the SDK client only: no attribute, record, log
 message or exception of this module holds it.
 """
@@ -61,7 +61,7 @@ from gsme.vocabulary import Vocabulary
 
 __all__ = ["ClaudeEvolver", "ClaudeEvolverError"]
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 _SECRET = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
 ADDED_BY = "claude-evolver"
@@ -185,6 +185,8 @@ class ClaudeEvolver(Evolver):
             the failure's transcript, in which case ``confidence`` is halved. Empty
             (same columns) when the call fails or nothing valid comes back.
         """
+        if harness is not None:
+            _check_harness(harness)
         if vocabulary is None:
             vocabulary = self.vocabulary if self.vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
@@ -250,6 +252,7 @@ class ClaudeEvolver(Evolver):
         if missing:
             raise ValueError(f"diagnoses is missing column(s) {missing}; "
                              f"it needs {DIAGNOSIS_COLUMNS}")
+        _check_harness(harness)
         vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
         if n == 0:
@@ -407,8 +410,8 @@ class ClaudeEvolver(Evolver):
         record["error"] = None if error is None else self._redact(error)
         record["ok"] = error is None
         if error is not None:
-            log.warning("Claude evolver %s call %s: %s", record["kind"], record["call_id"],
-                        record["error"])
+            logger.warning("Claude evolver %s call %s: %s", record["kind"], record["call_id"],
+                           record["error"])
         self.calls.append(record)
         if log is not None:
             log(dict(record))
@@ -418,6 +421,13 @@ class ClaudeEvolver(Evolver):
         if isinstance(key, str) and key:
             text = text.replace(key, "[redacted]")
         return _SECRET.sub("sk-ant-[redacted]", text)
+
+
+def _check_harness(harness) -> None:
+    if not isinstance(harness, Mapping):
+        raise TypeError(f"harness must be a mapping of paths to text (e.g. "
+                        f"gsme.patches.harness_files(folder) or run.harness(candidate)), "
+                        f"got {type(harness).__name__}")
 
 
 def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:

@@ -19,15 +19,14 @@ import numpy as np
 import pandas as pd
 
 from gsme.patches import Patch
-from gsme.schema import LEVERS
+from gsme.schema import LEVERS, columns
 
 CHARS_PER_TOKEN = 4
 """Token estimate used for digest budgets: about four characters of English per token."""
 
-FAILURE_COLUMNS = ("candidate", "task_id", "repeat", "transcript")
-_NOT_FEATURES = {"candidate", "task_id", "repeat", "transcript", "split", "pathology",
-                 "trajectory", "attempt", "passed", "infra_ok", "activated", "beacons",
-                 "tokens", "cost_usd", "seconds"}
+FAILURE_COLUMNS = tuple(columns("failures"))
+# trial bookkeeping (every trials column, the ledger's round) is never shown as a feature
+_NOT_FEATURES = set(FAILURE_COLUMNS) | set(columns("trials")) | {"round"}
 _HEAD_SHARE = 0.4  # share of a digest's budget given to the transcript's head
 
 
@@ -198,8 +197,8 @@ def diagnoses_text(diagnoses: pd.DataFrame, task_features: dict[str, dict]) -> s
         shown = ", ".join(f"{k}={v!r}" for k, v in feats.items()) if feats else "(unknown)"
         lines = [f"task_id {task_id} (features: {shown})"]
         for r in group.sort_values("repeat").itertuples():
-            lines.append(f"  repeat={r.repeat} where={r.where} why={r.why} confidence={r.confidence:.2f}"
-                         f" evidence: {r.evidence!r}")
+            lines.append(f"  repeat={r.repeat} where={r.where} why={r.why} "
+                         f"confidence={r.confidence:.2f} evidence: {r.evidence!r}")
         blocks.append("\n".join(lines))
     return "\n".join(blocks)
 

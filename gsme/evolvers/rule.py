@@ -19,6 +19,8 @@ import pandas as pd
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
 from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_patch
+from gsme.schema import columns
+from gsme.vocabulary import Vocabulary
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
@@ -39,9 +41,9 @@ UNMATCHED = "wrong-answer"
 UNMATCHED_DEFINITION = "The agent finished but its answer was wrong, with no other visible cause."
 MIN_GATE_TASKS = 4  # fewer distinct failing tasks than this: no env gate is derived
 GATE_SHARE = 0.75  # a feature value must cover this share of the failing tasks to gate on it
-_NOT_FEATURES = set(DIAGNOSIS_COLUMNS) | {"transcript", "content", "split", "attempt", "passed",
-                                          "infra_ok", "activated", "beacons", "pathology",
-                                          "trajectory", "tokens", "cost_usd", "seconds"}
+# trial bookkeeping (every trials column, the ledger's round) is not a task feature
+_NOT_FEATURES = (set(DIAGNOSIS_COLUMNS) | set(columns("trials"))
+                 | {"transcript", "content", "round"})
 
 
 class RuleEvolver(Evolver):
@@ -64,6 +66,11 @@ class RuleEvolver(Evolver):
     ...     "transcript": ["submit()  # submitted without running the tests"]})
     >>> ev.diagnose(failures)[["where", "why"]].iloc[0].tolist()
     ['runtime', 'careless-submit']
+    >>> from gsme.patches import harness_files
+    >>> from gsme.resources import SEED_HARNESS
+    >>> (patch,) = ev.propose(ev.diagnose(failures), harness=harness_files(SEED_HARNESS), n=1)
+    >>> patch.where, patch.why
+    ('runtime', 'careless-submit')
     """
 
     name = "rule"
@@ -125,11 +132,20 @@ class RuleEvolver(Evolver):
         the features of the failing tasks (see :func:`derive_gate`). Every patch is checked
         with :func:`gsme.patches.validate_patch` against ``harness``. ``archive`` and
         ``log`` are not used: the rule evolver aims at the parent's own failures.
+        Without ``vocabulary``, :meth:`Vocabulary.default` is used.
         """
         if not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be a whole number >= 0, got {n!r}")
-        if "why" not in getattr(diagnoses, "columns", []):
-            raise ValueError("diagnoses lacks column 'why'; pass the frame diagnose() returns")
+        needed = ["task_id", "where", "why"]
+        missing = [c for c in needed if c not in getattr(diagnoses, "columns", [])]
+        if missing:
+            raise ValueError(f"diagnoses lacks column(s) {missing}; required: {needed} (pass "
+                             "the frame diagnose() returns)")
+        if not isinstance(harness, Mapping):
+            raise TypeError(f"harness must be a mapping of paths to text (e.g. "
+                            f"gsme.patches.harness_files(folder) or run.harness(candidate)), "
+                            f"got {type(harness).__name__}")
+        vocabulary = Vocabulary.default() if vocabulary is None else vocabulary
         used = {p.mechanism for p in read_patches(harness)}
         if history is not None and len(history):
             used |= set(history.loc[history["decision"] != "credit", "mechanism"])

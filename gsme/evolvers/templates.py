@@ -151,8 +151,14 @@ def _config(template: Template, text: str | None) -> tuple[FileChange, ...]:
     for key, rule in template.config.items():
         match = re.search(rf"^{re.escape(key)}\s*=\s*(.+)$", text, flags=re.MULTILINE)
         if match is None:
-            last = text.rstrip().splitlines()[-1]
-            out.append(FileChange("config/agent.toml", f"{last}\n{key} = {rule}", old=last))
+            if rule[0] in "x/":  # nothing to scale: the template cannot change this harness
+                return ()
+            lines = text.rstrip().splitlines()
+            if not lines:
+                out.append(FileChange("config/agent.toml", f"{key} = {rule}\n"))
+                continue
+            out.append(FileChange("config/agent.toml", f"{lines[-1]}\n{key} = {rule}",
+                                  old=lines[-1]))
             continue
         value = _new_value(match.group(1).strip(), rule)
         if value is None or value == match.group(1).strip():
@@ -167,6 +173,7 @@ def _new_value(current: str, rule: str) -> str | None:
             number = float(current)
         except ValueError:
             return None
-        number = number * float(rule[1:]) if rule[0] == "x" else number / float(rule[1:])
-        return str(int(number))
+        if rule[0] == "x":
+            return str(int(number * float(rule[1:])))
+        return str(max(1, int(number / float(rule[1:]))))  # a count halved stays >= 1
     return rule

@@ -11,6 +11,7 @@ neither is mistaken for a decision.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.artist import Artist
@@ -114,37 +115,46 @@ def finish(ax, *, xlabel=None, ylabel=None, title=None):
 
 
 class Declutter(Artist):
-    """Hides, at every draw, each label that would overlap a label drawn before it.
+    """Hides, at every draw, each label that would cover a label shown before it or a point.
 
-    Labels are kept in the given priority order: the first always shows, each next one only
-    when its box (padded by ``pad`` pixels) touches no box already shown. The choice is
-    made at draw time, on the final layout, so it holds at any figure size or dpi. Add it
-    to the Axes that holds the labels (:func:`declutter` does).
+    Labels are kept in the given priority order: the first always shows; each next one only
+    when its box (padded by ``pad`` pixels) touches no box already shown and covers none of
+    ``points`` (data coordinates, each taken as a marker of radius ``radius`` points). The
+    choice is made at draw time, on the final layout, so it holds at any figure size or
+    dpi. Add it to the Axes that holds the labels (:func:`declutter` does).
     """
 
-    def __init__(self, texts, *, pad: float = 1.0):
+    def __init__(self, texts, *, points=None, radius: float = 4.0, pad: float = 1.0):
         super().__init__()
         self.texts = list(texts)
-        self.pad = pad
+        self.points = np.empty((0, 2)) if points is None else np.asarray(points, float)
+        self.radius, self.pad = radius, pad
         # drawn just before the labels (zorder 3), so their visibility is set in time
         self.set_zorder(min((t.get_zorder() for t in self.texts), default=3) - 0.001)
         self.set_in_layout(False)
 
     def draw(self, renderer):
+        xy = self.axes.transData.transform(self.points) if len(self.points) else self.points
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        reach = renderer.points_to_pixels(self.radius)
         shown = []
         for text in self.texts:
             text.set_visible(True)
             box = text.get_window_extent(renderer).padded(self.pad)
-            clear = not any(box.overlaps(other) for other in shown)
+            near = box.padded(reach)
+            covers = ((xy[:, 0] > near.x0) & (xy[:, 0] < near.x1)
+                      & (xy[:, 1] > near.y0) & (xy[:, 1] < near.y1)).any()
+            clear = not shown or not (covers or any(box.overlaps(b) for b in shown))
             text.set_visible(clear)
             if clear:
                 shown.append(box)
         self.stale = False
 
 
-def declutter(ax, texts, *, pad: float = 1.0) -> Declutter:
-    """Keep ``texts`` (labels on ``ax``, most important first) from overlapping when drawn."""
-    artist = Declutter(texts, pad=pad)
+def declutter(ax, texts, *, points=None, radius: float = 4.0, pad: float = 1.0) -> Declutter:
+    """Keep ``texts`` (labels on ``ax``, most important first) off each other and off
+    ``points`` when drawn; see :class:`Declutter`."""
+    artist = Declutter(texts, points=points, radius=radius, pad=pad)
     artist.set_gid("declutter")
     ax.add_artist(artist)
     return artist

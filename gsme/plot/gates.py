@@ -70,9 +70,9 @@ def z_forest(
         ``"o"`` otherwise.
     labels : bool or list
         Annotate points with their candidate id: ``True`` for every point, or a list of
-        candidate ids, most important first. Where labels would collide, only the more
-        important one is shown (with ``True``: the larger ``|value|``); this is settled
-        when the figure is drawn, at its final size.
+        candidate ids, most important first. A label that would cover a label shown before
+        it, or another point, is not shown (with ``True`` the larger ``|value|`` comes
+        first); this is settled when the figure is drawn, at its final size.
     highlight : str or list, optional
         Candidate id(s) whose points get a black ring (e.g. the one being inspected).
     title : str, optional
@@ -355,4 +355,4 @@ def _label_points(ax, x, y, names, labels) -> None:
     texts = [ax.annotate(names[i], (x[i], y[i]), xytext=(8, 3), textcoords="offset points",
                          fontsize=7, gid="label") for i in order]
     if texts:
-        declutter(ax, texts)
+        declutter(ax, texts, points=np.column_stack([x, y])[finite])

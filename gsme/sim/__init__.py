@@ -2,13 +2,27 @@
 
 Offline, fast and with known ground truth. ``preset(name)`` returns a :class:`SimAgent`;
 every number it produces is simulated and its ``name`` says so.
+
+Calibration. Each preset's baseline is shaped like real agent-benchmark runs (bimodal:
+most tasks never or always pass, 15–43% borderline over 5 runs, a run-to-run spread of
+1–4.7 pp, as on the Terminal-Bench leaderboard), and the true effect of the targeted fix
+of its dominant pathology is sized after the paper's credited train Δ for its domain, the
+only published evidence of effect sizes. :func:`calibration` tabulates both (SIMULATED,
+beside the real ranges); :mod:`gsme.sim.shape` defines them.
+
+Regimes. ``regime="calibrated"`` (default) is that world; ``regime="ineffective"`` keeps
+the same baseline but makes every fix weak and every acting change a small risk, so the
+proposals' mean true effect is about 0 and keeping noisy train gains ends below the
+baseline (see :func:`gsme.sim.catalogue.effect_of`). Both are config keys:
+``{"kind": "sim", "preset": "tb2", "regime": "ineffective"}``.
 """
 
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.catalogue import CATALOGUE
+from gsme.sim.catalogue import CATALOGUE, REGIMES
 from gsme.sim.profiles import PROFILES, WHYS
+from gsme.sim.shape import calibration
 from gsme.sim.suite import PRESET_SPECS
 
 PRESETS = tuple(PRESET_SPECS)
@@ -53,4 +67,5 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
                     test_canary=test_canary, regime=regime)
 
 
-__all__ = ["CATALOGUE", "PRESETS", "PROFILES", "WHYS", "SimAgent", "preset"]
+__all__ = ["CATALOGUE", "PRESETS", "PROFILES", "REGIMES", "WHYS", "SimAgent", "calibration",
+           "preset"]

@@ -41,7 +41,7 @@ TRIGGERS = ("always", "submit", "onset", "named")
 REGIMES = ("calibrated", "ineffective")
 """How the catalogue acts: as listed (``calibrated``), or ``ineffective`` (every fix
 weak, every acting change a small risk); see :func:`effect_of`."""
-FIX_KEPT = 0.15
+FIX_KEPT = 0.05
 """In the ``ineffective`` regime, the share of a mechanism's hazard reduction it keeps."""
 HARM_KEPT = 0.25
 """In the ``ineffective`` regime, the share of a mechanism's listed harm it keeps."""

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from inspect_ai import Task, eval as inspect_eval
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import Score, Target, accuracy, match, scorer

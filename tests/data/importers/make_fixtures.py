@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 HERE = Path(__file__).parent
-START = datetime(2025, 11, 3, 9, 0, tzinfo=timezone.utc)
+START = datetime(2025, 11, 3, 9, 0, tzinfo=UTC)
 N_TASKS = 16
 TASKS = [f"task-{i:02d}" for i in range(N_TASKS)]
 

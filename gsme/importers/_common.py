@@ -1,0 +1,232 @@
+"""Shared by the readers: the failure table, what a reader returns, rows → a trials frame."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from os import PathLike
+from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from gsme import schema
+from gsme.settings import ConfigError
+
+FAILURE_CLASSES = MappingProxyType({
+    # Terminal-Bench 1 ``failure_mode`` (terminal_bench.agents.failure_mode.FailureMode)
+    "unset": "none",
+    "none": "none",
+    "agent_timeout": "agent",               # the agent used up its time; tests still ran
+    "test_timeout": "agent",                # the tests hung on what the agent left behind
+    "parse_error": "agent",                 # test output unreadable: environment left broken
+    "fatal_llm_parse_error": "agent",       # the model's replies could not be parsed
+    "context_length_exceeded": "agent",
+    "output_length_exceeded": "agent",
+    "unknown_agent_error": "infra",         # the agent process crashed (API errors, ...)
+    "agent_installation_failed": "infra",
+    "unknown": "infra",                     # the harness itself failed
+    # Harbor ``exception_info.exception_type``
+    "AgentTimeoutError": "agent",
+    "VerifierTimeoutError": "agent",
+    "ContextLengthExceededError": "agent",
+    "OutputLengthExceededError": "agent",
+    "RewardFileNotFoundError": "agent",
+    "RewardFileEmptyError": "agent",
+    "VerifierOutputParseError": "agent",
+    "AgentSetupTimeoutError": "infra",
+    "EnvironmentBuildTimeoutError": "infra",
+    "EnvironmentStartTimeoutError": "infra",
+    # SWE-bench outcomes
+    "empty_patch": "agent",
+    "patch_apply_failed": "agent",
+    "evaluation_error": "infra",            # in error_ids without a patch-apply failure
+    # Inspect AI
+    "sample_error": "infra",                # ``sample.error`` (and retried attempts)
+    # anything else
+    "*": "infra",
+})
+"""Upstream failure name → ``"infra"``, ``"agent"`` or ``"none"`` (see the module doc)."""
+
+CLASSES = ("infra", "agent", "none")
+
+_DROPPED = ["candidate", "source", "task_id", "reason"]
+
+
+class LogError(schema.FrameError):
+    """An eval log could not be read into trials; the message names the file and field."""
+
+
+class Imported(NamedTuple):
+    """What a reader returns: ``trials, dropped = read_...(...)``.
+
+    Attributes
+    ----------
+    trials : DataFrame
+        A trials frame (:func:`gsme.schema.as_trials`), infrastructure failures included
+        with ``infra_ok=False``.
+    dropped : DataFrame
+        ``candidate, source, task_id, reason``: one row per item of the logs that did not
+        become a trial (unscored samples, instances never submitted, ...), or per note on
+        a whole log (``task_id`` None).
+    """
+
+    trials: pd.DataFrame
+    dropped: pd.DataFrame
+
+
+def classify_failure(name: str | None, failure_classes: Mapping[str, str] | None = None) -> str:
+    """The class of an upstream failure name: ``"infra"``, ``"agent"`` or ``"none"``.
+
+    Examples
+    --------
+    >>> classify_failure("agent_timeout"), classify_failure("agent_installation_failed")
+    ('agent', 'infra')
+    >>> classify_failure("agent_timeout", {"agent_timeout": "infra"})
+    'infra'
+    >>> classify_failure(None), classify_failure("DaytonaError")
+    ('none', 'infra')
+    """
+    table = classes(failure_classes)
+    if name is None:
+        return "none"
+    return table.get(str(name), table["*"])
+
+
+def finish(rows: list[dict], dropped: list[dict], split: str, *, what: str,
+            numbered: bool = False) -> Imported:
+    """Rows → a validated trials frame; repeats numbered by start time unless given."""
+    if not rows:
+        raise LogError(f"no trials could be read from {what}")
+    frame = pd.DataFrame(rows)
+    frame["split"] = split
+    if not numbered:
+        started = (pd.to_datetime(frame["started"], utc=True, errors="coerce", format="ISO8601")
+                   if "started" in frame else pd.Series(pd.NaT, index=frame.index))
+        frame = frame.assign(_started=started).sort_values(
+            ["_started", "_order"], na_position="last", kind="stable")
+        frame["repeat"] = frame.groupby(["candidate", "task_id"], sort=False).cumcount()
+        frame = frame.sort_index()
+    frame = frame.drop(columns=[c for c in ("started", "_started", "_order") if c in frame])
+    if "attempt" not in frame:
+        frame["attempt"] = 0
+    return Imported(schema.as_trials(frame), dropped_frame(dropped))
+
+
+def dropped_frame(dropped: list[dict]) -> pd.DataFrame:
+    out = pd.DataFrame(dropped, columns=_DROPPED)
+    return out.astype(object).where(out.notna(), None)
+
+
+def as_paths(value, must_exist: bool = True) -> list[Path]:
+    items = [value] if isinstance(value, (str, PathLike)) else list(value or [])
+    if not items:
+        raise ConfigError("no log path given")
+    paths = [Path(item) for item in items]
+    for path in paths:
+        if must_exist and not path.exists():
+            raise FileNotFoundError(f"no such file or folder: {path}")
+    return paths
+
+
+def expand(value, pattern: str, what: str) -> list[Path]:
+    """Paths with each folder replaced by its files matching ``pattern``."""
+    files: list[Path] = []
+    for path in as_paths(value):
+        found = sorted(path.glob(pattern)) if path.is_dir() else [path]
+        if not found:
+            raise LogError(f"no {what} file ({pattern}) in {path}")
+        files.extend(found)
+    return files
+
+
+def result_files(given: Path, filename: str, accept, depth: int) -> list[tuple[Path, dict]]:
+    if given.is_file():
+        candidates = [given]
+    else:
+        candidates = [given / filename]
+        pattern = filename
+        for _ in range(depth):
+            pattern = "*/" + pattern
+            candidates += sorted(given.glob(pattern))
+    out = []
+    for file in candidates:
+        if file.is_file():
+            data = read_json(file)
+            if isinstance(data, Mapping) and accept(data):
+                out.append((file, data))
+    return out
+
+
+def read_json(path: Path):
+    if Path(path).is_dir():
+        raise LogError(f"{path} is a folder; this format reads JSON files")
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise LogError(f"{path} is not valid JSON: {err}") from None
+    except UnicodeDecodeError:
+        raise LogError(f"{path} is not a text (JSON) file") from None
+
+
+def default_candidate(given: Path, *, trial_file: bool) -> str:
+    if given.is_dir():
+        return given.resolve().name
+    parent = given.resolve().parent
+    return (parent.parent if trial_file else parent).name
+
+
+def label(value) -> str:
+    path = as_paths(value, must_exist=False)[0]
+    return path.name if path.is_dir() else path.stem
+
+
+def shown(value) -> str:
+    paths = as_paths(value, must_exist=False)
+    return str(paths[0]) + (f" (+{len(paths) - 1} more)" if len(paths) > 1 else "")
+
+
+def classes(failure_classes) -> dict[str, str]:
+    table = dict(FAILURE_CLASSES)
+    for name, kind in (failure_classes or {}).items():
+        if kind not in CLASSES:
+            raise ConfigError(f"failure_classes[{name!r}] must be one of {list(CLASSES)}, "
+                              f"got {kind!r}")
+        table[str(name)] = kind
+    return table
+
+
+def check_split(split: str) -> None:
+    if split not in schema.SPLITS:
+        raise ConfigError(f"split must be one of {list(schema.SPLITS)}, got {split!r}")
+
+
+def seconds(start, end) -> float:
+    if not start or not end:
+        return math.nan
+    delta = pd.to_datetime(end, utc=True, errors="coerce") - pd.to_datetime(start, utc=True,
+                                                                           errors="coerce")
+    return math.nan if pd.isna(delta) else float(delta.total_seconds())
+
+
+def as_number(value) -> float:
+    try:
+        return math.nan if value is None else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def first_number(*values) -> float:
+    for value in values:
+        number = as_number(value)
+        if not np.isnan(number):
+            return number
+    return math.nan
+
+
+def first_line(text) -> str:
+    lines = str(text).strip().splitlines()
+    return lines[0][:300] if lines else ""

@@ -1,0 +1,214 @@
+"""Inspect AI logs, read with Inspect's own log API."""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from gsme.importers._common import (
+    Imported,
+    LogError,
+    as_paths,
+    check_split,
+    classify_failure,
+    finish,
+    first_line,
+    first_number,
+    shown,
+)
+from gsme.settings import ConfigError
+
+
+def read_inspect(
+    logs,
+    *,
+    candidate: str | None = None,
+    candidate_from: str = "model",
+    scorer: str | None = None,
+    score_key: str | None = None,
+    threshold: float = 1.0,
+    split: str = "train",
+    failure_classes: Mapping[str, str] | None = None,
+) -> Imported:
+    """Inspect AI logs, read with Inspect's own log API (needs ``pip install inspect_ai``).
+
+    Accepts a ``.eval`` or ``.json`` log file, a folder of them (searched recursively with
+    ``inspect_ai.log.list_eval_logs``), or a list of either. Each sample summary
+    (``read_eval_log_sample_summaries``) becomes one repeat:
+
+    ===================  ==============================================================
+    trials column        from
+    ===================  ==============================================================
+    ``candidate``        ``candidate``, else ``candidate_from`` (below)
+    ``task_id``          ``sample.id``
+    ``repeat``           ``sample.epoch - 1`` (later logs of the same candidate continue
+                         after the epochs of earlier ones, by ``eval.created``)
+    ``attempt``          ``sample.retries`` (earlier attempts that errored and were
+                         retried become attempts 0..retries-1 with ``infra_ok=False``)
+    ``passed``           the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
+                         numbers: ``inspect_ai.scorer.value_to_float``) ``>= threshold``
+    ``infra_ok``         False when ``sample.error`` is set (class ``"sample_error"``)
+    ``error``            ``"sample_error: "`` + ``sample.error``
+    ``tokens``           sum of ``total_tokens`` over ``sample.model_usage``
+    ``cost_usd``         sum of ``total_cost`` when every model reports one, else NaN
+    ``seconds``          ``sample.working_time``, else ``total_time``
+    ``trajectory``       ``"<log file>#sample=<id>&epoch=<epoch>"`` (load it with
+                         ``inspect_ai.log.read_eval_log_sample``)
+    ===================  ==============================================================
+
+    Parameters
+    ----------
+    logs : path or list of paths
+    candidate : str, optional
+        Name every trial with this candidate id (overrides ``candidate_from``).
+    candidate_from : str
+        Where the candidate id is read from each log's header: ``"model"``, ``"task"``,
+        ``"tag"`` (the log's only tag), ``"metadata:FIELD"`` (``eval.metadata``) or
+        ``"task_arg:NAME"`` (``eval.task_args``).
+    scorer : str, optional
+        The scorer whose value decides ``passed``; needed when samples carry several.
+    score_key : str, optional
+        For scorers whose value is a dict: the key to read.
+    threshold : float
+        ``passed`` when the value as a float is at least this (C/I scores: 1 or 0).
+    split : {"train", "test"}
+    failure_classes : mapping, optional
+        Overrides of :data:`FAILURE_CLASSES` (``{"sample_error": "agent"}`` scores errored
+        samples as failures).
+
+    Returns
+    -------
+    Imported
+        ``trials`` and ``dropped`` (samples without the chosen score; logs whose status
+        is not ``success``).
+    """
+    log_api = _inspect_log_api()
+    check_split(split)
+    failure = classify_failure("sample_error", failure_classes)
+    files = _inspect_files(logs, log_api)
+    headers = [(path, _inspect_header(path, log_api)) for path in files]
+    headers.sort(key=lambda item: str(item[1].eval.created))
+    rows: list[dict] = []
+    dropped: list[dict] = []
+    offsets: dict[str, int] = {}
+    for path, header in headers:
+        name = candidate if candidate is not None else _inspect_candidate(header, candidate_from,
+                                                                           path)
+        if header.status != "success":
+            dropped.append({"candidate": name, "source": str(path), "task_id": None,
+                            "reason": f"log status {header.status!r}: samples it did not "
+                                      "finish are missing"})
+        offset = offsets.get(name, 0)
+        last_epoch = 0
+        for s in log_api.read_eval_log_sample_summaries(str(path)):
+            last_epoch = max(last_epoch, int(s.epoch))
+            base = {"candidate": name, "task_id": str(s.id), "repeat": offset + int(s.epoch) - 1,
+                    "trajectory": f"{path}#sample={s.id}&epoch={s.epoch}",
+                    "tokens": _sum_usage(s.model_usage, "total_tokens"),
+                    "cost_usd": _sum_usage(s.model_usage, "total_cost", all_known=True),
+                    "seconds": first_number(s.working_time, s.total_time)}
+            retries = int(s.retries or 0)
+            for attempt in range(retries):  # what earlier attempts used is not recorded
+                rows.append({**base, "tokens": math.nan, "cost_usd": math.nan,
+                             "seconds": math.nan, "attempt": attempt, "passed": False,
+                             "infra_ok": failure != "infra",
+                             "error": "sample_error: errored and was retried"})
+            if s.error:
+                rows.append({**base, "attempt": retries, "passed": False,
+                             "infra_ok": failure != "infra",
+                             "error": f"sample_error: {first_line(s.error)}"})
+                continue
+            value, reason = _inspect_value(s, scorer, score_key, path)
+            if reason is not None:
+                dropped.append({"candidate": name, "source": str(path), "task_id": str(s.id),
+                                "reason": reason})
+                continue
+            rows.append({**base, "attempt": retries, "passed": value >= threshold,
+                         "infra_ok": True, "error": None})
+        offsets[name] = offset + last_epoch
+    return finish(rows, dropped, split, what=f"Inspect logs {shown(logs)}", numbered=True)
+
+
+def _inspect_log_api():
+    try:
+        import inspect_ai.log as log_api
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("reading Inspect logs needs inspect_ai: pip install 'gsme[inspect]'"
+                          ) from None
+    return log_api
+
+
+def _inspect_files(logs, log_api) -> list[Path]:
+    files: list[Path] = []
+    for path in as_paths(logs):
+        if path.is_dir():
+            found = [Path(info.name.removeprefix("file://"))
+                     for info in log_api.list_eval_logs(str(path), recursive=True)]
+            if not found:
+                raise LogError(f"no Inspect log (.eval or .json) under {path}")
+            files.extend(sorted(found))
+        else:
+            files.append(path)
+    return files
+
+
+def _inspect_header(path: Path, log_api):
+    try:
+        return log_api.read_eval_log(str(path), header_only=True)
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile) as err:  # not an Inspect log
+        raise LogError(f"{path} is not an Inspect log: {first_line(err)}") from None
+
+
+def _inspect_candidate(header, candidate_from: str, path: Path) -> str:
+    ev = header.eval
+    kind, _, field = candidate_from.partition(":")
+    if kind == "model" and not field:
+        return str(ev.model)
+    if kind == "task" and not field:
+        return str(ev.task)
+    if kind == "tag" and not field:
+        tags = list(ev.tags or [])
+        if len(tags) != 1:
+            raise ConfigError(f"candidate_from='tag' needs exactly one tag per log; {path} "
+                              f"has {tags}")
+        return str(tags[0])
+    if kind in ("metadata", "task_arg") and field:
+        source = (ev.metadata or {}) if kind == "metadata" else (ev.task_args or {})
+        if field not in source:
+            raise ConfigError(f"{path}: eval.{'metadata' if kind == 'metadata' else 'task_args'}"
+                              f" has no {field!r}; it has {sorted(source)}")
+        return str(source[field])
+    raise ConfigError(f"candidate_from must be 'model', 'task', 'tag', 'metadata:FIELD' or "
+                      f"'task_arg:NAME', got {candidate_from!r}")
+
+
+def _inspect_value(sample, scorer, score_key, path) -> tuple[float, str | None]:
+    from inspect_ai.scorer import value_to_float
+
+    scores = sample.scores or {}
+    if not scores:
+        return math.nan, "no score (the sample was not scored)"
+    if scorer is None:
+        if len(scores) > 1:
+            raise ConfigError(f"{path}: samples carry several scorers {sorted(scores)}; "
+                              "choose one with scorer=...")
+        scorer = next(iter(scores))
+    if scorer not in scores:
+        return math.nan, f"no score from scorer {scorer!r} (it has {sorted(scores)})"
+    value = scores[scorer].value
+    if isinstance(value, Mapping):
+        if score_key is None or score_key not in value:
+            raise ConfigError(f"{path}: scorer {scorer!r} gives a dict with keys {sorted(value)};"
+                              " choose one with score_key=...")
+        value = value[score_key]
+    return float(value_to_float()(value)), None
+
+
+def _sum_usage(usage, field: str, all_known: bool = False) -> float:
+    values = [getattr(u, field, None) for u in (usage or {}).values()]
+    known = [float(v) for v in values if v is not None]
+    if not known or (all_known and len(known) < len(values)):
+        return math.nan
+    return float(sum(known))

@@ -1,0 +1,199 @@
+"""Terminal-Bench logs: Harbor job folders (Terminal-Bench 2) and Terminal-Bench 1 runs."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from gsme.importers._common import (
+    Imported,
+    LogError,
+    as_number,
+    as_paths,
+    check_split,
+    classify_failure,
+    default_candidate,
+    finish,
+    first_line,
+    result_files,
+    seconds,
+    shown,
+)
+from gsme.settings import ConfigError
+
+
+def read_harbor(
+    path,
+    *,
+    candidate: str | None = None,
+    reward_key: str = "reward",
+    threshold: float = 1.0,
+    split: str = "train",
+    failure_classes: Mapping[str, str] | None = None,
+) -> Imported:
+    """Harbor (Terminal-Bench 2) job folders: one ``result.json`` per trial.
+
+    Accepts a job folder (``<job>/<trial>/result.json``; the job's own ``result.json``
+    with its totals is skipped), a folder of job folders, a trial's ``result.json``, or a
+    list of these. Each trial's ``result.json`` (Harbor's ``TrialResult``) becomes one
+    repeat; the fields read are::
+
+        {"task_name": "fix-git", "trial_name": "fix-git__a1b2c3",
+         "started_at": "2025-11-02T10:00:00Z", "finished_at": "2025-11-02T10:04:10Z",
+         "verifier_result": {"rewards": {"reward": 1.0}},            # or null
+         "exception_info": {"exception_type": "AgentTimeoutError",    # or null
+                            "exception_message": "..."},
+         "agent_result": {"n_input_tokens": 51200, "n_cache_tokens": 40000,
+                          "n_output_tokens": 2300, "cost_usd": 0.21}}  # each may be null
+
+    ``passed`` is ``rewards[reward_key] >= threshold``; an exception is classified by its
+    ``exception_type`` (:data:`FAILURE_CLASSES`): an infrastructure one sets
+    ``infra_ok=False``, an agent one (a timeout, say) keeps the verifier's verdict, False
+    when there is none. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
+    ``finished_at - started_at``, ``trajectory`` = the trial folder. A trial with neither
+    a reward nor an exception (unfinished) is dropped.
+
+    Parameters
+    ----------
+    path : path or list of paths
+    candidate : str, optional
+        Default: the name of the folder (or of the job folder of a ``result.json``) given.
+    reward_key : str
+        The key of ``verifier_result.rewards`` that scores the trial.
+    threshold : float
+    split : {"train", "test"}
+    failure_classes : mapping, optional
+        Overrides of :data:`FAILURE_CLASSES`.
+
+    Returns
+    -------
+    Imported
+    """
+    check_split(split)
+    rows: list[dict] = []
+    dropped: list[dict] = []
+    for given in as_paths(path):
+        name = candidate if candidate is not None else default_candidate(given, trial_file=True)
+        files = result_files(given, "result.json", lambda d: "task_name" in d and "trial_name" in d,
+                              depth=2)
+        if not files:
+            raise LogError(f"no Harbor trial result.json (with task_name and trial_name) under "
+                           f"{given}")
+        for file, data in files:
+            row = _harbor_row(data, file, reward_key, threshold, failure_classes)
+            if row is None:
+                dropped.append({"candidate": name, "source": str(file),
+                                "task_id": str(data["task_name"]),
+                                "reason": "no verifier reward and no exception (unfinished "
+                                          "trial)"})
+                continue
+            rows.append({**row, "candidate": name, "_order": len(rows)})
+    return finish(rows, dropped, split, what=f"Harbor jobs {shown(path)}")
+
+
+def _harbor_row(data: dict, file: Path, reward_key, threshold, failure_classes) -> dict | None:
+    rewards = ((data.get("verifier_result") or {}).get("rewards")) or None
+    exception = data.get("exception_info") or None
+    agent = data.get("agent_result") or {}
+    reward = None
+    if rewards is not None:
+        if reward_key not in rewards:
+            raise ConfigError(f"{file}: verifier rewards have keys {sorted(rewards)}, not "
+                              f"reward_key={reward_key!r}")
+        reward = rewards[reward_key]
+    if reward is None and exception is None:
+        return None
+    kind, error = "none", None
+    if exception is not None:
+        name = str(exception.get("exception_type") or "UnknownException")
+        kind = classify_failure(name, failure_classes)
+        error = f"{name}: {first_line(exception.get('exception_message') or '')}".rstrip(": ")
+    tokens = [agent.get("n_input_tokens"), agent.get("n_output_tokens")]
+    return {
+        "task_id": str(data["task_name"]),
+        "started": data.get("started_at"),
+        "passed": kind != "infra" and reward is not None and float(reward) >= threshold,
+        "infra_ok": kind != "infra",
+        "tokens": float(sum(t for t in tokens if t is not None))
+        if any(t is not None for t in tokens) else math.nan,
+        "cost_usd": as_number(agent.get("cost_usd")),
+        "seconds": seconds(data.get("started_at"), data.get("finished_at")),
+        "trajectory": str(file.parent),
+        "error": error,
+    }
+
+
+# ----------------------------------------------------------------------- Terminal-Bench 1
+
+def read_terminal_bench(
+    path,
+    *,
+    candidate: str | None = None,
+    split: str = "train",
+    failure_classes: Mapping[str, str] | None = None,
+) -> Imported:
+    """Terminal-Bench 1 run folders: ``results.json`` with a ``results`` list.
+
+    Accepts a run folder (``<run>/results.json``), a folder of run folders (e.g. one
+    leaderboard submission, ``<submission>/<run>/results.json``), a ``results.json``, or a
+    list of these; all their trials belong to one candidate. Each entry of ``results``
+    (Terminal-Bench's ``TrialResults``) becomes one repeat::
+
+        {"results": [{"task_id": "hello-world", "trial_name": "hello-world.1-of-1.run",
+                      "is_resolved": true,            # null when the tests did not run
+                      "failure_mode": "unset",        # see FAILURE_CLASSES
+                      "total_input_tokens": 18230, "total_output_tokens": 911,
+                      "trial_started_at": "2025-07-11T20:35:11.742594+00:00",
+                      "trial_ended_at": "2025-07-11T20:41:02.100000+00:00",
+                      "recording_path": "..."}, ...]}
+
+    ``passed`` is ``is_resolved`` (null counts as False, as on the leaderboard) unless the
+    ``failure_mode`` is an infrastructure one, which sets ``infra_ok=False``. Repeats of a
+    task are ordered by ``trial_started_at``. ``tokens`` = input + output tokens,
+    ``seconds`` = ended − started, ``trajectory`` = ``recording_path`` or the trial folder;
+    Terminal-Bench 1 records no cost.
+
+    Parameters
+    ----------
+    path : path or list of paths
+    candidate : str, optional
+        Default: the name of the folder given (of the run folder for a ``results.json``).
+    split : {"train", "test"}
+    failure_classes : mapping, optional
+        Overrides of :data:`FAILURE_CLASSES`.
+
+    Returns
+    -------
+    Imported
+    """
+    check_split(split)
+    rows: list[dict] = []
+    for given in as_paths(path):
+        name = candidate if candidate is not None else default_candidate(given, trial_file=False)
+        files = result_files(given, "results.json",
+                              lambda d: isinstance(d.get("results"), list), depth=1)
+        if not files:
+            raise LogError(f"no Terminal-Bench results.json (with a 'results' list) under {given}")
+        for file, data in files:
+            for i, result in enumerate(data["results"]):
+                if "task_id" not in result:
+                    raise LogError(f"{file}: results[{i}] has no 'task_id'")
+                mode = result.get("failure_mode") or "unset"
+                kind = classify_failure(mode, failure_classes)
+                tokens = [result.get("total_input_tokens"), result.get("total_output_tokens")]
+                trial = result.get("trial_name") or ""
+                rows.append({
+                    "candidate": name, "task_id": str(result["task_id"]),
+                    "started": result.get("trial_started_at"), "_order": len(rows),
+                    "passed": kind != "infra" and bool(result.get("is_resolved")),
+                    "infra_ok": kind != "infra",
+                    "tokens": float(sum(t for t in tokens if t is not None))
+                    if any(t is not None for t in tokens) else math.nan,
+                    "seconds": seconds(result.get("trial_started_at"),
+                                        result.get("trial_ended_at")),
+                    "trajectory": result.get("recording_path")
+                    or str(file.parent / str(result["task_id"]) / trial),
+                    "error": None if kind == "none" else mode,
+                })
+    return finish(rows, [], split, what=f"Terminal-Bench runs {shown(path)}")
