@@ -316,6 +316,10 @@ def few_tasks(rng, n_pairs: int, k_max: int) -> dict:
 
 # ------------------------------------------------------------------------------ printing
 
+def share(result: dict) -> float:
+    return result["credit"] / result["pairs"]
+
+
 def report(results: dict, seconds: float) -> str:
     names = list(CONFIGS)
     width = max(len(n) for n in names) + 2
@@ -342,7 +346,7 @@ def report(results: dict, seconds: float) -> str:
     lines.append("\npower: % credited at a true gain of +4 pp / +8 pp")
     lines.append(" " * width + "".join(f"{f'n={n}':>17}" for n in SIZES))
     for name in names:
-        cells = [" / ".join(f"{100 * results['power'][f'{n}/{e:g}'][name]['credit'] / results['power'][f'{n}/{e:g}'][name]['pairs']:5.1f}"  # noqa: E501
+        cells = [" / ".join(f"{100 * share(results['power'][f'{n}/{e:g}'][name]):5.1f}"
                             for e in EFFECTS_PP) for n in SIZES]
         lines.append(f"{name:<{width}}" + "".join(f"{c:>17}" for c in cells))
 

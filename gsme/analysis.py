@@ -7,6 +7,8 @@ import pandas as pd
 
 from gsme import schema
 
+__all__ = ["UNKNOWN_PATHOLOGY", "failing_trials", "pathology_shares"]
+
 UNKNOWN_PATHOLOGY = "unknown"
 
 
@@ -31,7 +33,7 @@ def failing_trials(trials, *, split=None) -> pd.DataFrame:
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": "c0", "task_id": ["a", "b"], "split": "train",
-    ...                   "k": 0, "passed": [False, False], "infra_ok": [True, False]})
+    ...                   "repeat": 0, "passed": [False, False], "infra_ok": [True, False]})
     >>> failing_trials(t)["task_id"].tolist()
     ['a']
     """
@@ -76,7 +78,7 @@ def pathology_shares(trials, *, by="candidate", split=None) -> pd.DataFrame:
     --------
     >>> import pandas as pd
     >>> t = pd.DataFrame({"candidate": "c0", "task_id": ["a", "b", "c"], "split": "train",
-    ...                   "k": 0, "passed": [False, False, True],
+    ...                   "repeat": 0, "passed": [False, False, True],
     ...                   "pathology": ["careless", "careless", None]})
     >>> pathology_shares(t)
       candidate pathology  n  share

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "main"]
+
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 

@@ -89,8 +89,9 @@ def compare(
           valid repeats left out)
         * ``sd_pp`` (sd of the per-task differences at this K), ``mde_pp`` (the effect
           detected with probability ``power`` at this n, K and spread),
-          ``power_effect_pp``, ``power`` (of detecting ``effect_pp``); NaN when the
-          spread is 0 or n < 2
+          ``power_effect_pp``, ``power`` (of detecting ``effect_pp``): the one-look test's,
+          analytic (:mod:`gsme.power`), whatever the design (:func:`plan` simulates the
+          adaptive one); NaN when the spread is 0 or n < 2
         * ``gate_failed`` (``validity``, ``significance`` or None), ``decision``
           (credit / cull / inconclusive / invalid), ``reason``
         * ``tasks_up``, ``tasks_down``: comma-separated ids of the tasks that moved
@@ -250,7 +251,7 @@ def plan(
     >>> plan(n_tasks=45, effect_pp=5, designs=["fixed"])[
     ...     ["power", "mde_pp", "k_needed", "n_tasks_needed"]].round(3)
        power  mde_pp  k_needed  n_tasks_needed
-    0   0.13   17.05      35.0           524.0
+    0  0.127  17.434      37.0           526.0
     """
     config = _paired.gate_config(config)
     k = config.k if k is None else _paired.check_int("k", k, 1)

@@ -16,6 +16,8 @@ import pandas as pd
 
 from gsme import schema
 
+__all__ = ["FORMATS", "read_trials", "write_trials"]
+
 FORMATS = ("csv", "parquet")
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _TEXT = [c.name for c in schema.FRAMES["trials"].columns if c.kind == "text"]

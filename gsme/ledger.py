@@ -22,6 +22,8 @@ import pandas as pd
 
 from gsme import schema
 
+__all__ = ["Ledger", "LedgerError"]
+
 _SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}
 _TABLES = {
     table: tuple(schema.FRAMES[frame].columns) + extra

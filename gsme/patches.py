@@ -115,7 +115,7 @@ def harness_files(harness_dir: str | Path) -> dict[str, str]:
 
 def lever_files(harness: Mapping[str, str]) -> dict[str, str]:
     """The files of the four levers only (what an evolver may change), sorted by path."""
-    return {p: t for p, t in sorted(harness.items()) if p.split("/", 1)[0] in LEVERS}
+    return {p: t for p, t in sorted(_mapping(harness).items()) if p.split("/", 1)[0] in LEVERS}
 
 
 def read_patches(harness: Mapping[str, str]) -> list[Patch]:
@@ -127,7 +127,7 @@ def read_patches(harness: Mapping[str, str]) -> list[Patch]:
         A manifest is not valid TOML or not a valid patch; the message names the file.
     """
     patches = []
-    for path, text in sorted(harness.items()):
+    for path, text in sorted(_mapping(harness).items()):
         folder, _, name = path.partition("/")
         if folder != PATCHES_DIR or "/" in name or not name.endswith(".toml"):
             continue
@@ -158,6 +158,7 @@ def plan_patch(harness: Mapping[str, str], patch: Patch) -> dict[str, str]:
     if not isinstance(patch, Patch):
         raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
     _check_fields(patch)
+    harness = _mapping(harness)
     manifest = f"{PATCHES_DIR}/{patch.id}.toml"
     if manifest in harness:
         raise PatchError(f"patch id {patch.id!r} is already applied to this harness")
@@ -289,6 +290,14 @@ def patch_from_dict(data: dict) -> Patch:
 
 
 # ---------------------------------------------------------------------------- internals
+
+
+def _mapping(harness) -> Mapping[str, str]:
+    if not isinstance(harness, Mapping):
+        raise TypeError(f"harness must be a mapping of paths to text (e.g. "
+                        f"gsme.patches.harness_files(folder) or run.harness(candidate)), "
+                        f"got {type(harness).__name__}")
+    return harness
 
 
 def _change_from_dict(index: int, data) -> FileChange:

@@ -10,6 +10,8 @@ from gsme.resources import PAPER_TABLE
 from gsme.schema import BASELINE
 from gsme.settings import GateConfig
 
+__all__ = ["cost_table", "paper_table", "run_table"]
+
 
 def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
     """The seed paper's results table with retention and p recomputed by gsme beside it.

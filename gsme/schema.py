@@ -195,7 +195,8 @@ def empty(kind: str) -> pd.DataFrame:
 
 
 def require(frame, names, what: str) -> pd.DataFrame:
-    """Check that ``frame`` is a DataFrame holding the columns ``names``; return it.
+    """Check that ``frame`` is a DataFrame holding the columns ``names`` (None: no column);
+    return it.
 
     For inputs that are not whole contracted frames (a plot's table, a pairs frame).
 
@@ -208,7 +209,7 @@ def require(frame, names, what: str) -> pd.DataFrame:
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in names if c not in frame.columns]
+    missing = [c for c in names if c is not None and c not in frame.columns]
     if missing:
         raise FrameError(f"{what} frame is missing column(s) {missing}; it has "
                          f"{list(frame.columns)}")
@@ -331,9 +332,7 @@ def _conforms(frame: pd.DataFrame, contract: Frame) -> bool:
             if (not c.nullable and missing.any()) or (
                     c.isin is not None and not values[~missing].isin(c.isin).all()):
                 return False
-        elif c.kind == "int" and c.ge is not None and len(values) and values.min() < c.ge:
-            return False
-        elif c.kind == "float" and not c.nullable and values.isna().any():
+        elif c.kind == "int" and c.ge is not None and len(values) and values.min() < c.ge or c.kind == "float" and not c.nullable and values.isna().any():
             return False
         if c.unique and values.duplicated().any():
             return False

@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 
 from gsme import analysis, plot, schema
 
+__all__ = ["Explorer", "explore"]
+
 
 def explore(run, *, split="train", figsize=(15, 4.5), max_tasks=20, dpi=150) -> Explorer:
     """Build a panel to step through a run: round slider, candidate picker, transcripts.

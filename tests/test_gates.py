@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from gsme import gates, schema, stats
+from gsme.settings import GateConfig
 
 
 def make_candidates(rows):
@@ -28,7 +29,7 @@ def make_run(rng, effects, *, n_tasks=40, k=3, activation=None, infra_fail=None)
             "candidate": name,
             "task_id": np.repeat([f"t{i:03d}" for i in range(n_tasks)], k),
             "split": "train",
-            "k": np.tile(np.arange(k), n_tasks),
+            "repeat": np.tile(np.arange(k), n_tasks),
             "passed": rng.random(n_tasks * k) < np.repeat(p, k),
             "activated": rng.random(n_tasks * k) < (activation or {}).get(name, 0.5),
             "infra_ok": rng.random(n_tasks * k) >= (infra_fail or {}).get(name, 0.0),
@@ -45,27 +46,28 @@ def test_docstring_examples_run():
 def test_validity_gate_reruns_then_excludes():
     trials = schema.as_trials(pd.DataFrame({
         "candidate": "a", "task_id": ["t1", "t2", "t2", "t3", "t3", "t3", "t4"],
-        "split": "train", "k": 0, "attempt": [0, 0, 1, 0, 1, 2, 0],
+        "split": "train", "repeat": 0, "attempt": [0, 0, 1, 0, 1, 2, 0],
         "passed": [True, False, True, False, False, False, False],
         "infra_ok": [True, False, True, False, False, False, False],
     }))
-    out = gates.validity_gate(trials, max_reruns=2).set_index("task_id")
+    out = gates.validity_gate(trials, config=GateConfig(max_reruns=2)).set_index("task_id")
     assert out["attempts"].to_dict() == {"t1": 1, "t2": 2, "t3": 3, "t4": 1}
     assert out["valid"].to_dict() == {"t1": True, "t2": True, "t3": False, "t4": False}
     assert out["needs_rerun"].to_dict() == {"t1": False, "t2": False, "t3": False, "t4": True}
     assert out["excluded"].to_dict() == {"t1": False, "t2": False, "t3": True, "t4": False}
-    strict = gates.validity_gate(trials, max_reruns=0).set_index("task_id")
+    strict = gates.validity_gate(trials, config=GateConfig(max_reruns=0)).set_index("task_id")
     assert strict.loc["t4", "excluded"] and not strict.loc["t4", "needs_rerun"]
     # the infrastructure failure of t2 is not a task failure: the re-run's pass counts
     assert stats.task_rates(trials).set_index("task_id").loc["t2", "rate"] == 1.0
     with pytest.raises(ValueError, match="max_reruns"):
-        gates.validity_gate(trials, max_reruns=-1)
+        GateConfig(max_reruns=-1)
 
 
 def test_activation_gate_counts_valid_trials_and_exempts_baseline():
     trials = schema.as_trials(pd.DataFrame({
         "candidate": ["base"] * 2 + ["c1"] * 4 + ["c2"] * 2,
-        "task_id": ["t1", "t2", "t1", "t2", "t3", "t4", "t1", "t2"], "split": "train", "k": 0,
+        "task_id": ["t1", "t2", "t1", "t2", "t3", "t4", "t1", "t2"], "split": "train",
+        "repeat": 0,
         "passed": False, "infra_ok": [True, True, True, True, True, False, True, True],
         "activated": [False, False, True, False, True, False, False, False],
     }))
@@ -74,10 +76,10 @@ def test_activation_gate_counts_valid_trials_and_exempts_baseline():
     out = gates.activation_gate(trials, candidates).set_index("candidate")
     assert out.loc["c1", ["trials", "activations"]].tolist() == [3, 2]
     assert out.loc["c1", "activation_rate"] == pytest.approx(2 / 3)
-    assert out["passed"].to_dict() == {"base": True, "c1": True, "c2": False, "c3": False}
+    assert out["active"].to_dict() == {"base": True, "c1": True, "c2": False, "c3": False}
     assert out.loc["c3", "trials"] == 0 and np.isnan(out.loc["c3", "activation_rate"])
-    stricter = gates.activation_gate(trials, candidates, min_activations=3)
-    assert not stricter.set_index("candidate").loc["c1", "passed"]
+    stricter = gates.activation_gate(trials, candidates, config=GateConfig(min_activations=3))
+    assert not stricter.set_index("candidate").loc["c1", "active"]
 
 
 def test_significance_gate_equals_paired_test_pair_by_pair():
@@ -89,12 +91,11 @@ def test_significance_gate_equals_paired_test_pair_by_pair():
     assert out["candidate"].tolist() == pairs["candidate"].tolist()
     for i, (child, parent) in enumerate(zip(pairs["candidate"][:-1], pairs["parent"][:-1])):
         one = stats.paired_test(trials, parent=parent, child=child)
-        pd.testing.assert_frame_equal(out.iloc[[i]].drop(columns="passed").reset_index(drop=True),
+        pd.testing.assert_frame_equal(out.iloc[[i]].reset_index(drop=True),
                                       one, check_exact=False, rtol=1e-12)
     ghost = out.iloc[-1]
     assert ghost["n_tasks"] == 0 and ghost["decision"] == "inconclusive"
     assert ghost["reason"] == "no task has a valid repeat on both sides"
-    assert out["passed"].tolist() == (out["decision"] == "credit").tolist()
     with pytest.raises(schema.FrameError, match="parent"):
         gates.significance_gate(trials, pairs.drop(columns="parent"))
 
@@ -146,9 +147,11 @@ def test_credit_statistics_equal_paired_test_and_validate(scenario):
 
 def test_credit_thresholds_move_decisions(scenario):
     trials, candidates = scenario
-    lenient = gates.credit(trials, candidates, max_dropped_frac=0.99).set_index("candidate")
+    lenient = gates.credit(trials, candidates,
+                           config=GateConfig(max_dropped_frac=0.99)).set_index("candidate")
     assert lenient.loc["broken", "decision"] != "invalid"
-    strict = gates.credit(trials, candidates, z_crit=50.0).set_index("candidate")
+    strict = gates.credit(trials, candidates, config=GateConfig(z_crit=50.0)).set_index(
+        "candidate")
     assert strict.loc["good", "decision"] == "inconclusive"
     assert strict.loc["good", "gate_failed"] == "significance"
 
@@ -170,7 +173,7 @@ def test_credit_edge_inputs(scenario):
     with pytest.raises(schema.FrameError, match="parents"):
         gates.credit(trials, orphan)
     with pytest.raises(ValueError, match="max_dropped_frac"):
-        gates.credit(trials, candidates, max_dropped_frac=1.0)
+        GateConfig(max_dropped_frac=1.0)
     with pytest.raises(schema.FrameError, match="kind"):
         gates.credit(trials, candidates.assign(kind="hybrid"))
 
@@ -185,14 +188,15 @@ def test_normal_reference_over_credits_null_pairs_at_small_n():
         rows.append(pd.DataFrame({
             "candidate": np.repeat([f"{side}{i}" for i in range(n_pairs)], n_tasks * 3),
             "task_id": np.tile(np.repeat(np.arange(n_tasks).astype(str), 3), n_pairs),
-            "split": "train", "k": np.tile([0, 1, 2], n_pairs * n_tasks),
+            "split": "train", "repeat": np.tile([0, 1, 2], n_pairs * n_tasks),
             "passed": rng.random(n_pairs * n_tasks * 3) < np.repeat(p.ravel(), 3),
         }))
     trials = schema.as_trials(pd.concat(rows, ignore_index=True))
     pairs = pd.DataFrame({"candidate": [f"c{i}" for i in range(n_pairs)],
                           "parent": [f"p{i}" for i in range(n_pairs)]})
-    normal = gates.significance_gate(trials, pairs)
-    student = gates.significance_gate(trials, pairs, reference="t")
+    normal = gates.significance_gate(trials, pairs,
+                                     config=GateConfig(reference="normal", exact_below=0))
+    student = gates.significance_gate(trials, pairs, config=GateConfig(exact_below=0))
     false_normal = (normal["decision"] == "credit").mean()
     false_t = (student["decision"] == "credit").mean()
     assert false_t <= false_normal

@@ -220,6 +220,13 @@ def test_terminal_bench_runs_unequal_k_and_failure_modes():
                 assert row["passed"] == bool(result["is_resolved"])
 
 
+def test_terminal_bench_list_of_runs_is_one_candidate():
+    runs = sorted((DATA / "tb" / "child").glob("run-*"))
+    trials, _ = importers.read_terminal_bench(runs)
+    assert set(trials["candidate"]) == {"run-1"}                 # named after the first
+    assert trials.groupby("task_id").size().max() == 3
+
+
 def test_terminal_bench_agent_timeout_keeps_the_test_verdict():
     trials, _ = importers.read_terminal_bench(DATA / "tb" / "baseline" / "run-1" /
                                               "results.json", candidate="b")
@@ -346,7 +353,7 @@ def test_trials_csv(tmp_path):
 @pytest.mark.parametrize(("path", "fmt"), [
     ("harbor/baseline-job", "harbor"), ("harbor", "harbor"), ("tb/child", "tb"),
     ("tb/child/run-1/results.json", "tb"), ("swebench/my-model.baseline-run1.json", "swebench"),
-    ("hal/baseline_run1_UPLOAD.json", "hal"),
+    ("hal/baseline_run1_UPLOAD.json", "hal"), ("swebench/child-run1/my-model-v2", "swebench"),
 ])
 def test_detect_format(path, fmt):
     assert importers.detect_format(DATA / path) == fmt

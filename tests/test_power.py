@@ -10,6 +10,10 @@ from statsmodels.stats.power import TTestPower, normal_power
 
 from gsme import power as power_module
 from gsme import stats
+from gsme.settings import GateConfig
+
+NORMAL = GateConfig(reference="normal")
+STUDENT = GateConfig(reference="t")
 
 
 def test_docstring_examples_run():
@@ -27,13 +31,14 @@ def test_power_matches_statsmodels(n, effect, k):
     sd = math.sqrt(task_sd**2 + repeat_sd**2 / k)
     alpha = 2 * sps.norm.sf(1.96)
     got_t = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
-                        task_sd_pp=task_sd, reference="t")
+                        task_sd_pp=task_sd, config=STUDENT)
     assert got_t == pytest.approx(TTestPower().power(effect_size=effect / sd, nobs=n,
                                                      alpha=alpha), rel=1e-6)
     got_z = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
-                        task_sd_pp=task_sd)
+                        task_sd_pp=task_sd, config=NORMAL)
     assert got_z == pytest.approx(normal_power(effect / sd, n, alpha), rel=1e-6)
-    mde_t = stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k, task_sd_pp=task_sd, reference="t")
+    mde_t = stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k, task_sd_pp=task_sd,
+                      config=STUDENT)
     expected = TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8) * sd
     assert mde_t == pytest.approx(expected, rel=1e-4)
 
@@ -50,10 +55,11 @@ def test_power_matches_monte_carlo_of_the_paired_test():
     d = child - parent
     z = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
     simulated = np.mean(np.abs(z) >= 1.96)
-    analytic = stats.power(n_tasks=n, effect_pp=100 * effect, repeat_sd_pp=repeat_sd, k=k)
+    analytic = stats.power(n_tasks=n, effect_pp=100 * effect, repeat_sd_pp=repeat_sd, k=k,
+                           config=NORMAL)
     assert simulated == pytest.approx(analytic, abs=0.04)
     at_mde = stats.power(n_tasks=n, effect_pp=stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k),
-                         repeat_sd_pp=repeat_sd, k=k)
+                         repeat_sd_pp=repeat_sd, k=k)  # the default (t) reference
     assert at_mde == pytest.approx(0.8, abs=1e-9)
 
 

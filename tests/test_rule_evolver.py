@@ -19,15 +19,15 @@ from gsme.vocabulary import Vocabulary
 FEATURES = ["category", "has_tests", "needs_tools", "long_context", "hard"]
 
 
-def failures_of(agent, harness_dir, *, seeds):
+def failures_of(agent, harness_dir, *, run_seeds):
     """Failing valid train trials with transcripts, features and the hidden true label."""
     rows = []
     for row in agent.tasks().query("split == 'train'").to_dict("records"):
-        for seed in seeds:
+        for run_seed in run_seeds:
             for repeat in range(3):
-                traj = agent.run(harness_dir, row, repeat=repeat, attempt=0, run_seed=seed)
+                traj = agent.run(harness_dir, row, repeat=repeat, attempt=0, run_seed=run_seed)
                 if traj.infra_ok and not traj.passed:
-                    rows.append({"candidate": f"base{seed}", "task_id": row["task_id"],
+                    rows.append({"candidate": f"base{run_seed}", "task_id": row["task_id"],
                                  "repeat": repeat,
                                  "transcript": traj.transcript, "truth": traj.pathology,
                                  **{c: row[c] for c in FEATURES}})
@@ -36,7 +36,7 @@ def failures_of(agent, harness_dir, *, seeds):
 
 @pytest.fixture(scope="module")
 def tb2_failures():
-    return failures_of(sim.preset("tb2"), SEED_HARNESS, seeds=range(4))
+    return failures_of(sim.preset("tb2"), SEED_HARNESS, run_seeds=range(4))
 
 
 @pytest.fixture
@@ -198,7 +198,7 @@ def test_env_gates_follow_where_the_failures_concentrate():
 
 def test_an_env_gate_derived_from_failures_admits_them(parent):
     agent = sim.preset("tiny")
-    failures = failures_of(agent, SEED_HARNESS, seeds=range(6))
+    failures = failures_of(agent, SEED_HARNESS, run_seeds=range(6))
     evolver = RuleEvolver(seed=0, error_rate=0.0)
     diagnoses = evolver.diagnose(failures.drop(columns="truth"))
     patches = evolver.propose(diagnoses, harness=harness_files(parent),

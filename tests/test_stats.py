@@ -193,7 +193,8 @@ def test_unequal_k_weights_tasks_equally():
 
 
 @settings(max_examples=12, deadline=None, derandomize=True)
-@given(seed=st.integers(0, 10_000), n_tasks=st.integers(3, 25), exact_below=st.sampled_from([0, 6, 30]))
+@given(seed=st.integers(0, 10_000), n_tasks=st.integers(3, 25),
+       exact_below=st.sampled_from([0, 6, 30]))
 def test_swapping_parent_and_child_flips_the_test(seed, n_tasks, exact_below):
     trials = make_trials(random_pair(np.random.default_rng(seed), n_tasks=n_tasks))
     config = GateConfig(min_tasks=2, exact_below=exact_below)

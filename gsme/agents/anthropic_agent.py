@@ -40,8 +40,8 @@ import pandas as pd
 
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.agents.middleware import Step, load_runtime
-from gsme.suites import pyfunc
 from gsme.prices import call_cost
+from gsme.suites import pyfunc
 
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AgentConfig", "AnthropicAgent", "extract_code",
            "read_config"]
@@ -127,6 +127,7 @@ class AnthropicAgent(TaskAgent):
         Task ids to keep (each with its own split), e.g. a small run; default all tasks.
     max_retries : int
         Retries of the SDK on rate limits, overload and server errors (with backoff).
+        A pickled agent (sent to another process) carries no client and no key.
     grade_timeout_s : float
         Time limit of the grading and example processes.
 
@@ -162,6 +163,11 @@ class AnthropicAgent(TaskAgent):
     def __repr__(self) -> str:
         subset = "" if self.task_ids is None else f", tasks={len(self.task_ids)}"
         return f"AnthropicAgent(model={self.model!r}, suite={self.suite!r}{subset})"
+
+    def __getstate__(self) -> dict:
+        """Pickle without the client and the key: a worker process (a process pool, a Dask
+        cluster) builds its own client from its ``ANTHROPIC_API_KEY``."""
+        return {**self.__dict__, "_client": None, "_api_key": None}
 
     @property
     def client(self) -> anthropic.Anthropic:

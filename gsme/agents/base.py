@@ -11,6 +11,8 @@ import pandas as pd
 
 from gsme import schema
 
+__all__ = ["TaskAgent", "Trajectory", "TrialSpec", "to_trials", "trial_row"]
+
 
 @dataclass(frozen=True)
 class Trajectory:
@@ -78,7 +80,7 @@ class TaskAgent(abc.ABC):
         """True when the environment is healthy enough to run trials."""
         return True
 
-    def check_harness(self, harness_dir: Path) -> None:  # noqa: B027 - optional hook
+    def check_harness(self, harness_dir: Path) -> None:
         """Raise ``ValueError`` naming the problem if this agent cannot run the harness.
 
         The loop calls it on every new candidate before scoring, so a patch whose files

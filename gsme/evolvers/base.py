@@ -10,6 +10,8 @@ import pandas as pd
 from gsme.patches import Patch
 from gsme.schema import columns
 
+__all__ = ["DIAGNOSIS_COLUMNS", "Evolver", "Log"]
+
 DIAGNOSIS_COLUMNS = columns("diagnoses")
 """The columns every diagnosis frame starts with (see :mod:`gsme.schema`)."""
 
@@ -50,7 +52,7 @@ class Evolver(abc.ABC):
         evolver need not repeat a failure.
         """
 
-    def reseed(self, seed: int) -> None:  # noqa: B027 - optional hook
+    def reseed(self, seed: int) -> None:
         """Restart the evolver's randomness from ``seed``.
 
         The loop calls this at the start of every round with a seed derived from the run's

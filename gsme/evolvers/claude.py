@@ -185,8 +185,6 @@ class ClaudeEvolver(Evolver):
             the failure's transcript, in which case ``confidence`` is halved. Empty
             (same columns) when the call fails or nothing valid comes back.
         """
-        if harness is not None:
-            _check_harness(harness)
         if vocabulary is None:
             vocabulary = self.vocabulary if self.vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
@@ -252,7 +250,6 @@ class ClaudeEvolver(Evolver):
         if missing:
             raise ValueError(f"diagnoses is missing column(s) {missing}; "
                              f"it needs {DIAGNOSIS_COLUMNS}")
-        _check_harness(harness)
         vocabulary = vocabulary if vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
         if n == 0:
@@ -421,13 +418,6 @@ class ClaudeEvolver(Evolver):
         if isinstance(key, str) and key:
             text = text.replace(key, "[redacted]")
         return _SECRET.sub("sk-ant-[redacted]", text)
-
-
-def _check_harness(harness) -> None:
-    if not isinstance(harness, Mapping):
-        raise TypeError(f"harness must be a mapping of paths to text (e.g. "
-                        f"gsme.patches.harness_files(folder) or run.harness(candidate)), "
-                        f"got {type(harness).__name__}")
 
 
 def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:

@@ -141,10 +141,6 @@ class RuleEvolver(Evolver):
         if missing:
             raise ValueError(f"diagnoses lacks column(s) {missing}; required: {needed} (pass "
                              "the frame diagnose() returns)")
-        if not isinstance(harness, Mapping):
-            raise TypeError(f"harness must be a mapping of paths to text (e.g. "
-                            f"gsme.patches.harness_files(folder) or run.harness(candidate)), "
-                            f"got {type(harness).__name__}")
         vocabulary = Vocabulary.default() if vocabulary is None else vocabulary
         used = {p.mechanism for p in read_patches(harness)}
         if history is not None and len(history):

@@ -25,8 +25,8 @@ class Template:
     ``text`` is what it writes: the prompt section, the knowledge note, or (``runtime``) the
     middleware's description. ``params`` are runtime middleware settings; ``config`` maps a
     config key of ``config/agent.toml`` to its new value (a string: ``x16`` multiplies the
-    current number, ``/2`` halves it, anything else replaces it; a key absent from the
-    file is added).
+    current number, ``/2`` halves it but never below 1, anything else replaces it; a key
+    absent from the file is added, except under a relative rule, which then does not apply).
     """
 
     mechanism: str

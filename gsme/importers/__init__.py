@@ -157,6 +157,8 @@ def detect_format(path) -> str:
                 return "harbor"
         if any(first.glob("*/run_instance.log")):
             return "swebench"
+        if any(first.glob("*.csv")):
+            return "csv"
         jsons = sorted(first.glob("*.json"))
         if not jsons:
             raise ConfigError(f"cannot tell the format of {first}; pass --format/format=")
@@ -164,6 +166,7 @@ def detect_format(path) -> str:
     if not first.exists():
         raise FileNotFoundError(f"no such file or folder: {first}")
     data = read_json(first)
+    data = data if isinstance(data, dict) else {}
     for fmt, keys in (("inspect", ("eval", "version")), ("tb", ("results",)),
                       ("swebench", ("resolved_ids",)), ("harbor", ("task_name", "trial_name")),
                       ("hal", ("config", "results"))):

@@ -97,7 +97,7 @@ def classify_failure(name: str | None, failure_classes: Mapping[str, str] | None
 
 
 def finish(rows: list[dict], dropped: list[dict], split: str, *, what: str,
-            numbered: bool = False) -> Imported:
+           numbered: bool = False) -> Imported:
     """Rows → a validated trials frame; repeats numbered by start time unless given."""
     if not rows:
         raise LogError(f"no trials could be read from {what}")

@@ -16,6 +16,8 @@ from gsme.importers._common import (
     shown,
 )
 
+__all__ = ["read_hal"]
+
 
 def read_hal(
     uploads,

@@ -20,6 +20,8 @@ from gsme.importers._common import (
 )
 from gsme.settings import ConfigError
 
+__all__ = ["read_inspect"]
+
 
 def read_inspect(
     logs,

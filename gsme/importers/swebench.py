@@ -17,6 +17,8 @@ from gsme.importers._common import (
 )
 from gsme.settings import ConfigError
 
+__all__ = ["APPLY_PATCH_FAIL", "read_swebench"]
+
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 """The marker SWE-bench writes to ``run_instance.log`` when a patch does not apply."""
 

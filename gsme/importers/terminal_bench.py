@@ -22,6 +22,8 @@ from gsme.importers._common import (
 )
 from gsme.settings import ConfigError
 
+__all__ = ["read_harbor", "read_terminal_bench"]
+
 
 def read_harbor(
     path,
@@ -58,7 +60,8 @@ def read_harbor(
     ----------
     path : path or list of paths
     candidate : str, optional
-        Default: the name of the folder (or of the job folder of a ``result.json``) given.
+        Default: the name of the (first) folder given, or of the job folder of a
+        ``result.json``; all trials read belong to this one candidate.
     reward_key : str
         The key of ``verifier_result.rewards`` that scores the trial.
     threshold : float
@@ -73,10 +76,12 @@ def read_harbor(
     check_split(split)
     rows: list[dict] = []
     dropped: list[dict] = []
-    for given in as_paths(path):
-        name = candidate if candidate is not None else default_candidate(given, trial_file=True)
-        files = result_files(given, "result.json", lambda d: "task_name" in d and "trial_name" in d,
-                              depth=2)
+    given_paths = as_paths(path)
+    name = candidate if candidate is not None else default_candidate(given_paths[0],
+                                                                     trial_file=True)
+    for given in given_paths:
+        files = result_files(given, "result.json",
+                             lambda d: "task_name" in d and "trial_name" in d, depth=2)
         if not files:
             raise LogError(f"no Harbor trial result.json (with task_name and trial_name) under "
                            f"{given}")
@@ -158,7 +163,8 @@ def read_terminal_bench(
     ----------
     path : path or list of paths
     candidate : str, optional
-        Default: the name of the folder given (of the run folder for a ``results.json``).
+        Default: the name of the (first) folder given, or of the run folder of a
+        ``results.json``.
     split : {"train", "test"}
     failure_classes : mapping, optional
         Overrides of :data:`FAILURE_CLASSES`.
@@ -169,10 +175,12 @@ def read_terminal_bench(
     """
     check_split(split)
     rows: list[dict] = []
-    for given in as_paths(path):
-        name = candidate if candidate is not None else default_candidate(given, trial_file=False)
+    given_paths = as_paths(path)
+    name = candidate if candidate is not None else default_candidate(given_paths[0],
+                                                                     trial_file=False)
+    for given in given_paths:
         files = result_files(given, "results.json",
-                              lambda d: isinstance(d.get("results"), list), depth=1)
+                             lambda d: isinstance(d.get("results"), list), depth=1)
         if not files:
             raise LogError(f"no Terminal-Bench results.json (with a 'results' list) under {given}")
         for file, data in files:
@@ -191,7 +199,7 @@ def read_terminal_bench(
                     "tokens": float(sum(t for t in tokens if t is not None))
                     if any(t is not None for t in tokens) else math.nan,
                     "seconds": seconds(result.get("trial_started_at"),
-                                        result.get("trial_ended_at")),
+                                       result.get("trial_ended_at")),
                     "trajectory": result.get("recording_path")
                     or str(file.parent / str(result["task_id"]) / trial),
                     "error": None if kind == "none" else mode,

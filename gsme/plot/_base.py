@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-import pandas as pd
 import seaborn as sns
 from matplotlib.artist import Artist
-
-from gsme import schema
 
 #: Okabe & Ito (2008), "Color Universal Design": the two decision hues come from here.
 BLUE, ORANGE = "#0072B2", "#E69F00"
@@ -76,26 +73,6 @@ def category_colors(levels) -> dict:
         colors += sns.color_palette("husl", len(named) - len(colors)).as_hex()
     out = dict(zip(named, colors))
     return {lv: out.get(lv, UNKNOWN_PATHOLOGY) for lv in levels}
-
-
-def require(frame, columns, what: str) -> pd.DataFrame:
-    """Return ``frame`` when it is a DataFrame holding every one of ``columns``.
-
-    Raises
-    ------
-    TypeError
-        When ``frame`` is not a DataFrame.
-    gsme.schema.FrameError
-        Naming the missing columns and the columns the frame has.
-    """
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
-    missing = [c for c in columns if c is not None and c not in frame.columns]
-    if missing:
-        raise schema.FrameError(
-            f"{what} is missing column(s) {missing}; it has {list(frame.columns)}"
-        )
-    return frame
 
 
 def get_axes(ax):

@@ -13,6 +13,8 @@ from matplotlib.patches import Patch, Rectangle
 from gsme import schema
 from gsme.plot._base import DECISION_COLORS, DECISION_MARKERS, finish, get_axes
 
+__all__ = ["lineage", "occupancy", "tree_layout"]
+
 EMPTY_CELL = {"facecolor": "#f2f2f2", "edgecolor": "#9e9e9e", "hatch": "//"}
 KIND_MARKERS = {"baseline": "s", "mutation": "o", "recombination": "D"}
 UNDECIDED = "white"

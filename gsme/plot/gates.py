@@ -17,8 +17,9 @@ from gsme.plot._base import (
     declutter,
     finish,
     get_axes,
-    require,
 )
+
+__all__ = ["paired_tasks", "power_curve", "z_forest"]
 
 _VALUES = {"z": "z (paired, per task)", "delta_pp": "Δ pass rate (pp)"}
 _DODGE = 0.6  # width of a round's slot shared by the candidates scored in it
@@ -94,7 +95,7 @@ def z_forest(
     schema.validate(decisions, "decisions")
     if value not in _VALUES:
         raise ValueError(f"value must be one of {list(_VALUES)}, got {value!r}")
-    require(decisions, [hue], "decisions frame")
+    schema.require(decisions, [hue], "decisions")
     ax = get_axes(ax)
     data = decisions.reset_index(drop=True)
     if x in data.columns:
@@ -184,7 +185,7 @@ def paired_tasks(
     >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1", top=20)  # doctest: +SKIP
     """
     cols = ["task_id", "rate_parent", "rate_child", "diff"]
-    require(tasks, cols, "paired tasks frame")
+    schema.require(tasks, cols, "paired tasks")
     bad = tasks[cols[1:]].isna().any(axis=1)
     if bad.any():
         raise schema.FrameError(
@@ -290,7 +291,7 @@ def power_curve(table, *, x="n_tasks", hue="k", target=0.8, title=None, ax=None,
     >>> table = stats.power_table(n_tasks=[26, 50, 100], effect_pp=[5], k=[1, 3])  # doctest: +SKIP
     >>> ax = plot.power_curve(table)  # doctest: +SKIP
     """
-    require(table, [x, hue, "power"], "power table")
+    schema.require(table, [x, hue, "power"], "power table")
     key = [x] if hue is None else [hue, x]
     dup = table.duplicated(key, keep=False)
     if dup.any():

@@ -14,8 +14,9 @@ from gsme.plot._base import (
     category_colors,
     finish,
     get_axes,
-    require,
 )
+
+__all__ = ["pathologies", "retention"]
 
 _LABEL_COLUMNS = ("benchmark", "run")
 
@@ -71,7 +72,7 @@ def retention(
     if label is None:
         label = next((c for c in _LABEL_COLUMNS if c in getattr(table, "columns", ())),
                      _LABEL_COLUMNS[0])
-    require(table, [x, y, label, value], "retention table")
+    schema.require(table, [x, y, label, value], "retention table")
     ax = get_axes(ax)
     xs = table[x].to_numpy(dtype=float)
     ys = table[y].to_numpy(dtype=float)
@@ -139,7 +140,7 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
     >>> shares = analysis.pathology_shares(trials, split="train")  # doctest: +SKIP
     >>> ax = plot.pathologies(shares)  # doctest: +SKIP
     """
-    require(shares, [x, "pathology", value], "pathology shares frame")
+    schema.require(shares, [x, "pathology", value], "pathology shares")
     dup = shares.duplicated([x, "pathology"], keep=False)
     if dup.any():
         raise schema.FrameError(

@@ -22,8 +22,17 @@ How an effect acts on a task its patch's env gate admits:
   began in this trial, whether or not it was then recovered), ``named`` (a named task).
 
 The mix follows what engineers (and LLM proposers) actually try: per failure mode, about
-one fix in four works well, the others are weak, cosmetic, costly, harmful or overfit, so
-that keeping whatever raised a noisy train rate accumulates as much harm as help.
+one fix in four or five works well; the others are weak, cosmetic, costly, harmful or
+overfit (train-task hints lift the train rate only). Sizes: the targeted factors act on
+suites calibrated so that the targeted fix of a preset's dominant pathology has a true train
+effect near the paper's credited train Δ for its domain (within [0.5×, 1.25×] of it, mean
+over suite seeds 0–4; see :mod:`gsme.sim.shape`).
+
+Regimes. The catalogue above is the ``calibrated`` regime. The ``ineffective`` regime
+(:func:`effect_of` with ``regime="ineffective"``, ``SimAgent(..., regime="ineffective")``)
+is a world where the diagnosed pathologies are mostly not what makes tasks fail: every fix
+keeps :data:`FIX_KEPT` of its power and every change that acts carries a small risk
+:data:`SIDE_HARM`. Its baseline is the calibrated one; only what patches do differs.
 
 Unknown mechanisms (e.g. free text from an LLM evolver) get a small deterministic effect on
 the failure mode their patch declares: ``factor = 1 - 0.1 * u`` with ``u`` in [0, 1) from a
@@ -45,7 +54,7 @@ FIX_KEPT = 0.05
 """In the ``ineffective`` regime, the share of a mechanism's hazard reduction it keeps."""
 HARM_KEPT = 0.25
 """In the ``ineffective`` regime, the share of a mechanism's listed harm it keeps."""
-SIDE_HARM = 0.005
+SIDE_HARM = 0.01
 """In the ``ineffective`` regime, the harm every acting (not cosmetic) mechanism adds."""
 
 

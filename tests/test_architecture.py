@@ -1,0 +1,193 @@
+"""The package's shape: imports flow one way, public modules declare what they export, the
+library is importable lazily, and a built wheel works on its own."""
+
+import ast
+import importlib
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import gsme
+
+PACKAGE = Path(gsme.__file__).parent
+ROOT = PACKAGE.parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every gsme module ``name`` imports, at module level or inside functions."""
+    found = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
+    for name in graph:  # importing a.b.c imports a and a.b first: that is no dependency
+        graph[name] = {t for t in graph[name] if not name.startswith(t + ".") and t != "gsme"}
+    return graph
+
+
+def test_no_import_cycle_even_through_function_level_imports():
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = stack[stack.index(nxt):] + [nxt]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+LAYERS = [  # a module may import only from its own layer or the layers below it
+    {"gsme.schema", "gsme.settings", "gsme.resources", "gsme._paired", "gsme.power",
+     "gsme.envgate", "gsme.vocabulary", "gsme.credentials", "gsme._proc", "gsme.prices"},
+    {"gsme.stats", "gsme.gates", "gsme.sequential", "gsme.archive", "gsme.patches",
+     "gsme.io", "gsme.analysis"},
+    {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.scoring", "gsme.plugins"},
+    {"gsme.run"},
+    {"gsme.evolve", "gsme.report", "gsme.config"},
+    {"gsme.experiments", "gsme.cli", "gsme.widgets"},
+]
+
+
+def test_the_loop_flows_one_way():
+    graph = _graph()
+    layer = {m: i for i, group in enumerate(LAYERS) for m in group}
+    upward = [(a, b) for a, deps in graph.items() if a in layer
+              for b in deps if b in layer and layer[b] > layer[a]]
+    assert upward == []
+
+
+def test_the_store_and_the_loop_use_no_private_names_of_other_modules():
+    for name in ("gsme.evolve", "gsme.run", "gsme.scoring", "gsme.policy", "gsme.cli",
+                 "gsme.experiments", "gsme.report"):
+        tree = ast.parse(_modules()[name].read_text())
+        private = [f"{node.value.id}.{node.attr}" for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                   and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+                   and node.value.id not in ("self", "cls")]
+        assert private == [], name
+
+
+def test_no_sql_outside_the_ledger():
+    for name, path in _modules().items():
+        if name == "gsme.ledger":
+            continue
+        text = path.read_text()
+        assert not any(word in text for word in ("SELECT ", "INSERT ", "DELETE FROM")), name
+
+
+def test_import_gsme_exposes_submodules_lazily():
+    code = ("import sys, gsme; assert 'gsme.stats' not in sys.modules; "
+            "gsme.stats.paired_test; assert 'gsme.stats' in sys.modules; "
+            "assert 'anthropic' not in sys.modules; print(sorted(gsme.__all__)[:3])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        gsme.nope  # noqa: B018
+
+
+@pytest.mark.parametrize("name", sorted(m for m in _modules()
+                                        if not m.rpartition(".")[2].startswith("_")
+                                        and m != "gsme"))
+def test_every_public_module_declares_its_exports(name):
+    module = importlib.import_module(name)
+    assert isinstance(getattr(module, "__all__", None), list | tuple), name
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert missing == [], name
+
+
+def test_every_package_folder_ships(tmp_path):
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+                 ["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert folders | {"gsme.data"} == listed
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+                           capture_output=True, text=True, check=False)
+    if build.returncode != 0 and "No module named" in build.stderr:
+        pytest.skip(f"cannot build a wheel here: {build.stderr.strip()[-200:]}")
+    assert build.returncode == 0, build.stderr
+    return next(out.glob("gsme-*.whl"))
+
+
+def test_the_wheel_carries_the_data(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "gsme/data/paper_table.csv" in names
+    assert "gsme/data/harnesses/seed/prompt/system.md" in names
+    assert "gsme/data/harnesses/seed/patches/.gitkeep" in names
+    assert any(n.startswith("gsme/data/suites/pyfunc/tasks/") for n in names)
+    assert "gsme/prompts/diagnose.txt" in names
+
+
+def test_an_installed_wheel_runs_the_demo_from_an_unrelated_folder(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target",
+                    str(target), str(wheel)], check=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    # -S: no site processing, so the editable install of this checkout is invisible;
+    # the wheel's folder and this environment's libraries are all that is on the path
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target),
+                                                        sysconfig.get_paths()["purelib"]])}
+    code = ("import gsme, gsme.report as r; assert gsme.__file__.startswith(%r), gsme.__file__;"
+            " t = r.paper_table(); assert len(t) == 7; print('paper ok')" % str(target))
+    check = subprocess.run([sys.executable, "-S", "-c", code], cwd=elsewhere, env=env,
+                           capture_output=True, text=True, check=False)
+    assert check.returncode == 0 and "paper ok" in check.stdout, check.stderr
+    demo = subprocess.run([sys.executable, "-S", "-m", "gsme.cli", "demo", "--preset", "tiny",
+                           "--rounds", "1", "--quiet", "--out", str(tmp_path / "d")],
+                          cwd=elsewhere, env=env, capture_output=True, text=True, check=False,
+                          timeout=600)
+    assert demo.returncode == 0, demo.stderr
+    assert "SIMULATED" in demo.stdout and "sealed_delta_pp" in demo.stdout
