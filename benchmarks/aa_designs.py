@@ -37,8 +37,8 @@ wanted) runs for the default adaptive configuration on the A/A pairs of every n,
                                     [--out results.json]
 
 Targets: adaptive A/A false credit ≤ 2.5% within Monte Carlo error (the Clopper–Pearson
-interval reaches 2.5%) at every n; the "4 of 26" case never credited. Runs in about two
-minutes on 2 cores.
+interval reaches 2.5%) at every n; the "4 of 26" case never credited. Runs in about 80 s
+on 2 cores (``--workers``, default 2; several minutes on a machine shared with other jobs).
 """
 
 from __future__ import annotations

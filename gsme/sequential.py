@@ -22,7 +22,7 @@ parent's extra repeats made for another child never leak in).
   extended tasks were chosen for being mixed at look 1, which inflates their look-1
   variance: look 1 holds more of the final information than r_1 / k_max, the looks are
   more correlated than planned and the procedure is conservative. Simulated A/A false
-  credit (``benchmarks/aa_designs.py``): 1.1%, 1.6% and 2.1% at n = 26, 45 and 80.
+  credit (``benchmarks/aa_designs.py``): 1.05%, 1.6% and 2.05% at n = 26, 45 and 80.
 * **Cull** — at look 1 only, exactly as the fixed design culls: when the lower one-sided p
   is at most ``alpha`` (z ≤ −z_crit with the normal reference). Its level is that of one
   look, ``alpha``; later looks never cull (a harmful patch has almost always stopped for

@@ -46,7 +46,8 @@ def read_inspect(
     ``candidate``        ``candidate``, else ``candidate_from`` (below)
     ``task_id``          ``sample.id``
     ``repeat``           ``sample.epoch - 1`` (later logs of the same candidate continue
-                         after the epochs of earlier ones, by ``eval.created``)
+                         after the epochs of earlier ones: logs in order of
+                         ``eval.created``, then of their first sample's ``started_at``)
     ``attempt``          ``sample.retries`` (earlier attempts that errored and were
                          retried become attempts 0..retries-1 with ``infra_ok=False``)
     ``passed``           the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
@@ -90,12 +91,16 @@ def read_inspect(
     check_split(split)
     failure = classify_failure("sample_error", failure_classes)
     files = _inspect_files(logs, log_api)
-    headers = [(path, _inspect_header(path, log_api)) for path in files]
-    headers.sort(key=lambda item: str(item[1].eval.created))
+    logs_read = [(path, _inspect_header(path, log_api),
+                  log_api.read_eval_log_sample_summaries(str(path))) for path in files]
+    # in order of creation (to the second), then of the first sample's start (to the µs)
+    logs_read.sort(key=lambda log: (str(log[1].eval.created),
+                                    min((str(s.started_at) for s in log[2] if s.started_at),
+                                        default=""), str(log[0])))
     rows: list[dict] = []
     dropped: list[dict] = []
     offsets: dict[str, int] = {}
-    for path, header in headers:
+    for path, header, summaries in logs_read:
         name = candidate if candidate is not None else _inspect_candidate(header, candidate_from,
                                                                            path)
         if header.status != "success":
@@ -104,7 +109,7 @@ def read_inspect(
                                       "finish are missing"})
         offset = offsets.get(name, 0)
         last_epoch = 0
-        for s in log_api.read_eval_log_sample_summaries(str(path)):
+        for s in summaries:
             last_epoch = max(last_epoch, int(s.epoch))
             base = {"candidate": name, "task_id": str(s.id), "repeat": offset + int(s.epoch) - 1,
                     "trajectory": f"{path}#sample={s.id}&epoch={s.epoch}",

@@ -1,0 +1,73 @@
+"""What a user sees: CLI conventions (version, JSON, help on every argument, progress) and
+the rich notebook display of a run and of a round."""
+
+import json
+
+import pytest
+
+from gsme import __version__, cli, evolve, sim
+from gsme.evolvers.rule import RuleEvolver
+from gsme.run import Run
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory):
+    path = tmp_path_factory.mktemp("display") / "run"
+    assert cli.main(["demo", "--preset", "tiny", "--rounds", "1", "--out", str(path),
+                     "--quiet"]) == 0
+    return path
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"gsme {__version__}"
+
+
+def test_every_argument_of_every_command_has_help():
+    parser = cli._parser(__version__)
+    commands = next(a for a in parser._actions if a.dest == "==SUPPRESS==" or a.choices)
+    assert set(commands.choices) >= {"demo", "run", "resume", "status", "report"}
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if action.dest != "help":
+                assert action.help, f"gsme {name} {action.option_strings or action.dest}"
+
+
+@pytest.mark.parametrize("command", ["status", "report"])
+def test_json_output_parses(sealed, capsys, command):
+    assert cli.main([command, str(sealed), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    if command == "status":
+        assert data["rounds_done"] == 1 and data["sealed"] == "sealed"
+        assert 0 <= data["coverage"] <= 1 and data["cells"] == 4 * 7
+    else:
+        assert data["simulated"] is True and "sealed_delta_pp" in data
+        assert data["significance_tests"] >= 0
+
+
+def test_status_reports_coverage_over_the_vocabulary_cells(sealed, capsys):
+    assert cli.main(["status", str(sealed)]) == 0
+    out = capsys.readouterr().out
+    assert "coverage NaN" not in out and "in 28 cells (coverage" in out
+
+
+def test_a_run_and_a_round_display_as_tables(tmp_path):
+    with Run.create(tmp_path / "r", agent=sim.preset("tiny"), evolver=RuleEvolver()) as run:
+        result = evolve.run_round(run, children=2, recombinations=0, progress=False)
+        page = run._repr_html_()
+        for text in (str(tmp_path / "r"), "SIMULATED", "rounds done", "sealed", "trials spent"):
+            assert text in page
+        table = result._repr_html_()
+        assert f"round {result.round}" in table and "<table" in table
+        for name in result.decisions["candidate"]:
+            assert name in table
+
+
+def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys):
+    with Run.create(tmp_path / "r", agent=sim.preset("tiny"), evolver=RuleEvolver(),
+                    schedule={"rounds": 1, "children_per_round": 1}) as run:
+        evolve.evolve(run, progress=True)
+        run.finalize(progress=True)
+    err = capsys.readouterr().err
+    assert "rounds" in err and "round 1: scoring" in err and "sealed test: scoring" in err
