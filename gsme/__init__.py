@@ -9,6 +9,7 @@ and ``import gsme`` stays light. The layers, from the core up (see ``ARCHITECTUR
 * the run — :mod:`gsme.policy`, :mod:`gsme.plugins`, :mod:`gsme.scoring`,
   :mod:`gsme.ledger`, :mod:`gsme.gitrepo`, :mod:`gsme.run` (the store);
 * the loop — :mod:`gsme.evolve`, :mod:`gsme.experiments`, :mod:`gsme.cli`;
+* other tools' eval logs — :mod:`gsme.importers`, :mod:`gsme.compare`;
 * parts — :mod:`gsme.sim` (the simulated default agent), :mod:`gsme.agents`,
   :mod:`gsme.evolvers`, :mod:`gsme.suites`; reading — :mod:`gsme.report`,
   :mod:`gsme.analysis`, :mod:`gsme.plot`, :mod:`gsme.widgets`, :mod:`gsme.io`.
@@ -23,10 +24,11 @@ except PackageNotFoundError:  # running from a source tree that was never instal
     __version__ = "0+unknown"
 
 __all__ = [
-    "agents", "analysis", "archive", "cli", "config", "credentials", "envgate", "evolve",
-    "evolvers", "experiments", "gates", "gitrepo", "io", "ledger", "patches", "plot",
-    "plugins", "policy", "power", "prices", "report", "resources", "run", "schema",
-    "scoring", "sequential", "settings", "sim", "stats", "suites", "vocabulary", "widgets",
+    "agents", "analysis", "archive", "cli", "compare", "config", "credentials", "envgate",
+    "evolve", "evolvers", "experiments", "gates", "gitrepo", "importers", "io", "ledger",
+    "patches", "plot", "plugins", "policy", "power", "prices", "report", "resources", "run",
+    "schema", "scoring", "sequential", "settings", "sim", "stats", "suites", "vocabulary",
+    "widgets",
 ]
 
 

@@ -18,6 +18,8 @@ import pandas as pd
 from gsme import _paired, schema, sequential
 from gsme.settings import GateConfig
 
+__all__ = ["activation_gate", "credit", "significance_gate", "validity_gate"]
+
 
 def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> pd.DataFrame:
     """State of every (candidate, task_id, split, repeat) slot after its attempts so far.

@@ -23,6 +23,8 @@ from scipy import stats as sps
 from gsme import _paired
 from gsme.settings import GateConfig
 
+__all__ = ["mde", "power", "power_table"]
+
 
 def power(
     *,

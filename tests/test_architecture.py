@@ -87,7 +87,7 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
      "gsme.io", "gsme.analysis"},
     {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.scoring", "gsme.plugins"},
     {"gsme.run"},
-    {"gsme.evolve", "gsme.report", "gsme.config"},
+    {"gsme.evolve", "gsme.report", "gsme.config", "gsme.importers", "gsme.compare"},
     {"gsme.experiments", "gsme.cli", "gsme.widgets"},
 ]
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["API_TEMPERATURE", "DEFAULT_MODEL", "MODEL_ENV", "accepts_temperature", "tool_choice"]
+
 MODEL_ENV = "GSME_EVOLVER_MODEL"
 DEFAULT_MODEL = "claude-opus-4-8"
 """Fallback model when ``GSME_EVOLVER_MODEL`` is unset: the evolver model of the method's

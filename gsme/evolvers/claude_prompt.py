@@ -21,6 +21,8 @@ import pandas as pd
 from gsme.patches import Patch
 from gsme.schema import LEVERS, columns
 
+__all__ = ["CHARS_PER_TOKEN", "FAILURE_COLUMNS", "HISTORY_COLUMNS", "archive_text", "diagnoses_text", "digest", "failure_digests", "features", "history_text", "lineage_text", "load_prompt", "sample_failures", "system_blocks", "train_failures", "vocabulary_text"]
+
 CHARS_PER_TOKEN = 4
 """Token estimate used for digest budgets: about four characters of English per token."""
 

@@ -17,6 +17,8 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 
 from gsme.schema import LEVERS
 
+__all__ = ["CHANGE_ITEM", "DIAGNOSE_TOOL", "DIAGNOSIS_ITEM", "ITEM_SCHEMAS", "PATCH_ITEM", "PROPOSE_TOOL", "TOOLS", "InvalidItem", "check", "feedback", "payload_items", "read_answer"]
+
 DIAGNOSE_TOOL = "report_diagnoses"
 PROPOSE_TOOL = "propose_patches"
 

@@ -22,6 +22,8 @@ from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_
 from gsme.schema import columns
 from gsme.vocabulary import Vocabulary
 
+__all__ = ["GATE_SHARE", "KNOWN_WHYS", "MIN_GATE_TASKS", "SIGNATURES", "UNMATCHED", "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
+
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
     ("thinking-runaway", "runtime",

@@ -17,6 +17,8 @@ import tomli_w
 
 from gsme.patches import FileChange
 
+__all__ = ["FALLBACK", "TEMPLATES", "Template", "changes", "templates_for"]
+
 
 @dataclass(frozen=True)
 class Template:
