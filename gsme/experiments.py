@@ -48,8 +48,9 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  policy: str = "gated", gate: GateConfig | None = None, rounds: int = 3,
-                  children: int = 3, recombinations: int = 1, finalize: bool = True,
+                  regime: str | None = None, policy: str = "gated",
+                  gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
+                  recombinations: int = 1, finalize: bool = True,
                   progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
 
@@ -69,6 +70,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         Seed of the simulated suite, the evolver and the run.
     profile : str, optional
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
+    regime : str, optional
+        The simulator's regime (:data:`gsme.sim.REGIMES`); default its calibrated world.
     policy : {"gated", "greedy", "peak"}
         The crediting policy.
     gate : GateConfig, optional
@@ -92,15 +95,17 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     >>> run.close()
     """
     gate = gate or GateConfig()
-    agent = sim.preset(preset, suite_seed=seed, profile=profile)
+    world = {} if regime is None else {"regime": regime}
+    agent = sim.preset(preset, suite_seed=seed, profile=profile, **world)
     profile_name = agent.profile.name
-    path = _root(root, None) / f"{preset}-{profile_name}-{policy}-{gate.design}-s{seed}"
+    label = "-".join([preset, profile_name, *world.values(), policy, gate.design, f"s{seed}"])
+    path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
                      config=RunConfig(run_seed=seed, policy=policy, gate=gate),
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
                      agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
-                                 "profile": profile_name},
+                                 "profile": profile_name, **world},
                      evolver_spec={"kind": "rule", "seed": seed})
     evolve.evolve(run, progress=progress)
     if finalize:
@@ -147,8 +152,8 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
 
 
 def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs=("fixed",),
-                     rounds: int = 3, root=None, children: int = 3, recombinations: int = 1,
-                     progress: bool = True) -> pd.DataFrame:
+                     regime: str | None = None, rounds: int = 3, root=None, children: int = 3,
+                     recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
     """Crediting policies (and gate designs) on the same seeds, audited against ground truth.
 
     Every (design, policy, seed) is one run with the same suite, evolver seed and trial
@@ -166,6 +171,8 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
         Subset of :data:`gsme.schema.POLICIES`.
     designs : sequence of {"fixed", "adaptive"}
         Gate designs (:class:`~gsme.settings.GateConfig` ``design``).
+    regime : str, optional
+        The simulator's regime, as in :func:`simulated_run`.
     rounds, root, children, recombinations
         As in :func:`simulated_run`.
     progress : bool
@@ -184,7 +191,9 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
         (false_credits / kept, NaN when none was kept); ``train_delta_pp,
         sealed_delta_pp, retention_pct, sealed_decision`` (measured, selected harness vs
         baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``,
-        ``trials_borrowed``; ``run_dir``.
+        ``trials_borrowed``; ``child_trials`` (trials run in the evolution rounds: the
+        children's, and the extra repeats of their parents an adaptive gate asks for);
+        ``run_dir``.
     """
     root = _root(root, "compare_policies")
     unknown = sorted(set(policies) - set(POLICIES))
@@ -195,10 +204,12 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
     for design, name, seed in tqdm(grid, desc=f"{preset}: design × policy × seed",
                                    disable=not progress):
         with simulated_run(preset, root=root, seed=seed, policy=name, rounds=rounds,
-                           gate=GateConfig(design=design), children=children,
+                           regime=regime, gate=GateConfig(design=design), children=children,
                            recombinations=recombinations) as run:
             audit = audit_decisions(run)
             table = report.run_table(run).iloc[0]
+            child_trials = int((run.trials()["borrowed_from"].isna()
+                                & (run.trials()["round"] >= 1)).sum())
         kept = int(audit["kept"].sum())
         false = int(audit["false_credit"].sum())
         rows.append({
@@ -212,6 +223,7 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
                                      "sealed_decision", "true_train_delta_pp",
                                      "true_sealed_delta_pp", "trials_spent",
                                      "trials_borrowed")},
+            "child_trials": child_trials,
             "run_dir": str(run.path),
         })
     return pd.DataFrame(rows)

@@ -35,7 +35,8 @@ def kept(decisions: pd.DataFrame, *, policy: str) -> np.ndarray:
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
     if policy == "gated":
         return (decisions["decision"] == "credit").to_numpy()
-    return (decisions["delta_pp"].fillna(0) > 0).to_numpy()
+    # a tie computed as a sum of thirds can come out 1e-16 above 0: round before comparing
+    return (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
 
 
 def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str) -> str:

@@ -30,6 +30,8 @@ from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.suite import PRESET_SPECS, build_suite
 
+__all__ = ["DEFAULT_INFRA_FAULT_RATE", "SimAgent"]
+
 DEFAULT_INFRA_FAULT_RATE = 0.02
 _NO_SUBMIT = {WHYS.index(w) for w in ("thinking-runaway", "looping", "context-overflow")}
 _TOKEN_SCALE = {"thinking-runaway": 4.0, "looping": 2.5, "context-overflow": 3.0,

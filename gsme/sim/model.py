@@ -27,6 +27,8 @@ from gsme.sim.catalogue import effect_of
 from gsme.sim.profiles import WHYS, Profile
 from gsme.sim.suite import Suite
 
+__all__ = ["WHY_INDEX", "Beacon", "HarnessModel", "base_onset", "compile_harness"]
+
 WHY_INDEX = {w: j for j, w in enumerate(WHYS)}
 
 

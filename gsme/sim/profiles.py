@@ -15,6 +15,8 @@ import numpy as np
 
 from gsme.schema import FAILURE_MODES
 
+__all__ = ["PROFILES", "WHYS", "Profile"]
+
 WHYS = tuple(FAILURE_MODES)
 """The failure modes of the default why vocabulary, in the simulator's fixed order."""
 

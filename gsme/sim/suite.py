@@ -17,6 +17,9 @@ borderline. A suite reproduces that with two hidden layers per task:
 * **difficulty** — on the others the fixable failure probability is
   ``1 - sigmoid(skill - difficulty)``; a wide ``difficulty_sd`` puts most of them near 0
   (solved) or near 1 (stuck on a pathology that a fix can address), the rest borderline.
+  The difficulties are the suite's n normal quantiles in a random order (a stratified
+  draw), so a small suite's level does not swing with its seed. The visible ``hard`` flag
+  marks the top 35% by difficulty: in a bimodal suite those tasks almost never pass.
 
 The presets' ``difficulty_mean``, ``difficulty_sd`` and ``out_of_reach`` were set so that
 each baseline's shares of never-, always- and sometimes-passing tasks over 5 runs, and its
@@ -36,6 +39,8 @@ import pandas as pd
 from scipy.special import ndtri as _ndtri
 
 from gsme.sim.profiles import WHYS
+
+__all__ = ["FLAGS", "HARD_QUANTILE", "PRESET_SPECS", "PresetSpec", "Suite", "build_suite"]
 
 FLAGS = ("has_tests", "needs_tools", "long_context")
 HARD_QUANTILE = 0.65  # tasks above this difficulty quantile carry the visible ``hard`` flag

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from gsme.sim.profiles import WHYS
 
+__all__ = ["AMBIGUOUS", "BLANK", "MISLEADING", "render", "signature"]
+
 MISLEADING = 0.06
 BLANK = 0.04
 AMBIGUOUS = MISLEADING + BLANK
