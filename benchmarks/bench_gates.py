@@ -43,7 +43,7 @@ def synthetic_run(n_candidates: int, n_tasks: int, k: int, *, seed: int = 0):
             "candidate": names[cand],
             "task_id": np.array([f"task-{j:04d}" for j in range(n_tasks)], dtype=object)[task],
             "split": "train",
-            "k": np.tile(np.arange(k), n_candidates * n_tasks),
+            "repeat": np.tile(np.arange(k), n_candidates * n_tasks),
             "attempt": 0,
             "passed": rng.random(len(cand)) < p_pass,
             "infra_ok": True,

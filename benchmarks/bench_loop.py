@@ -1,6 +1,6 @@
 """Orchestration overhead per trial, and simulated trials/s with threads vs a Dask cluster.
 
-    python benchmarks/bench_loop.py [--trials-per-task 30]
+    python benchmarks/bench_loop.py [--tasks 400] [--k 10]
 
 Prints (1) the loop's own cost per trial with a no-op agent, ledger writes included
 (target: under 1 ms), and (2) simulated trials/s through ``Run.score`` with the default
@@ -18,7 +18,8 @@ import pandas as pd
 
 from gsme import sim
 from gsme.agents import TaskAgent, Trajectory
-from gsme.run import Run, RunConfig
+from gsme.run import Run
+from gsme.settings import GateConfig, RunConfig
 
 
 class NoOpAgent(TaskAgent):
@@ -33,13 +34,13 @@ class NoOpAgent(TaskAgent):
     def tasks(self):
         return self._tasks
 
-    def run(self, harness_dir, task, *, k, attempt, seed):
+    def run(self, harness_dir, task, *, repeat, attempt, run_seed):
         return Trajectory(passed=True, transcript="done")
 
 
-def _time_score(run: Run, k: int, executor=None) -> tuple[int, float]:
+def _time_score(run: Run, executor=None) -> tuple[int, float]:
     start = time.perf_counter()
-    run.score("baseline", k=k, executor=executor, progress=False)
+    run.score("baseline", executor=executor, progress=False)
     return run.trials_spent(), time.perf_counter() - start
 
 
@@ -49,15 +50,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=10)
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="gsme-bench-loop-"))
+    config = RunConfig(gate=GateConfig(k=args.k))  # k repeats of every task: one pass
 
-    noop = Run.create(root / "noop", agent=NoOpAgent(args.tasks), config=RunConfig())
-    n, seconds = _time_score(noop, args.k)
+    noop = Run.create(root / "noop", agent=NoOpAgent(args.tasks), config=config)
+    n, seconds = _time_score(noop)
     print(f"no-op agent: {n} trials in {seconds:.2f} s -> {1e3 * seconds / n:.3f} ms per trial "
           f"of orchestration (ledger writes included; target < 1 ms)")
 
     preset = "omni-math"
-    threads = Run.create(root / "threads", agent=sim.preset(preset), config=RunConfig())
-    n_t, s_t = _time_score(threads, args.k)
+    threads = Run.create(root / "threads", agent=sim.preset(preset), config=config)
+    n_t, s_t = _time_score(threads)
     print(f"simulated {preset}, threads: {n_t} trials in {s_t:.2f} s -> {n_t / s_t:,.0f} trials/s")
     try:
         from distributed import Client, LocalCluster
@@ -66,8 +68,8 @@ def main() -> None:
         return
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        dask_run = Run.create(root / "dask", agent=sim.preset(preset), config=RunConfig())
-        n_d, s_d = _time_score(dask_run, args.k, executor=client.get_executor())
+        dask_run = Run.create(root / "dask", agent=sim.preset(preset), config=config)
+        n_d, s_d = _time_score(dask_run, executor=client.get_executor())
     print(f"simulated {preset}, dask LocalCluster (2 workers): {n_d} trials in {s_d:.2f} s "
           f"-> {n_d / s_d:,.0f} trials/s ({s_d / s_t:.1f}x the thread pool's time)")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from scipy import optimize
-from scipy import stats as sps
+from statsmodels.stats.power import NormalIndPower, TTestPower
 
 from gsme import _paired
 from gsme.settings import GateConfig
@@ -169,14 +169,16 @@ def power_table(
     return grid.merge(designs, on=["n_tasks", "k"], how="left")
 
 
-def _power(n, effect_pp, sd_pp: float, config: GateConfig):
-    z_crit = config.z_crit
-    shift = effect_pp * np.sqrt(n) / sd_pp
-    if config.reference == "normal":
-        return sps.norm.sf(z_crit - shift) + sps.norm.cdf(-z_crit - shift)
-    df = n - 1
-    crit = sps.t.isf(sps.norm.sf(z_crit), df)
-    return sps.nct.sf(crit, df, shift) + sps.nct.cdf(-crit, df, shift)
+def _power(n, effect_pp, sd_pp, config: GateConfig):
+    """Two-sided power of the one-sample test of the per-task differences (statsmodels)."""
+    effect = np.asarray(effect_pp, dtype=np.float64) / sd_pp
+    alpha = 2.0 * config.alpha
+    n, effect = np.broadcast_arrays(np.asarray(n, dtype=np.float64), effect)
+    if config.reference == "normal":  # ratio=0: the one-sample z test
+        out = NormalIndPower().power(effect, n, alpha, ratio=0, alternative="two-sided")
+    else:
+        out = TTestPower().power(effect, n, alpha, alternative="two-sided")
+    return out if np.ndim(out) else float(out)
 
 
 def _difference_sd(repeat_sd_pp, task_sd_pp, k):
