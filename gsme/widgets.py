@@ -97,6 +97,9 @@ class Explorer:
         self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)  # non-interactive, whatever the backend
         self.axes = self.figure.subplots(1, 3, width_ratios=[1.2, 1, 1])
+        agent = getattr(run, "agent", None)
+        if getattr(agent, "simulated", False):
+            self.figure.suptitle(f"SIMULATED: {agent.name}", fontsize=10)
         self.round = widgets.IntSlider(min=int(rounds.min()), max=int(rounds.max()),
                                        value=int(rounds.max()), description="round")
         self.candidate = widgets.Dropdown(description="candidate")

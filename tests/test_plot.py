@@ -248,6 +248,27 @@ def test_z_forest_title_and_validation(ax):
         plot.z_forest(FOREST.drop(columns="z"), ax=ax)
     with pytest.raises(ValueError, match="value"):
         plot.z_forest(FOREST, value="p_value", ax=ax)
+    with pytest.raises(schema.FrameError, match="'maybe'"):
+        plot.z_forest(FOREST.assign(decision="maybe"), ax=ax)
+
+
+def test_retention_marks_the_true_effects(ax):
+    table = pd.DataFrame({"run": ["a", "b"], "train_delta_pp": [6.0, 4.0],
+                          "sealed_delta_pp": [3.0, 5.0], "retention_pct": [50.0, 125.0],
+                          "true_train_delta_pp": [4.0, 4.5], "true_sealed_delta_pp": [3.5, 4.2]})
+    plot.retention(table, true=("true_train_delta_pp", "true_sealed_delta_pp"), ax=ax)
+    diamonds = [c for c in ax.collections if c.get_label() == "true (simulator)"]
+    assert len(diamonds) == 1
+    assert diamonds[0].get_offsets().tolist() == [[4.0, 3.5], [4.5, 4.2]]
+    with pytest.raises(schema.FrameError, match="true_x"):
+        plot.retention(table, true=("true_x", "true_sealed_delta_pp"), ax=ax)
+
+
+def test_z_forest_draws_several_runs_whose_candidates_share_ids(ax):
+    seeds = pd.concat([FOREST.assign(seed=s) for s in (0, 1)], ignore_index=True)
+    plot.z_forest(seeds, x="seed", ax=ax)
+    drawn = sum(len(c.get_offsets()) for c in ax.collections)
+    assert drawn >= len(seeds)
 
 
 TASKS = pd.DataFrame({

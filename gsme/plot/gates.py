@@ -52,8 +52,10 @@ def z_forest(
     Parameters
     ----------
     decisions : DataFrame
-        A decisions frame (:data:`gsme.schema.DECISIONS_SCHEMA`), usually joined with the
-        candidates' ``round``.
+        Decisions (the columns of :mod:`gsme.schema`'s decisions frame that it draws:
+        ``candidate, decision`` and ``value``, ``se_pp`` for ``delta_pp``), usually joined
+        with the candidates' ``round``; rows of several runs (e.g. one per seed, ``x="seed"``)
+        may share candidate ids.
     x : str
         Column placing each comparison on the x axis. When the frame has no such column the
         comparisons are placed by row order and the axis says so.
@@ -92,10 +94,14 @@ def z_forest(
     >>> import gsme.plot as gp
     >>> ax = gp.z_forest(decisions.merge(candidates[["candidate", "round"]]))  # doctest: +SKIP
     """
-    schema.validate(decisions, "decisions")
     if value not in _VALUES:
         raise ValueError(f"value must be one of {list(_VALUES)}, got {value!r}")
-    schema.require(decisions, [hue], "decisions")
+    needed = ["candidate", "decision", value, hue] + (["se_pp"] if value == "delta_pp" else [])
+    schema.require(decisions, needed, "decisions")
+    unknown = sorted(set(decisions["decision"].dropna()) - set(schema.DECISIONS))
+    if unknown:
+        raise schema.FrameError(f"decisions column 'decision' holds {unknown}; allowed: "
+                                f"{list(schema.DECISIONS)}")
     ax = get_axes(ax)
     data = decisions.reset_index(drop=True)
     if x in data.columns:

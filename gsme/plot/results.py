@@ -28,6 +28,7 @@ def retention(
     y="sealed_delta_pp",
     label=None,
     value="retention_pct",
+    true=None,
     title=None,
     ax=None,
     **kwargs,
@@ -50,6 +51,10 @@ def retention(
         Column naming each point; by default ``benchmark``, else ``run``.
     value : str
         Column of the retention in percent, as the library computed it.
+    true : tuple of str, optional
+        Columns of the true train and sealed Δ (a simulator's ground truth, e.g.
+        ``("true_train_delta_pp", "true_sealed_delta_pp")``): each row's truth is drawn as
+        a hollow ◇ joined to its measured point by a thin line.
     title : str, optional
         Axes title (say "simulated" here when the data are).
     ax : matplotlib Axes, optional
@@ -72,10 +77,17 @@ def retention(
     if label is None:
         label = next((c for c in _LABEL_COLUMNS if c in getattr(table, "columns", ())),
                      _LABEL_COLUMNS[0])
-    schema.require(table, [x, y, label, value], "retention table")
+    schema.require(table, [x, y, label, value, *(true or ())], "retention table")
     ax = get_axes(ax)
     xs = table[x].to_numpy(dtype=float)
     ys = table[y].to_numpy(dtype=float)
+    truth = (np.empty((0,)), np.empty((0,)))
+    if true is not None:
+        truth = tuple(table[c].to_numpy(dtype=float) for c in true)
+        for px, py, tx, ty in zip(xs, ys, *truth):
+            ax.plot([px, tx], [py, ty], color="0.75", lw=0.8, zorder=1)
+        ax.scatter(*truth, marker="D", facecolors="none", edgecolors="0.35", s=30,
+                   linewidths=1, zorder=2, label="true (simulator)")
     marked = "credited" in table.columns
     credited = (table["credited"].astype(bool).to_numpy() if marked
                 else np.ones(len(table), bool))
@@ -91,7 +103,7 @@ def retention(
         style = {"marker": DECISION_MARKERS["inconclusive"], **kwargs}
         ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=GREY, s=45,
                    linewidths=1.5, zorder=3, label="not credited", **style)
-    finite = np.concatenate([xs, ys, [0.0]])
+    finite = np.concatenate([xs, ys, *truth, [0.0]])
     finite = finite[np.isfinite(finite)]
     lo, hi = finite.min(), finite.max()
     pad = 0.1 * (hi - lo) or 1.0
