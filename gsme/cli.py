@@ -121,7 +121,8 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--format", default=None, choices=FORMATS,
                          help="log format (default: detected from the baseline's files)")
     compare.add_argument("--design", default=None, choices=["fixed", "adaptive"],
-                         help="the significance gate's design (default: the library's)")
+                         help="the significance gate's design (default: fixed, one look at "
+                              "every repeat the logs hold; adaptive needs k_max repeats)")
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
@@ -267,7 +268,7 @@ def _compare(args) -> int:
     from gsme import compare, importers
     from gsme.settings import ConfigError, GateConfig
 
-    config = GateConfig() if args.design is None else GateConfig(design=args.design)
+    config = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
     imported = importers.read_pair(args.baseline, args.child, format=args.format)
     parent, child = imported.trials["candidate"].unique()
     try:

@@ -19,7 +19,7 @@ from gsme import _paired, gates, schema, sequential, stats
 from gsme import power as power_mod
 from gsme.settings import GateConfig
 
-__all__ = ["COMPARE_COLUMNS", "PLAN_COLUMNS", "compare", "plan", "repeat_sd_from_aa"]
+__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "PLAN_COLUMNS", "compare", "plan", "repeat_sd_from_aa"]
 
 COMPARE_COLUMNS = [
     "parent", "child", "split", "design", "n_tasks", "n_dropped", "n_changed", "n_up",
@@ -32,6 +32,9 @@ PLAN_COLUMNS = [
     "design", "method", "n_tasks", "k", "effect_pp", "repeat_sd_pp", "task_sd_pp", "power",
     "mde_pp", "target_power", "k_needed", "n_tasks_needed", "trials_per_side",
 ]
+LOGS_GATE = GateConfig(design="fixed")
+"""The gate of :func:`compare` unless told otherwise: one look at every repeat the logs hold
+(logs cannot be extended with the repeats an adaptive design would ask for)."""
 MAX_K = 100
 """Most repeats per task :func:`plan` considers for ``k_needed``."""
 MAX_TASKS = 1_000_000
@@ -65,6 +68,9 @@ def compare(
         Candidate ids.
     split : {"train", "test"}
     config : GateConfig, optional
+        Default: :class:`~gsme.settings.GateConfig` with ``design="fixed"``. Logs cannot be
+        extended with more repeats, so the adaptive design can decide only on logs that
+        already hold ``k_max`` repeats of every task; ask for it explicitly.
     effect_pp : float
         The true effect ``power`` is reported for.
     power : float
@@ -108,7 +114,7 @@ def compare(
        n_tasks  n_up  n_down  delta_pp decision
     0       20    16       1      41.7   credit
     """
-    config = _paired.gate_config(config)
+    config = LOGS_GATE if config is None else _paired.gate_config(config)
     _paired.check_choice("split", split, schema.SPLITS)
     trials = _paired.checked_trials(trials)
     on_split = trials.loc[trials["split"] == split, "candidate"]

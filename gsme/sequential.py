@@ -75,7 +75,7 @@ def look_repeats(config: GateConfig | None = None) -> np.ndarray:
     [3, 6, 9]
     >>> look_repeats(GateConfig(design="adaptive", k=2, k_max=7, k_step=3)).tolist()
     [2, 5, 7]
-    >>> look_repeats(GateConfig()).tolist()
+    >>> look_repeats(GateConfig(design="fixed")).tolist()
     [3]
     """
     config = _paired.gate_config(config)

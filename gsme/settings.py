@@ -51,11 +51,15 @@ class GateConfig(BaseModel):
     * ``futility_z=0.0``: stopping at an interim look whose z is negative saves about a
       fifth of an adaptive comparison's child trials under the null (n = 80: 302 instead
       of 380) and costs under one point of power.
-    * ``design="fixed"`` stays the default (the paper's gate). The adaptive design is the
-      better one per trial: at +4 pp it credits 43% (n = 45) and 68% (n = 80) against 22%
-      and 37% for the fixed design and 31% and 46% for a fixed design with ``k=4``, which
-      costs more trials (180 and 320 per child, against 173 and 302 under the null).
-      Set ``design="adaptive"`` to use it.
+    * ``design="adaptive"``: on those tasks it credits a true +4 pp gain 43% of the time at
+      n = 45 and 68% at n = 80, against 22% and 37% for the paper's fixed design and 31%
+      and 46% for a fixed design with ``k=4``, which costs more child trials (180 and 320,
+      against 173 and 302 under the null). In whole simulated runs
+      (``benchmarks/evidence.py``, 20 seeds × 4 rounds) it keeps the baseline in fewer
+      runs (tb2: 15% against 35%) and finds a larger true sealed gain (tb2 +4.5 against
+      +2.0 pp, swe-bench +13.1 against +8.6, appworld +18.4 against +15.4) for 1.4–1.8×
+      the trials, with no false credit in the calibrated world. ``design="fixed"`` is the
+      paper's gate, one setting away.
 
     Attributes
     ----------
@@ -94,7 +98,7 @@ class GateConfig(BaseModel):
 
     model_config = _FROZEN
 
-    design: Literal["fixed", "adaptive"] = "fixed"
+    design: Literal["fixed", "adaptive"] = "adaptive"
     k: int = Field(3, ge=1)
     k_max: int = Field(9, ge=1)
     k_step: int = Field(3, ge=1)

@@ -147,7 +147,7 @@ def test_pathology_matching_names_the_first_credited_patch(tmp_path):
     matching = experiments.pathology_matching("tiny", profiles=["qwen-careless"], seeds=[2],
                                               rounds=2, root=tmp_path, progress=False)
     row = matching.iloc[0]
-    run = _read(next(tmp_path.glob("pathology_matching-*/tiny-qwen-careless-gated-fixed-s2")))
+    run = _read(next(tmp_path.glob("pathology_matching-*/tiny-qwen-careless-gated-*-s2")))
     baseline = run.trials(split="train", candidate=BASELINE)
     top = analysis.pathology_shares(baseline, split="train").iloc[0]
     assert (row["dominant_pathology"], row["dominant_share"]) == (top["pathology"],

@@ -87,7 +87,7 @@ def test_significance_gate_equals_paired_test_pair_by_pair():
     names = [f"c{i}" for i in range(8)]
     trials = make_run(rng, dict(zip(names, rng.normal(0, 0.15, 8))))
     pairs = pd.DataFrame({"candidate": names[1:] + ["ghost"], "parent": names[:-1] + ["c0"]})
-    out = gates.significance_gate(trials, pairs)
+    out = gates.significance_gate(trials, pairs, config=GateConfig(design="fixed"))
     assert out["candidate"].tolist() == pairs["candidate"].tolist()
     for i, (child, parent) in enumerate(zip(pairs["candidate"][:-1], pairs["parent"][:-1])):
         one = stats.paired_test(trials, parent=parent, child=child)
@@ -194,9 +194,10 @@ def test_normal_reference_over_credits_null_pairs_at_small_n():
     trials = schema.as_trials(pd.concat(rows, ignore_index=True))
     pairs = pd.DataFrame({"candidate": [f"c{i}" for i in range(n_pairs)],
                           "parent": [f"p{i}" for i in range(n_pairs)]})
+    fixed = GateConfig(design="fixed", exact_below=0)
     normal = gates.significance_gate(trials, pairs,
-                                     config=GateConfig(reference="normal", exact_below=0))
-    student = gates.significance_gate(trials, pairs, config=GateConfig(exact_below=0))
+                                     config=fixed.model_copy(update={"reference": "normal"}))
+    student = gates.significance_gate(trials, pairs, config=fixed)
     false_normal = (normal["decision"] == "credit").mean()
     false_t = (student["decision"] == "credit").mean()
     assert false_t <= false_normal

@@ -104,7 +104,7 @@ def test_boundaries_spend_the_obf_function_by_multivariate_normal(fractions):
 
 
 def test_boundaries_frame_per_design():
-    fixed = sequential.boundaries(GateConfig())
+    fixed = sequential.boundaries(GateConfig(design="fixed"))
     assert fixed[["look", "repeats"]].values.tolist() == [[1, 3]]
     assert fixed["boundary"].item() == 1.96 and fixed["level"].item() == GateConfig().alpha
     plan = sequential.boundaries(GateConfig(design="adaptive", k=2, k_step=3, k_max=7))
@@ -336,7 +336,7 @@ def test_looks_lists_every_look_with_its_boundary():
     assert taken["n_extended"].iloc[0] == 0 and n_ext > 0
     assert taken["child_trials"].tolist() == [135, 135 + 3 * n_ext, 135 + 6 * n_ext]
     assert taken["parent_trials"].tolist() == taken["child_trials"].tolist()
-    fixed = sequential.looks(trials, PAIRS, config=GateConfig())
+    fixed = sequential.looks(trials, PAIRS, config=GateConfig(design="fixed"))
     one = stats.paired_test(trials, parent="p", child="c").iloc[0]
     assert len(fixed) == 1 and fixed["z"].item() == pytest.approx(one["z"])
     assert fixed["child_trials"].item() == len(trials[trials["candidate"] == "c"])
@@ -368,7 +368,8 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
         assert decided.loc[last.candidate, "decision"] == last.decision
     assert decided.loc["good", "decision"] == "credit"
     assert decided.loc["bad", "decision"] == "cull"
-    fixed = gates.credit(trials, candidates, config=GateConfig()).set_index("candidate")
+    fixed = gates.credit(trials, candidates,
+                         config=GateConfig(design="fixed")).set_index("candidate")
     assert (fixed["looks"] == 1).all()
     schema.validate(decided.reset_index(), "decisions")
 
