@@ -242,3 +242,13 @@ def test_missing_ipywidgets_raises_a_clear_error(monkeypatch):
 def test_bad_split_is_named():
     with pytest.raises(ValueError, match="split"):
         widgets.explore(FakeRun(), split="dev")
+
+
+def test_a_simulated_run_is_titled_simulated():
+    class SimulatedRun(FakeRun):
+        class agent:  # noqa: N801 - the attribute a run has
+            name, simulated = "simulated:tiny/qwen-careless", True
+
+    title = widgets.explore(SimulatedRun()).figure.get_suptitle()
+    assert title == "SIMULATED: simulated:tiny/qwen-careless"
+    assert widgets.explore(FakeRun()).figure.get_suptitle() == ""
