@@ -203,7 +203,7 @@ def main(argv=None) -> int:
                                              for s in range(max(2, args.seeds // 5))]))
     table = loop_table(runs)
     sys.path.insert(0, str(Path(__file__).parent))
-    import aa_designs  # noqa: E402 - the synthetic A/A lives in its own script
+    import aa_designs
 
     synthetic = aa_designs.run(args.aa_pairs, max(200, args.aa_pairs // 2), 0, args.workers)
     null = pd.DataFrame(null).groupby("design")[["pairs", "credits", "culls"]].sum()
@@ -229,9 +229,9 @@ def main(argv=None) -> int:
 
 
 def report(result: dict, synthetic: dict) -> str:
-    lines = ["SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
-             "true effects from its ground truth)", "", "1. Designs x policies, "
-             f"{result['settings']['seeds']} seeds x {result['settings']['rounds']} rounds"]
+    size = f"{result['settings']['seeds']} seeds x {result['settings']['rounds']} rounds"
+    lines = [("SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
+              "true effects from its ground truth)"), "", f"1. Designs x policies, {size}"]
     table = pd.DataFrame(result["loop"])
     shown = table[["case", "design", "policy", "keep_baseline", "kept_per_run",
                    "false_credits_per_run", "real_credits_per_run", "true_train_delta_pp",
@@ -240,14 +240,14 @@ def report(result: dict, synthetic: dict) -> str:
     with pd.option_context("display.width", 250, "display.max_columns", 30,
                            "display.float_format", "{:.3g}".format):
         lines.append(shown.to_string(index=False))
-    lines += ["", "2. A/A false credit on the simulator (cosmetic children, env-gated, "
-              "borrowing on), % [Clopper-Pearson 95%]"]
+    lines += ["", ("2. A/A false credit on the simulator (cosmetic children, env-gated, "
+                   "borrowing on), % [Clopper-Pearson 95%]")]
     for design, r in result["aa_simulator"].items():
         c = r["credit"]
         lines.append(f"   {design:9s} {100 * c['rate']:.2f} [{100 * c['ci_low']:.2f}, "
                      f"{100 * c['ci_high']:.2f}] of {c['total']} pairs")
     lines += ["   on synthetic bimodal tasks: see benchmarks/aa_designs.py (printed below)", ""]
-    import aa_designs  # noqa: E402
+    import aa_designs
 
     lines.append(aa_designs.report(synthetic, result["settings"]["seconds"]))
     lines += ["", "3. Borrowing (paper: 67% fewer child trials, 14/14 decisions reproduced)"]

@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Self
 
 import pandas as pd
 
@@ -188,7 +189,7 @@ class Run:
         _unlock(self._lock)
         self._lock = None
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

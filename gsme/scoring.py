@@ -201,7 +201,7 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     else:
         slots = slots.assign(needs_rerun=np.nan, next_attempt=np.nan)
     missing = slots[slots["needs_rerun"].isna()].drop(columns=["needs_rerun", "next_attempt"])
-    rerun = slots[slots["needs_rerun"] == True]  # noqa: E712 - NaN means "no trial yet"
+    rerun = slots[slots["needs_rerun"] == True]
     borrowed = pd.DataFrame()
     if config.borrow and len(missing) and len(trials):
         borrowed = _lend(trials, candidates, tasks, missing)
@@ -331,8 +331,8 @@ def _donor_rank(candidates: pd.DataFrame) -> dict[tuple[str, str], int]:
     parents = {c: schema.split_ids(p) for c, p in zip(candidates["candidate"],
                                                       candidates["parents"])}
     rank = {}
-    for name in parents:
-        order, queue = [], list(parents[name])
+    for name, own in parents.items():
+        order, queue = [], list(own)
         while queue:
             here = queue.pop(0)
             if here not in order:

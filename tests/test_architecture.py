@@ -53,8 +53,8 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     graph = {name: _imports(name, path, set(modules)) for name, path in modules.items()}
-    for name in graph:  # importing a.b.c imports a and a.b first: that is no dependency
-        graph[name] = {t for t in graph[name] if not name.startswith(t + ".") and t != "gsme"}
+    for name, targets in graph.items():  # importing a.b.c imports a and a.b first
+        graph[name] = {t for t in targets if not name.startswith(t + ".") and t != "gsme"}
     return graph
 
 
@@ -180,8 +180,8 @@ def test_an_installed_wheel_runs_the_demo_from_an_unrelated_folder(wheel, tmp_pa
     # the wheel's folder and this environment's libraries are all that is on the path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target),
                                                         sysconfig.get_paths()["purelib"]])}
-    code = ("import gsme, gsme.report as r; assert gsme.__file__.startswith(%r), gsme.__file__;"
-            " t = r.paper_table(); assert len(t) == 7; print('paper ok')" % str(target))
+    code = (f"import gsme, gsme.report as r; assert gsme.__file__.startswith({str(target)!r}), "
+            "gsme.__file__; t = r.paper_table(); assert len(t) == 7; print('paper ok')")
     check = subprocess.run([sys.executable, "-S", "-c", code], cwd=elsewhere, env=env,
                            capture_output=True, text=True, check=False)
     assert check.returncode == 0 and "paper ok" in check.stdout, check.stderr

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from gsme import evolve, policy, sim
+from gsme import evolve, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.settings import RunConfig, Schedule

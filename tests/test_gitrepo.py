@@ -7,10 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme.resources import SEED_HARNESS
 from gsme.gitrepo import HarnessRepo, RepoError
-from gsme.patches import PatchError, apply_patch, harness_files
-from gsme.patches import FileChange, Patch
+from gsme.patches import FileChange, Patch, PatchError, apply_patch, harness_files
+from gsme.resources import SEED_HARNESS
 from gsme.schema import empty, validate
 
 GATE = 'category in ["math", "py"] and title != "a, b: \\"c\\""'

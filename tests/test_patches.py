@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from gsme.resources import SEED_HARNESS
 from gsme.patches import (
     MAX_FILE_BYTES,
     MAX_HARNESS_BYTES,
@@ -25,6 +24,7 @@ from gsme.patches import (
     read_patches,
     validate_patch,
 )
+from gsme.resources import SEED_HARNESS
 from gsme.schema import LEVERS
 
 

@@ -246,7 +246,7 @@ def test_bad_split_is_named():
 
 def test_a_simulated_run_is_titled_simulated():
     class SimulatedRun(FakeRun):
-        class agent:  # noqa: N801 - the attribute a run has
+        class agent:
             name, simulated = "simulated:tiny/qwen-careless", True
 
     title = widgets.explore(SimulatedRun()).figure.get_suptitle()

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme.resources import PYFUNC_TASKS
 from gsme._proc import run_limited
+from gsme.resources import PYFUNC_TASKS
 from gsme.schema import SPLITS
 
 __all__ = [

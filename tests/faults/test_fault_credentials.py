@@ -12,8 +12,8 @@ KEY = "sk-ant-api03-" + "A1b2C3d4" * 6
 
 
 @pytest.mark.parametrize("agent, where", [
-    (f'[agent]\nkind = "command"\ntasks = "t.csv"\ncommand = "run {{out}}"\n'
-     f'[agent.env]\nANTHROPIC_API_KEY = "{KEY}"\n', "env.ANTHROPIC_API_KEY"),
+    ((f'[agent]\nkind = "command"\ntasks = "t.csv"\ncommand = "run {{out}}"\n'
+      f'[agent.env]\nANTHROPIC_API_KEY = "{KEY}"\n'), "env.ANTHROPIC_API_KEY"),
     (f'[agent]\nkind = "command"\ntasks = "t.csv"\ncommand = "run --key {KEY} {{out}}"\n',
      "command holds a key-shaped string"),
     (f'[agent]\nkind = "sim"\npreset = "tiny"\n[agent.extra]\nnotes = ["x", "{KEY}"]\n',

@@ -152,7 +152,7 @@ def test_sealing_follows_from_append_only_events(fresh, capsys):
     db.commit()
     db.close()
     code, _, err = cli(capsys, "resume", fresh)
-    assert code == 2  # the damaged meta is refused; it is never treated as unsealed
+    assert code == 2 and "damaged" in err  # refused; never treated as unsealed
     with pytest.raises(RunError):
         Run.open(fresh)
 

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import pandas as pd
 from faultkit import cli, gsme
@@ -103,7 +104,7 @@ def test_the_evolver_reads_harness_files_from_git_not_a_folder(tmp_path):
     from gsme.evolvers.rule import RuleEvolver
 
     class Spy(RuleEvolver):
-        harnesses = []
+        harnesses: ClassVar[list] = []
 
         def propose(self, diagnoses, *, harness, **kwargs):
             self.harnesses.append(harness)
