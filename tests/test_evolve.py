@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from gsme import evolve, sim
+from gsme import policy as policies
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.settings import RunConfig, Schedule
@@ -141,7 +142,7 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
     run = _evolve(_run(tmp_path / "r", policy=policy), rounds=2)
     dec = run.decisions()
     assert (dec["kept"] == (dec["delta_pp"].fillna(0).round(9) > 0)).all()
-    chosen = globals()["policy"].reported(run.archive(), run.trials(split="train"),
+    chosen = policies.reported(run.archive(), run.trials(split="train"),
                                           policy=policy)
     if policy == "peak":
         from gsme import stats
