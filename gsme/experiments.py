@@ -230,7 +230,8 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
 
 
 def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(0,),
-             profile: str | None = None, root=None, progress: bool = True) -> pd.DataFrame:
+             profile: str | None = None, gate: GateConfig | None = None, root=None,
+             progress: bool = True) -> pd.DataFrame:
     """Put one candidate per mechanism through the gates against the baseline.
 
     Per seed, one run: the baseline is scored on the train split, then one round of
@@ -247,6 +248,8 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
         One run per seed (benchmark and trial seed).
     profile : str, optional
         Model profile; default the preset's own.
+    gate : GateConfig, optional
+        The gate's settings; default :class:`~gsme.settings.GateConfig`.
     root : path-like, optional
         Parent directory of the runs.
     progress : bool
@@ -276,7 +279,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
         agent = sim.preset(preset, suite_seed=seed, profile=profile)
         with Run.create(root / f"ablation-{preset}-{agent.profile.name}-s{seed}", agent=agent,
                         evolver=MechanismEvolver(list(mechanisms)),
-                        config=RunConfig(run_seed=seed),
+                        config=RunConfig(run_seed=seed, gate=gate or GateConfig()),
                         agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
                                     "profile": agent.profile.name}) as run:
             evolve.run_round(run, children=len(mechanisms), recombinations=0, progress=False)
@@ -327,8 +330,9 @@ def baseline_pathologies(preset: str = "appworld", *, profiles=tuple(sim.PROFILE
 
 
 def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES), seeds=(0,),
-                       rounds: int = 3, root=None, children: int = 3,
-                       recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
+                       rounds: int = 3, gate: GateConfig | None = None, root=None,
+                       children: int = 3, recombinations: int = 1,
+                       progress: bool = True) -> pd.DataFrame:
     """Does the winning patch target the model's dominant pathology? One run per profile.
 
     Per (profile, seed) a gated run evolves on ``preset`` with that model profile. The
@@ -336,6 +340,17 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
     failing train trials. The *winning patch* is the first credited mutation (earliest
     round, then id) whose patch the selected harness carries: the fix the gates credited
     first on the way to the selected harness, the one the baseline needed most.
+
+    Parameters
+    ----------
+    preset, rounds, gate, root, children, recombinations
+        As in :func:`simulated_run`.
+    profiles : sequence of str
+        Model profiles of :data:`gsme.sim.PROFILES`.
+    seeds : sequence of int
+        One run per (profile, seed).
+    progress : bool
+        Show a progress bar over the runs.
 
     Returns
     -------
@@ -354,7 +369,7 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
     rows = []
     for name, seed in tqdm(grid, desc=f"{preset}: profile × seed", disable=not progress):
         with simulated_run(preset, root=root, seed=seed, profile=name, rounds=rounds,
-                           children=children, recombinations=recombinations,
+                           gate=gate, children=children, recombinations=recombinations,
                            finalize=False) as run:
             shares = _baseline_shares(run.trials(split="train", candidate=BASELINE))
             chosen = policy.reported(run.archive(), run.trials(split="train"),

@@ -10,6 +10,7 @@ from gsme import analysis, experiments, policy, report, schema, sim
 from gsme.evolvers.mechanism import MechanismEvolver
 from gsme.run import Run
 from gsme.schema import BASELINE
+from gsme.settings import GateConfig
 from gsme.sim.audit import audit_decisions
 
 
@@ -176,3 +177,19 @@ def test_aa_noise_compares_reruns_of_one_baseline(tmp_path):
     pd.testing.assert_series_equal(aa["delta_pp"], again["delta_pp"])
     with pytest.raises(ValueError, match="reruns"):
         experiments.aa_noise("tiny", reruns=0, root=tmp_path)
+
+
+def test_experiments_run_the_gate_they_are_given(tmp_path):
+    fixed = GateConfig(design="fixed")
+    ablated = experiments.ablation("tiny", mechanisms=["submit-verify"], gate=fixed,
+                                   root=tmp_path / "a", progress=False)
+    experiments.pathology_matching("tiny", profiles=["qwen-careless"], rounds=1, gate=fixed,
+                                   root=tmp_path / "m", progress=False)
+    default = experiments.ablation("tiny", mechanisms=["submit-verify"],
+                                   root=tmp_path / "d", progress=False)
+    runs = [ablated["run_dir"].iloc[0], *tmp_path.glob("m/*/*-s0"), default["run_dir"].iloc[0]]
+    designs = []
+    for path in runs:
+        with _read(path) as run:
+            designs.append(run.config.gate.design)
+    assert designs == ["fixed", "fixed", GateConfig().design] and GateConfig().design != "fixed"
