@@ -337,7 +337,8 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
 
     Per (profile, seed) a gated run evolves on ``preset`` with that model profile. The
     *dominant pathology* is the most frequent ground-truth pathology of the baseline's
-    failing train trials. The *winning patch* is the first credited mutation (earliest
+    failing train trials over the first ``gate.k`` repeats of every task (the cold start;
+    the adaptive design adds repeats to mixed tasks only, which would weigh them more). The *winning patch* is the first credited mutation (earliest
     round, then id) whose patch the selected harness carries: the fix the gates credited
     first on the way to the selected harness, the one the baseline needed most.
 
@@ -371,7 +372,9 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
         with simulated_run(preset, root=root, seed=seed, profile=name, rounds=rounds,
                            gate=gate, children=children, recombinations=recombinations,
                            finalize=False) as run:
-            shares = _baseline_shares(run.trials(split="train", candidate=BASELINE))
+            baseline = run.trials(split="train", candidate=BASELINE)
+            # the cold start's K repeats: the adaptive design extends mixed tasks later
+            shares = _baseline_shares(baseline[baseline["repeat"] < run.config.gate.k])
             chosen = policy.reported(run.archive(), run.trials(split="train"),
                                      policy=run.config.policy)
             winner = _winner(run, chosen)
