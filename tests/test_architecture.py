@@ -140,13 +140,24 @@ def test_every_public_module_declares_its_exports(name):
     assert missing == [], name
 
 
-def test_every_package_folder_ships(tmp_path):
+def _folders_with_files(top: Path, package: tuple[str, ...]) -> set[str]:
+    """Dotted names of the folders under ``top`` that hold a file (caches left out)."""
+    return {".".join(package + p.parent.relative_to(top).parts) for p in top.rglob("*")
+            if p.is_file() and not any(part == "__pycache__" or part.startswith(".")
+                                       for part in p.parent.relative_to(top).parts)}
+
+
+def test_every_package_folder_ships():
+    """Every folder of code or data is a listed package: an unlisted data folder would not be
+    a package and makes setuptools warn on every install."""
     import tomllib
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
                  ["packages"])
-    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in PACKAGE.rglob("__init__.py")}
-    assert folders | {"gsme.data"} == listed
+    code = _folders_with_files(PACKAGE, ("gsme",)) - {"gsme.data"}
+    data = _folders_with_files(ROOT / "data", ("gsme", "data"))
+    assert {"gsme.prompts", "gsme.data.suites.pyfunc.tasks"} <= code | data
+    assert code | data == listed
 
 
 @pytest.fixture(scope="module")

@@ -470,10 +470,10 @@ RETENTION = pd.DataFrame({
 def test_retention_points_identity_line_and_labels(ax):
     plot.retention(RETENTION, ax=ax, title="published")
     pts = scatter_points(ax)
-    assert pts["credited"][0].tolist() == [[6.3, 9.3], [15.8, 13.7]]
-    credited = next(c for c in ax.collections if c.get_label() == "credited")
+    assert pts["sealed Δ credited"][0].tolist() == [[6.3, 9.3], [15.8, 13.7]]
+    credited = next(c for c in ax.collections if c.get_label() == "sealed Δ credited")
     assert (marker_of(credited), hex_faces(credited)) == ("^", {"#0072b2"})
-    hollow = next(c for c in ax.collections if c.get_label() == "not credited")
+    hollow = next(c for c in ax.collections if c.get_label() == "sealed Δ not credited")
     assert hollow.get_offsets().tolist() == [[4.0, -1.0]]
     assert np.allclose(hollow.get_facecolors()[0], to_rgba("white"))
     assert marker_of(hollow) == "o" and to_hex(hollow.get_edgecolors()[0]) == "#8c8c8c"
@@ -489,7 +489,21 @@ def test_retention_label_column_run_and_missing_columns(ax):
     plot.retention(runs, ax=ax)
     assert ax.texts[0].get_text() == "a 147%"
     assert len(ax.collections[0].get_offsets()) == 3  # no credited column: no credit claimed
-    assert "credited" not in [c.get_label() for c in ax.collections]
+    assert "sealed Δ credited" not in [c.get_label() for c in ax.collections]
+
+
+def test_retention_marks_a_run_table_by_its_sealed_decision(ax):
+    runs = RETENTION.drop(columns=["benchmark", "credited"]).assign(
+        run=["a", "b", "c"], credited=[2, 1, 3],  # a run table's count of credited children
+        sealed_decision=["credit", "inconclusive", "credit"])
+    plot.retention(runs, ax=ax)
+    filled = next(c for c in ax.collections if c.get_label() == "sealed Δ credited")
+    hollow = next(c for c in ax.collections if c.get_label() == "sealed Δ not credited")
+    assert filled.get_offsets().tolist() == [[6.3, 9.3], [4.0, -1.0]]
+    assert hollow.get_offsets().tolist() == [[15.8, 13.7]]
+    plot.retention(runs.drop(columns="sealed_decision"), ax=ax)  # a count alone marks nothing
+    labels = [c.get_label() for c in ax.collections]
+    assert labels.count("sealed Δ credited") == 1 and labels.count("sealed Δ not credited") == 1
     with pytest.raises(schema.FrameError, match="retention_pct"):
         plot.retention(RETENTION.drop(columns="retention_pct"), ax=ax)
 

@@ -37,9 +37,12 @@ def retention(
 
     The dashed y = x line is 100 % retention (the sealed gain equals the train gain);
     points above it retained more than they gained on train. Each point is annotated
-    "<label> <retention>%" ("—" when the retention is undefined). When the table has a
-    boolean ``credited`` column, credited rows are drawn as filled ▲ in the credit colour
-    and uncredited rows as hollow grey ●.
+    "<label> <retention>%" ("—" when the retention is undefined). When the table says whether
+    each sealed gain was credited, credited rows are drawn as filled ▲ in the credit colour
+    and the others as hollow grey ●: a run table (:func:`gsme.report.run_table`) says it in
+    ``sealed_decision``, the paper's table (:func:`gsme.report.paper_table`) in its boolean
+    ``credited`` (its z is the sealed test's). A run table's ``credited``, a count of
+    credited children, marks nothing.
 
     Parameters
     ----------
@@ -88,9 +91,9 @@ def retention(
             ax.plot([px, tx], [py, ty], color="0.75", lw=0.8, zorder=1)
         ax.scatter(*truth, marker="D", facecolors="none", edgecolors="0.35", s=30,
                    linewidths=1, zorder=2, label="true (simulator)")
-    marked = "credited" in table.columns
-    credited = (table["credited"].astype(bool).to_numpy() if marked
-                else np.ones(len(table), bool))
+    sealed_credit = _sealed_credit(table)
+    marked = sealed_credit is not None
+    credited = sealed_credit if marked else np.ones(len(table), bool)
     ax.axhline(0, color="0.85", lw=0.8)
     ax.axvline(0, color="0.85", lw=0.8)
     ax.axline((0, 0), slope=1, ls="--", color="0.3", lw=1, label="100% retention")
@@ -98,11 +101,11 @@ def retention(
     if credited.any():
         style = {"marker": DECISION_MARKERS["credit"] if marked else "o", **kwargs}
         ax.scatter(xs[credited], ys[credited], color=color, edgecolors="0.2", linewidths=0.5,
-                   s=50, zorder=3, label="credited" if marked else "_points", **style)
+                   s=50, zorder=3, label="sealed Δ credited" if marked else "_points", **style)
     if (~credited).any():
         style = {"marker": DECISION_MARKERS["inconclusive"], **kwargs}
         ax.scatter(xs[~credited], ys[~credited], facecolors="white", edgecolors=GREY, s=45,
-                   linewidths=1.5, zorder=3, label="not credited", **style)
+                   linewidths=1.5, zorder=3, label="sealed Δ not credited", **style)
     finite = np.concatenate([xs, ys, *truth, [0.0]])
     finite = finite[np.isfinite(finite)]
     lo, hi = finite.min(), finite.max()
@@ -116,6 +119,15 @@ def retention(
     ax.set_ylim(lo - pad, hi + pad)
     ax.legend(fontsize=8, loc="upper left")
     return finish(ax, xlabel="train Δ (pp)", ylabel="sealed test Δ (pp)", title=title)
+
+
+def _sealed_credit(table) -> np.ndarray | None:
+    """Whether each row's sealed gain was credited, or None when the table does not say."""
+    if "sealed_decision" in table.columns:
+        return (table["sealed_decision"] == "credit").to_numpy()
+    if "credited" in table.columns and pd.api.types.is_bool_dtype(table["credited"]):
+        return table["credited"].to_numpy()
+    return None
 
 
 def pathologies(shares, *, x="candidate", value="share", palette=None, title=None, ax=None,
