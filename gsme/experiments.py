@@ -338,9 +338,10 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
     Per (profile, seed) a gated run evolves on ``preset`` with that model profile. The
     *dominant pathology* is the most frequent ground-truth pathology of the baseline's
     failing train trials over the first ``gate.k`` repeats of every task (the cold start;
-    the adaptive design adds repeats to mixed tasks only, which would weigh them more). The *winning patch* is the first credited mutation (earliest
-    round, then id) whose patch the selected harness carries: the fix the gates credited
-    first on the way to the selected harness, the one the baseline needed most.
+    the adaptive design adds repeats to mixed tasks only, which would weigh them more).
+    The *winning patch* is the first credited mutation (earliest round, then id) whose
+    patch the selected harness carries: the fix the gates credited first on the way to the
+    selected harness, the one the baseline needed most.
 
     Parameters
     ----------
