@@ -11,6 +11,7 @@ import math
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import anthropic
@@ -599,8 +600,10 @@ def test_a_harness_folder_is_refused_with_what_to_pass(failures, diagnoses, harn
     ev = evolver(Server())
     with pytest.raises(TypeError, match=r"harness must be a mapping.*harness_files"):
         ev.propose(diagnoses, harness=harness, n=1)
-    with pytest.raises(TypeError, match="harness must be a mapping"):
-        ev.diagnose(failures, harness=harness)
+    with warnings.catch_warnings():  # the argument is checked before the failures are read
+        warnings.simplefilter("error")
+        with pytest.raises(TypeError, match="harness must be a mapping"):
+            ev.diagnose(failures, harness=harness)
 
 
 def test_diagnose_shows_at_most_max_failures_with_digests(failures):

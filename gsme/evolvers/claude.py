@@ -188,6 +188,7 @@ class ClaudeEvolver(Evolver):
         if vocabulary is None:
             vocabulary = self.vocabulary if self.vocabulary is not None else Vocabulary.default()
         self.vocabulary = vocabulary
+        levers = None if harness is None else lever_files(harness)  # checked before any work
         pool = train_failures(failures)
         shown = sample_failures(pool, max_failures=self.max_failures, seed=self.seed)
         if shown.empty:
@@ -202,7 +203,7 @@ class ClaudeEvolver(Evolver):
                            digests=failure_digests(shown, digest_tokens=self.digest_tokens))
         seen: set = set()
         rows = self._converse(
-            "diagnose", vocabulary, None if harness is None else lever_files(harness), text,
+            "diagnose", vocabulary, levers, text,
             lambda item: self._diagnosis(item, known, vocabulary, seen), log,
         )
         return _diagnoses_frame(rows)
