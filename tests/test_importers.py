@@ -195,6 +195,22 @@ def test_harbor_trial_file_and_folder_of_jobs():
     assert len(both) == 94 and len(dropped) == 2
 
 
+def test_harbor_tokens_skip_missing_counts_and_are_nan_when_all_are(tmp_path):
+    source = json.loads(next((DATA / "harbor" / "baseline-job").glob(
+        "task-03__*/result.json")).read_text())
+    for name, agent in {"half": {"n_input_tokens": 700, "n_output_tokens": None},
+                        "none": {"n_input_tokens": None, "n_output_tokens": None},
+                        "absent": None}.items():
+        trial = tmp_path / "job" / f"task-03__{name}"
+        trial.mkdir(parents=True)
+        (trial / "result.json").write_text(json.dumps({**source, "agent_result": agent,
+                                                       "trial_name": trial.name}))
+    trials, _ = importers.read_harbor(tmp_path / "job")
+    tokens = trials.set_index(trials["trajectory"].map(lambda t: Path(t).name))["tokens"]
+    assert tokens["task-03__half"] == 700
+    assert tokens[["task-03__none", "task-03__absent"]].isna().all()
+
+
 # ---------------------------------------------------------------------- Terminal-Bench 1
 
 def test_terminal_bench_runs_unequal_k_and_failure_modes():

@@ -219,6 +219,12 @@ def as_number(value) -> float:
         return math.nan
 
 
+def token_total(*counts) -> float:
+    """The sum of the token counts given, skipping missing ones; NaN when all are missing."""
+    known = [float(c) for c in counts if c is not None]
+    return float(sum(known)) if known else math.nan
+
+
 def first_number(*values) -> float:
     for value in values:
         number = as_number(value)

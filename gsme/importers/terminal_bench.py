@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from gsme.importers._common import (
     result_files,
     seconds,
     shown,
+    token_total,
 )
 from gsme.settings import ConfigError
 
@@ -114,14 +114,12 @@ def _harbor_row(data: dict, file: Path, reward_key, threshold, failure_classes) 
         name = str(exception.get("exception_type") or "UnknownException")
         kind = classify_failure(name, failure_classes)
         error = f"{name}: {first_line(exception.get('exception_message') or '')}".rstrip(": ")
-    tokens = [agent.get("n_input_tokens"), agent.get("n_output_tokens")]
     return {
         "task_id": str(data["task_name"]),
         "started": data.get("started_at"),
         "passed": kind != "infra" and reward is not None and float(reward) >= threshold,
         "infra_ok": kind != "infra",
-        "tokens": float(sum(t for t in tokens if t is not None))
-        if any(t is not None for t in tokens) else math.nan,
+        "tokens": token_total(agent.get("n_input_tokens"), agent.get("n_output_tokens")),
         "cost_usd": as_number(agent.get("cost_usd")),
         "seconds": seconds(data.get("started_at"), data.get("finished_at")),
         "trajectory": str(file.parent),
@@ -189,15 +187,14 @@ def read_terminal_bench(
                     raise LogError(f"{file}: results[{i}] has no 'task_id'")
                 mode = result.get("failure_mode") or "unset"
                 kind = classify_failure(mode, failure_classes)
-                tokens = [result.get("total_input_tokens"), result.get("total_output_tokens")]
                 trial = result.get("trial_name") or ""
                 rows.append({
                     "candidate": name, "task_id": str(result["task_id"]),
                     "started": result.get("trial_started_at"), "_order": len(rows),
                     "passed": kind != "infra" and bool(result.get("is_resolved")),
                     "infra_ok": kind != "infra",
-                    "tokens": float(sum(t for t in tokens if t is not None))
-                    if any(t is not None for t in tokens) else math.nan,
+                    "tokens": token_total(result.get("total_input_tokens"),
+                                          result.get("total_output_tokens")),
                     "seconds": seconds(result.get("trial_started_at"),
                                        result.get("trial_ended_at")),
                     "trajectory": result.get("recording_path")
