@@ -208,8 +208,8 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
                            recombinations=recombinations) as run:
             audit = audit_decisions(run)
             table = report.run_table(run).iloc[0]
-            child_trials = int((run.trials()["borrowed_from"].isna()
-                                & (run.trials()["round"] >= 1)).sum())
+            trials = run.trials()
+            child_trials = int((trials["borrowed_from"].isna() & (trials["round"] >= 1)).sum())
         kept = int(audit["kept"].sum())
         false = int(audit["false_credit"].sum())
         rows.append({
