@@ -243,8 +243,11 @@ def check_loop(parent: np.ndarray, child: np.ndarray, config: GateConfig,
 
 
 def rate(count: int, total: int) -> dict:
-    low, high = proportion_confint(count, total, alpha=0.05, method="beta")
-    return {"rate": count / total, "low": float(low), "high": float(high)}
+    """``count / total`` with its Clopper–Pearson 95 % interval (NaN when total is 0)."""
+    low, high = proportion_confint(count, total, alpha=0.05, method="beta") if total else (
+        np.nan, np.nan)
+    return {"count": int(count), "total": int(total), "rate": count / total if total else np.nan,
+            "ci_low": float(low), "ci_high": float(high)}
 
 
 # ------------------------------------------------------------------------------ scenarios
@@ -339,7 +342,8 @@ def report(results: dict, seconds: float) -> str:
         for n in SIZES:
             r = results["aa"][n][name]
             ci = rate(r["credit"], r["pairs"])
-            cells.append(f"{100 * ci['rate']:5.2f} [{100 * ci['low']:4.2f},{100 * ci['high']:5.2f}]"
+            cells.append(f"{100 * ci['rate']:5.2f} "
+                         f"[{100 * ci['ci_low']:4.2f},{100 * ci['ci_high']:5.2f}]"
                          f" ({100 * r['cull'] / r['pairs']:4.2f})")
         lines.append(f"{name:<{width}}" + "".join(f"{c:>27}" for c in cells))
 
@@ -366,7 +370,7 @@ def report(results: dict, seconds: float) -> str:
         sparse, case = results["few"]["sparse"][name], results["few"]["four_of_26"][name]
         ci = rate(sparse["credit"], sparse["pairs"])
         lines.append(f"{name:<{width}}  false credit {100 * ci['rate']:5.2f}% "
-                     f"[{100 * ci['low']:4.2f},{100 * ci['high']:5.2f}]   |   credited "
+                     f"[{100 * ci['ci_low']:4.2f},{100 * ci['ci_high']:5.2f}]   |   credited "
                      f"{100 * case['credit'] / case['pairs']:5.1f}% of {case['pairs']}")
 
     lines.append("\nscoring loop replayed for the default adaptive design (A/A pairs):")
@@ -381,10 +385,10 @@ def report(results: dict, seconds: float) -> str:
     for n in SIZES:
         r = results["aa"][n][DEFAULT_ADAPTIVE]
         ci = rate(r["credit"], r["pairs"])
-        ok = ci["low"] <= 0.025
+        ok = ci["ci_low"] <= 0.025
         verdicts.append(ok)
         lines.append(f"  adaptive default A/A at n={n}: {100 * ci['rate']:.2f}% "
-                     f"[{100 * ci['low']:.2f}, {100 * ci['high']:.2f}] "
+                     f"[{100 * ci['ci_low']:.2f}, {100 * ci['ci_high']:.2f}] "
                      + ("met (<= 2.5% within Monte Carlo error)" if ok else "MISSED"))
     for name in names:
         r = results["few"]["four_of_26"][name]

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.proportion import proportion_confint
 
 from gsme import evolve, experiments, gates, scoring, sequential, sim
 from gsme.evolvers.mechanism import MechanismEvolver
@@ -44,6 +43,9 @@ from gsme.run import Run
 from gsme.schema import BASELINE
 from gsme.settings import GateConfig, RunConfig
 from gsme.sim.catalogue import CATALOGUE
+
+sys.path.insert(0, str(Path(__file__).parent))  # the sibling script, run from anywhere
+import aa_designs  # its Clopper–Pearson rate serves both scripts
 
 CASES = (("tb2", None), ("appworld", None), ("swe-bench", None), ("tb2", "ineffective"))
 DESIGNS = ("fixed", "adaptive")
@@ -104,13 +106,6 @@ def _null_job(args) -> dict:
     return {"design": design, "pairs": len(decided),
             "credits": int((decided["decision"] == "credit").sum()),
             "culls": int((decided["decision"] == "cull").sum())}
-
-
-def rate(count: int, total: int) -> dict:
-    low, high = proportion_confint(count, total, alpha=0.05, method="beta") if total else (
-        np.nan, np.nan)
-    return {"count": int(count), "total": int(total), "rate": count / total if total else np.nan,
-            "ci_low": float(low), "ci_high": float(high)}
 
 
 # ------------------------------------------------------------------------------ borrowing
@@ -202,19 +197,18 @@ def main(argv=None) -> int:
                                              for d in DESIGNS
                                              for s in range(max(2, args.seeds // 5))]))
     table = loop_table(runs)
-    sys.path.insert(0, str(Path(__file__).parent))
-    import aa_designs
-
     synthetic = aa_designs.run(args.aa_pairs, max(200, args.aa_pairs // 2), 0, args.workers)
     null = pd.DataFrame(null).groupby("design")[["pairs", "credits", "culls"]].sum()
     borrow = pd.DataFrame(borrow)
     result = {
         "loop": table.to_dict("records"),
-        "aa_simulator": {d: {"credit": rate(r["credits"], r["pairs"]),
-                             "cull": rate(r["culls"], r["pairs"])} for d, r in null.iterrows()},
+        "aa_simulator": {d: {"credit": aa_designs.rate(r["credits"], r["pairs"]),
+                             "cull": aa_designs.rate(r["culls"], r["pairs"])}
+                         for d, r in null.iterrows()},
         "aa_synthetic": synthetic,
         "borrowing": {d: {"child_trials_saved": g["borrowed"].sum() / g["child_slots"].sum(),
-                          "decision_agreement": rate(g["agree"].sum(), g["decisions"].sum()),
+                          "decision_agreement": aa_designs.rate(g["agree"].sum(),
+                                                                g["decisions"].sum()),
                           "credits_borrowed": int(g["credits_borrowed"].sum()),
                           "credits_full": int(g["credits_full"].sum()),
                           "credits_both": int(g["credits_both"].sum())}
@@ -247,7 +241,6 @@ def report(result: dict, synthetic: dict) -> str:
         lines.append(f"   {design:9s} {100 * c['rate']:.2f} [{100 * c['ci_low']:.2f}, "
                      f"{100 * c['ci_high']:.2f}] of {c['total']} pairs")
     lines += ["   on synthetic bimodal tasks: see benchmarks/aa_designs.py (printed below)", ""]
-    import aa_designs
 
     lines.append(aa_designs.report(synthetic, result["settings"]["seconds"]))
     lines += ["", "3. Borrowing (paper: 67% fewer child trials, 14/14 decisions reproduced)"]
