@@ -27,7 +27,7 @@ __all__ = [
     "BASELINE", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS", "LEDGER_TABLES",
     "LEVERS", "OUTCOMES", "POLICIES", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
     "FrameError", "as_trials", "columns", "empty", "join_ids", "require", "split_ids",
-    "validate",
+    "task_features", "validate",
 ]
 
 BASELINE = "baseline"
@@ -180,6 +180,11 @@ LEDGER_TABLES = MappingProxyType({
 """Ledger table → (the frame it stores, the columns the run adds to it)."""
 
 
+_BOOKKEEPING = frozenset(
+    {c.name for kind in ("trials", "failures", "diagnoses") for c in FRAMES[kind].columns}
+    | {"round", "content"})
+
+
 class FrameError(ValueError):
     """A frame broke its column contract; the message names the columns and rows at fault."""
 
@@ -187,6 +192,19 @@ class FrameError(ValueError):
 def columns(kind: str) -> list[str]:
     """Column names of the frame ``kind`` (one of :data:`FRAMES`)."""
     return _frame(kind).names
+
+
+def task_features(names) -> list[str]:
+    """The task feature columns among ``names``, in order: everything but bookkeeping.
+
+    Bookkeeping is every column of the trials, failures and diagnoses frames, the ledger's
+    ``round`` and a task's statement ``content``; what is left (``category``, flags such as
+    ``has_tests``) describes the task, which evolvers show and env gates test.
+
+    >>> task_features(["task_id", "category", "repeat", "has_tests", "round", "transcript"])
+    ['category', 'has_tests']
+    """
+    return [name for name in names if name not in _BOOKKEEPING]
 
 
 def empty(kind: str) -> pd.DataFrame:

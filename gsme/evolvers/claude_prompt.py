@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from gsme.patches import Patch
-from gsme.schema import LEVERS, columns
+from gsme.schema import LEVERS, columns, task_features
 
 __all__ = ["CHARS_PER_TOKEN", "FAILURE_COLUMNS", "HISTORY_COLUMNS", "archive_text", "diagnoses_text", "digest", "failure_digests", "features", "history_text", "lineage_text", "load_prompt", "sample_failures", "system_blocks", "train_failures", "vocabulary_text"]
 
@@ -27,8 +27,6 @@ CHARS_PER_TOKEN = 4
 """Token estimate used for digest budgets: about four characters of English per token."""
 
 FAILURE_COLUMNS = tuple(columns("failures"))
-# trial bookkeeping (every trials column, the ledger's round) is never shown as a feature
-_NOT_FEATURES = set(FAILURE_COLUMNS) | set(columns("trials")) | {"round"}
 _HEAD_SHARE = 0.4  # share of a digest's budget given to the transcript's head
 
 
@@ -112,7 +110,7 @@ def digest(transcript, *, max_chars: int) -> str:
 
 def features(row: pd.Series) -> dict:
     """The task feature columns of one failures row (everything but trial bookkeeping)."""
-    return {name: _scalar(value) for name, value in row.items() if name not in _NOT_FEATURES}
+    return {name: _scalar(row[name]) for name in task_features(row.index)}
 
 
 def failure_digests(failures: pd.DataFrame, *, digest_tokens: int) -> str:

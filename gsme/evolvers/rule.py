@@ -19,7 +19,7 @@ import pandas as pd
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
 from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_patch
-from gsme.schema import columns
+from gsme.schema import task_features
 from gsme.vocabulary import Vocabulary
 
 __all__ = ["GATE_SHARE", "KNOWN_WHYS", "MIN_GATE_TASKS", "SIGNATURES", "UNMATCHED", "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
@@ -43,9 +43,6 @@ UNMATCHED = "wrong-answer"
 UNMATCHED_DEFINITION = "The agent finished but its answer was wrong, with no other visible cause."
 MIN_GATE_TASKS = 4  # fewer distinct failing tasks than this: no env gate is derived
 GATE_SHARE = 0.75  # a feature value must cover this share of the failing tasks to gate on it
-# trial bookkeeping (every trials column, the ledger's round) is not a task feature
-_NOT_FEATURES = (set(DIAGNOSIS_COLUMNS) | set(columns("trials"))
-                 | {"transcript", "content", "round"})
 
 
 class RuleEvolver(Evolver):
@@ -111,7 +108,7 @@ class RuleEvolver(Evolver):
         missing = [c for c in required if c not in getattr(failures, "columns", [])]
         if missing:
             raise ValueError(f"failures lacks column(s) {missing}; required: {required}")
-        features = [c for c in failures.columns if c not in _NOT_FEATURES]
+        features = task_features(failures.columns)
         rows = [self._diagnose_one(r) for r in failures[required].itertuples(index=False)]
         out = pd.DataFrame(rows, columns=DIAGNOSIS_COLUMNS)
         for column in features:
@@ -229,7 +226,7 @@ def derive_gate(rows: pd.DataFrame) -> str:
         shares = tasks["category"].astype(str).value_counts(normalize=True)
         if shares.iloc[0] >= GATE_SHARE:
             return f'category == "{shares.index[0]}"'
-    flags = [c for c in tasks.columns if c not in _NOT_FEATURES and tasks[c].dtype == bool]
+    flags = [c for c in task_features(tasks.columns) if tasks[c].dtype == bool]
     if flags:
         shares = tasks[flags].mean().sort_values(ascending=False, kind="stable")
         if shares.iloc[0] >= GATE_SHARE:
