@@ -6,7 +6,7 @@ masked and beacons checked). Prints trials per second (wall and CPU), then the t
 full cold-start baseline of ``tb2`` at K=3 (every task of both splits) and the same baseline
 turned into a validated trials frame with :func:`gsme.agents.to_trials`.
 
-    python benchmarks/bench_sim.py [--preset tb2] [--regime calibrated] [--seeds 20] [--k 3]
+    python benchmarks/bench_sim.py [--preset tb2] [--mix calibrated] [--seeds 20] [--k 3]
 
 Target on a 2-core machine: at least 10,000 simulated trials per second.
 """
@@ -59,12 +59,12 @@ def timed(fn):
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tb2", choices=sim.PRESETS)
-    parser.add_argument("--regime", default="calibrated", choices=sim.REGIMES)
+    parser.add_argument("--mix", default="calibrated", choices=list(sim.MIXES))
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--k", type=int, default=3)
     args = parser.parse_args(argv)
 
-    agent = sim.preset(args.preset, regime=args.regime)
+    agent = sim.preset(args.preset, mix=args.mix)
     rows = agent.tasks().to_dict("records")
     print(f"agent: {agent.name} (SIMULATED), {len(rows)} tasks")
     with tempfile.TemporaryDirectory() as tmp:

@@ -56,11 +56,11 @@ COSMETIC = tuple(m for m, e in CATALOGUE.items() if e.kind == "cosmetic")
 # ------------------------------------------------------------------------------ the loop
 
 def _policies(args) -> pd.DataFrame:
-    (preset, regime), design, seeds, rounds, root = args
+    (preset, mix), design, seeds, rounds, root = args
     return experiments.compare_policies(preset, seeds=seeds, policies=POLICIES,
-                                        designs=(design,), regime=regime, rounds=rounds,
+                                        designs=(design,), mix=mix, rounds=rounds,
                                         root=root, progress=False).assign(
-        case=f"{preset}/{regime or 'calibrated'}")
+        case=f"{preset}/{mix or 'calibrated'}")
 
 
 def loop_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -66,13 +66,16 @@ def _parser(version: str) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     from gsme.schema import POLICIES
-    from gsme.sim import PRESETS, PROFILES
+    from gsme.sim import MIXES, PRESETS, PROFILES
 
     demo = sub.add_parser("demo", help="evolve a simulated agent offline, end to end")
     demo.add_argument("--preset", default="tb2", choices=PRESETS,
                       help="simulated task suite (default: tb2)")
     demo.add_argument("--profile", default=None, choices=list(PROFILES),
                       help="simulated model profile (default: the preset's own)")
+    demo.add_argument("--mix", default="calibrated", choices=list(MIXES),
+                      help="the simulated world of proposals: what patches truly do "
+                           "(default: calibrated; see gsme.sim.MIXES)")
     demo.add_argument("--rounds", type=int, default=None,
                       help="evolution rounds (default: the schedule's, 5)")
     demo.add_argument("--children", type=int, default=None,
@@ -167,10 +170,12 @@ def _demo(args) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix=f"gsme-demo-{args.preset}-"))
     spec = RunSpec(dir=out, config=config, schedule=schedule,
                    agent={"kind": "sim", "preset": args.preset, "suite_seed": args.seed,
+                          "mix": args.mix,
                           **({"profile": args.profile} if args.profile else {})},
                    evolver={"kind": "rule", "seed": args.seed})
     if not args.json:
-        print(f"gsme demo: SIMULATED agent ({args.preset}), rule evolver, run directory {out}")
+        print(f"gsme demo: SIMULATED agent ({args.preset}, {args.mix} proposals), rule "
+              f"evolver, run directory {out}")
     return _start(spec, args)
 
 

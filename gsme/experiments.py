@@ -48,7 +48,7 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  regime: str | None = None, policy: str = "gated",
+                  mix: str | None = None, policy: str = "gated",
                   gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
                   recombinations: int = 1, finalize: bool = True,
                   progress: bool = False) -> Run:
@@ -70,8 +70,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         Seed of the simulated suite, the evolver and the run.
     profile : str, optional
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
-    regime : str, optional
-        The simulator's regime (:data:`gsme.sim.REGIMES`); default its calibrated world.
+    mix : str, optional
+        The simulator's proposal mix (:data:`gsme.sim.MIXES`); default ``calibrated``.
     policy : {"gated", "greedy", "peak"}
         The crediting policy.
     gate : GateConfig, optional
@@ -95,7 +95,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     >>> run.close()
     """
     gate = gate or GateConfig()
-    world = {} if regime is None else {"regime": regime}
+    world = {} if mix is None else {"mix": mix}
     agent = sim.preset(preset, suite_seed=seed, profile=profile, **world)
     profile_name = agent.profile.name
     label = "-".join([preset, profile_name, *world.values(), policy, gate.design, f"s{seed}"])
@@ -152,7 +152,7 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
 
 
 def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs=("fixed",),
-                     regime: str | None = None, rounds: int = 3, root=None, children: int = 3,
+                     mix: str | None = None, rounds: int = 3, root=None, children: int = 3,
                      recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
     """Crediting policies (and gate designs) on the same seeds, audited against ground truth.
 
@@ -171,8 +171,8 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
         Subset of :data:`gsme.schema.POLICIES`.
     designs : sequence of {"fixed", "adaptive"}
         Gate designs (:class:`~gsme.settings.GateConfig` ``design``).
-    regime : str, optional
-        The simulator's regime, as in :func:`simulated_run`.
+    mix : str, optional
+        The simulator's proposal mix, as in :func:`simulated_run`.
     rounds, root, children, recombinations
         As in :func:`simulated_run`.
     progress : bool
@@ -204,7 +204,7 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
     for design, name, seed in tqdm(grid, desc=f"{preset}: design × policy × seed",
                                    disable=not progress):
         with simulated_run(preset, root=root, seed=seed, policy=name, rounds=rounds,
-                           regime=regime, gate=GateConfig(design=design), children=children,
+                           mix=mix, gate=GateConfig(design=design), children=children,
                            recombinations=recombinations) as run:
             audit = audit_decisions(run)
             table = report.run_table(run).iloc[0]

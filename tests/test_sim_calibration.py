@@ -163,14 +163,14 @@ def test_the_calibration_table_is_labelled_and_agrees_with_the_checks():
 
 
 @pytest.mark.parametrize("name", sim.PRESETS)
-def test_the_ineffective_regime_has_a_mean_effect_of_about_zero(name):
-    agent = sim.preset(name, regime="ineffective")
+def test_the_ineffective_mix_has_a_mean_effect_of_about_zero(name):
+    agent = sim.preset(name, mix="ineffective")
     assert agent.name.endswith("/ineffective")
     effects = shape.proposal_effects(agent)
     test = effects["true_test_delta_pp"]
     print(f"SIMULATED {agent.name}: mean true test effect {test.mean():+.2f} pp over "
           f"{len(test)} proposals; {(test > 0).sum()} help, {(test < 0).sum()} hurt")
-    assert abs(test.mean()) <= 0.5  # "about 0": see gsme.sim.catalogue.effect_of
+    assert abs(test.mean()) <= 0.5  # "about 0": see gsme.sim.catalogue.MIXES
     assert (effects.loc[effects["kind"] == "cosmetic", "true_test_delta_pp"] == 0).all()
     calibrated = shape.proposal_effects(sim.preset(name))["true_test_delta_pp"]
     assert calibrated.mean() > test.mean() + 0.5
@@ -178,11 +178,29 @@ def test_the_ineffective_regime_has_a_mean_effect_of_about_zero(name):
     assert agent.true_rates({}, "train").equals(sim.preset(name).true_rates({}, "train"))
 
 
-def test_in_the_ineffective_regime_the_targeted_fix_is_weak_and_may_hurt():
-    rows = pd.concat([shape.targeted_effects(name, regime="ineffective")
+def test_the_mixes_order_from_kind_to_harmful_and_share_one_baseline():
+    means, hurt, useless, targeted = {}, {}, {}, {}
+    for mix in sim.MIXES:
+        effects = pd.concat([shape.proposal_effects(sim.preset(p, suite_seed=s, mix=mix))
+                             for p in ("tb2", "appworld") for s in (0, 1)])
+        test = effects["true_test_delta_pp"]
+        means[mix], hurt[mix], useless[mix] = test.mean(), (test < 0).mean(), (test <= 0).mean()
+        targeted[mix] = effects.loc[effects["kind"] == "targeted", "true_test_delta_pp"].mean()
+        assert sim.preset("tb2", mix=mix).true_rates({}, "train").equals(
+            sim.preset("tb2").true_rates({}, "train"))
+    print("SIMULATED mean true effect per mix:", {m: round(v, 2) for m, v in means.items()})
+    assert means["calibrated"] > means["weak"] > means["ineffective"] > means["harmful"]
+    assert abs(means["weak"]) < 0.5 and means["harmful"] < -0.5
+    assert useless["harmful"] >= 0.8 and hurt["harmful"] >= 0.5  # nine in ten do not help
+    assert targeted["published"] > targeted["calibrated"]  # larger wins ...
+    assert hurt["published"] > hurt["calibrated"]  # ... and more proposals that hurt
+
+
+def test_in_the_ineffective_mix_the_targeted_fix_is_weak_and_may_hurt():
+    rows = pd.concat([shape.targeted_effects(name, mix="ineffective")
                       for name in sim.PRESETS])
     effect = rows["true_train_delta_pp"]
-    print(f"SIMULATED ineffective regime: the dominant pathology's targeted fix "
+    print(f"SIMULATED ineffective mix: the dominant pathology's targeted fix "
           f"{effect.mean():+.2f} pp on average; helps in {(effect > 0).sum()} of {len(rows)} "
           f"preset × suite-seed cases, hurts in {(effect < 0).sum()}")
     assert (effect.abs() < 1.0).all()
@@ -190,13 +208,20 @@ def test_in_the_ineffective_regime_the_targeted_fix_is_weak_and_may_hurt():
     assert 0.2 <= (effect > 0).mean() <= 0.8
 
 
-def test_the_ineffective_regime_is_a_config_key():
+def test_the_published_mix_sizes_the_dominant_fix_within_published_harness_changes():
+    # real same-model harness changes: +4 to +25 pp (see gsme.sim.catalogue.MIXES)
+    for name in ("tb2", "appworld", "swe-bench"):
+        effect = shape.targeted_effects(name, mix="published")["true_train_delta_pp"].mean()
+        assert 4.0 <= effect <= 25.0, (name, effect)
+
+
+def test_the_mix_is_a_config_key():
     from gsme.plugins import build_agent
 
-    agent = build_agent({"kind": "sim", "preset": "tb2", "regime": "ineffective"})
+    agent = build_agent({"kind": "sim", "preset": "tb2", "mix": "ineffective"})
     assert agent.name == "simulated:tb2/balanced/ineffective"
     import pickle
 
     assert pickle.loads(pickle.dumps(agent)).name == agent.name
-    with pytest.raises(Exception, match="regime must be one of"):
-        build_agent({"kind": "sim", "preset": "tb2", "regime": "nope"})
+    with pytest.raises(Exception, match="mix must be one of"):
+        build_agent({"kind": "sim", "preset": "tb2", "mix": "nope"})

@@ -10,17 +10,17 @@ of its dominant pathology is sized after the paper's credited train Δ for its d
 only published evidence of effect sizes. :func:`calibration` tabulates both (SIMULATED,
 beside the real ranges); :mod:`gsme.sim.shape` defines them.
 
-Regimes. ``regime="calibrated"`` (default) is that world; ``regime="ineffective"`` keeps
-the same baseline but makes every fix weak and every acting change a small risk, so the
-proposals' mean true effect is about 0 and keeping noisy train gains ends below the
-baseline (see :func:`gsme.sim.catalogue.effect_of`). Both are config keys:
-``{"kind": "sim", "preset": "tb2", "regime": "ineffective"}``.
+Mixes. ``mix="calibrated"`` (default) is that world; ``weak``, ``ineffective``, ``harmful``
+and ``published`` keep the same baseline and change what patches truly do, from proposals
+that barely matter to proposals that mostly hurt or that are sized after published
+harness-change effects (:data:`MIXES`). A design is judged across mixes, since nobody knows
+which one a user's evolver lives in. In a config: ``[agent] mix = "published"``.
 """
 
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.catalogue import CATALOGUE, REGIMES
+from gsme.sim.catalogue import CATALOGUE, MIXES
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.shape import calibration
 from gsme.sim.suite import PRESET_SPECS
@@ -31,7 +31,7 @@ PRESETS = tuple(PRESET_SPECS)
 
 def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
            infra_fault_rate: float | None = None, test_canary: str | None = None,
-           regime: str = "calibrated") -> SimAgent:
+           mix: str = "calibrated") -> SimAgent:
     """The simulated task agent of preset ``name``.
 
     Parameters
@@ -49,10 +49,9 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
     test_canary : str, optional
         A string planted in every test task's statement and transcripts (see
         :class:`SimAgent`).
-    regime : {"calibrated", "ineffective"}
-        What patches truly do: ``calibrated`` (targeted fixes sized after the paper's
-        credited gains) or ``ineffective`` (proposals' mean true effect about 0); see
-        :data:`REGIMES` and :func:`gsme.sim.catalogue.effect_of`.
+    mix : str
+        One of :data:`MIXES`: what patches truly do (default ``calibrated``: targeted
+        fixes sized after the paper's credited gains); see :class:`gsme.sim.catalogue.Mix`.
 
     Examples
     --------
@@ -64,8 +63,8 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
         raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
     rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
     return SimAgent(name, suite_seed=suite_seed, profile=profile, infra_fault_rate=rate,
-                    test_canary=test_canary, regime=regime)
+                    test_canary=test_canary, mix=mix)
 
 
-__all__ = ["CATALOGUE", "PRESETS", "PROFILES", "REGIMES", "WHYS", "SimAgent", "calibration",
+__all__ = ["CATALOGUE", "MIXES", "PRESETS", "PROFILES", "WHYS", "SimAgent", "calibration",
            "preset"]

@@ -25,7 +25,7 @@ from gsme.envgate import parse
 from gsme.patches import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
-from gsme.sim.catalogue import REGIMES
+from gsme.sim.catalogue import MIXES
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.suite import PRESET_SPECS, build_suite
@@ -66,13 +66,14 @@ class SimAgent(TaskAgent):
     test_canary : str, optional
         A string planted in every test task's ``content`` (and so in its transcripts), for
         tests that check the test split stays sealed.
-    regime : {"calibrated", "ineffective"}
-        What patches truly do (:func:`gsme.sim.catalogue.effect_of`). ``calibrated`` (the
-        default): the catalogue, whose targeted fixes are sized after the paper's credited
-        train gains. ``ineffective``: a null-ish world where every fix is weak and the
-        proposals' mean true effect is about zero (as many hurt as help); the baseline is
-        the same in both. In a config: ``{"kind": "sim", "preset": "tb2",
-        "regime": "ineffective"}``. The agent's ``name`` ends in ``/ineffective`` then.
+    mix : str
+        The proposal mix, one of :data:`gsme.sim.MIXES`: what patches truly do
+        (:func:`gsme.sim.catalogue.effect_of`). ``calibrated`` (the default): the catalogue,
+        whose targeted fixes are sized after the paper's credited train gains; ``weak``,
+        ``ineffective``, ``harmful`` and ``published`` are other worlds (see
+        :data:`gsme.sim.catalogue.MIXES`). The baseline is the same in every mix. In a
+        config: ``[agent] mix = "published"``. The agent's ``name`` ends in ``/<mix>``
+        for any mix but ``calibrated``.
 
     Examples
     --------
@@ -85,7 +86,7 @@ class SimAgent(TaskAgent):
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
-                 test_canary: str | None = None, regime: str = "calibrated"):
+                 test_canary: str | None = None, mix: str = "calibrated"):
         if preset not in PRESET_SPECS:
             raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
         spec = PRESET_SPECS[preset]
@@ -94,17 +95,17 @@ class SimAgent(TaskAgent):
             raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
         if not 0.0 <= infra_fault_rate < 1.0:
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
-        if regime not in REGIMES:
-            raise ValueError(f"regime must be one of {list(REGIMES)}, got {regime!r}")
+        if mix not in MIXES:
+            raise ValueError(f"mix must be one of {list(MIXES)}, got {mix!r}")
         self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary,
-                      regime)
+                      mix)
         self.suite = build_suite(spec, suite_seed=suite_seed)
         self.profile = PROFILES[profile]
         self.suite_seed = int(suite_seed)
         self.infra_fault_rate = float(infra_fault_rate)
-        self.regime = regime
+        self.mix = mix
         self.name = f"simulated:{spec.name}/{profile}" + (
-            "" if regime == "calibrated" else f"/{regime}")
+            "" if mix == "calibrated" else f"/{mix}")
         tasks = self.suite.tasks.copy()
         if test_canary is not None:
             test = tasks["split"] == "test"
@@ -239,7 +240,7 @@ class SimAgent(TaskAgent):
         fingerprint = digest.hexdigest()
         if fingerprint not in self._by_fingerprint:
             model = compile_harness(read_patches(manifests), self.suite, self._onset,
-                                    self._gate_mask, regime=self.regime)
+                                    self._gate_mask, mix=self.mix)
             _bounded_put(self._by_fingerprint, fingerprint, model)
         return fingerprint, self._by_fingerprint[fingerprint]
 
@@ -250,9 +251,9 @@ class SimAgent(TaskAgent):
 
 
 def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary,
-             regime="calibrated") -> SimAgent:
+             mix="calibrated") -> SimAgent:
     return SimAgent(preset, profile=profile, suite_seed=suite_seed,
-                    infra_fault_rate=infra_fault_rate, test_canary=test_canary, regime=regime)
+                    infra_fault_rate=infra_fault_rate, test_canary=test_canary, mix=mix)
 
 
 def _uniforms(key: str, n: int) -> list[float]:

@@ -28,11 +28,12 @@ suites calibrated so that the targeted fix of a preset's dominant pathology has 
 effect near the paper's credited train Δ for its domain (within [0.5×, 1.25×] of it, mean
 over suite seeds 0–4; see :mod:`gsme.sim.shape`).
 
-Regimes. The catalogue above is the ``calibrated`` regime. The ``ineffective`` regime
-(:func:`effect_of` with ``regime="ineffective"``, ``SimAgent(..., regime="ineffective")``)
-is a world where the diagnosed pathologies are mostly not what makes tasks fail: every fix
-keeps :data:`FIX_KEPT` of its power and every change that acts carries a small risk
-:data:`SIDE_HARM`. Its baseline is the calibrated one; only what patches do differs.
+Mixes. The catalogue above is the ``calibrated`` proposal mix. Nobody knows in advance
+which mix a user's evolver lives in, so the simulator offers several (:data:`MIXES`), each a
+:class:`Mix` that rescales what every mechanism does (:func:`effect_of`): how much of its
+hazard reduction it keeps (``fix``), how much of its listed harm (``harm``), and a small risk
+every acting change adds (``side_harm``). The baseline is the same in every mix; only what
+patches do differs. See :data:`MIXES` for each mix and what was measured on it.
 
 Unknown mechanisms (e.g. free text from an LLM evolver) get a small deterministic effect on
 the failure mode their patch declares: ``factor = 1 - 0.1 * u`` with ``u`` in [0, 1) from a
@@ -46,27 +47,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-__all__ = [
-    "CATALOGUE",
-    "FIX_KEPT",
-    "HARM_KEPT",
-    "REGIMES",
-    "SIDE_HARM",
-    "TRIGGERS",
-    "Effect",
-    "effect_of",
-]
+__all__ = ["CATALOGUE", "MIXES", "TRIGGERS", "Effect", "Mix", "effect_of"]
 
 TRIGGERS = ("always", "submit", "onset", "named")
-REGIMES = ("calibrated", "ineffective")
-"""How the catalogue acts: as listed (``calibrated``), or ``ineffective`` (every fix
-weak, every acting change a small risk); see :func:`effect_of`."""
-FIX_KEPT = 0.05
-"""In the ``ineffective`` regime, the share of a mechanism's hazard reduction it keeps."""
-HARM_KEPT = 0.25
-"""In the ``ineffective`` regime, the share of a mechanism's listed harm it keeps."""
-SIDE_HARM = 0.01
-"""In the ``ineffective`` regime, the harm every acting (not cosmetic) mechanism adds."""
+
+
+@dataclass(frozen=True)
+class Mix:
+    """A world of proposals: how strongly every mechanism of the catalogue acts.
+
+    ``fix`` scales each hazard reduction (``factor -> 1 - fix * (1 - factor)``, floored
+    at 0; train-task hints keep theirs: they lift the tasks they name in every world),
+    ``harm`` scales each listed harm, and ``side_harm`` is added to the harm of every
+    mechanism that acts (all but the ``cosmetic`` ones).
+    """
+
+    name: str
+    fix: float = 1.0
+    harm: float = 1.0
+    side_harm: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,39 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
 """Mechanism name → true effect. Hidden from evolvers."""
 
 
-def effect_of(mechanism: str, why: str, *, regime: str = "calibrated") -> Effect:
+MIXES: Mapping[str, Mix] = MappingProxyType({m.name: m for m in (
+    Mix("calibrated"),
+    Mix("weak", fix=0.3, harm=0.5, side_harm=0.004),
+    Mix("ineffective", fix=0.05, harm=0.25, side_harm=0.01),
+    Mix("harmful", fix=0.25, harm=1.5, side_harm=0.02),
+    Mix("published", fix=1.6, harm=2.0, side_harm=0.02),
+)})
+"""The proposal mixes by name (SIMULATED worlds; measured by
+:func:`gsme.sim.shape.proposal_effects` over the rule evolver's template library on tb2,
+appworld and swe-bench, suite seeds 0–4, and by whole greedy runs in
+``benchmarks/evidence.py``):
+
+* ``calibrated`` — the catalogue as listed: the targeted fix of a preset's dominant
+  pathology is sized near 0.8× the paper's credited train Δ of its domain
+  (:mod:`gsme.sim.shape`); most acting proposals help a little.
+* ``weak`` — every fix keeps 30% of its power, harms half theirs, every acting change a
+  0.4-point risk: proposals' mean true effect about 0, most of them tiny.
+* ``ineffective`` — the diagnosed pathologies are mostly not what makes tasks fail: fixes
+  keep 5% of their power, harms a quarter, every acting change a 1-point risk; mean true
+  effect slightly below 0, so keeping noisy train gains ends below the baseline.
+* ``harmful`` — fixes keep a quarter of their power, listed harms are 1.5× larger and
+  every acting change carries a 2-point risk: about nine proposals in ten do not help,
+  and most of them hurt.
+* ``published`` — sized from published evidence rather than the paper alone. Real
+  same-model harness changes move pass rates by +4 to +25 pp (SkillsBench, skills on
+  versus off: median +17.6 pp; the paper's credited train gains +6 to +18 pp), while
+  greedy prompt search commits changes that are not truly better 30–42% of the time
+  (PACE). Here fixes are 1.6× the calibrated ones, listed harms 2× and every acting change
+  carries a 2-point risk: larger wins, and more proposals that hurt.
+"""
+
+
+def effect_of(mechanism: str, why: str, *, mix: str = "calibrated") -> Effect:
     """The true effect of ``mechanism`` on a patch that declares failure mode ``why``.
 
     Parameters
@@ -150,50 +181,31 @@ def effect_of(mechanism: str, why: str, *, regime: str = "calibrated") -> Effect
         The patch's mechanism (a :data:`CATALOGUE` key, or any other name).
     why : str
         The failure mode the patch declares (used for unknown mechanisms only).
-    regime : {"calibrated", "ineffective"}
-        ``calibrated``: the catalogue as listed. ``ineffective``: a world where the
-        diagnosed pathologies are mostly not what makes tasks fail, so fixes barely help
-        and any change that acts is a small risk. Every hazard reduction keeps
-        :data:`FIX_KEPT` of its size (``factor -> 1 - FIX_KEPT * (1 - factor)``), every
-        listed harm :data:`HARM_KEPT` of its size, and every mechanism that acts (all but
-        the ``cosmetic`` ones, hints included) adds :data:`SIDE_HARM` to ``harm`` and
-        ``harm_hard``; train-task hints (``named_only``) keep their factor: they still
-        lift the train tasks they name, and now cost a little everywhere else. Measured
-        when the values were set (SIMULATED, :func:`gsme.sim.shape.proposal_effects`):
-        over the rule evolver's template library the mean true test effect is -0.2 to
-        -0.4 pp per preset ("about 0"; +0.5 to +2.0 pp when calibrated), most acting
-        proposals hurt a little, and the targeted fix of the dominant pathology nets
-        -0.2 to +0.3 pp (it helps in 26 of 40 preset × suite-seed cases), so keeping
-        noisy train gains ends below the baseline: the ``greedy`` policy's true sealed Δ
-        was -0.3 to -0.5 pp on tb2, livecode, gdpval and appworld (rule evolver, 5
-        rounds, 8 seeds each; below 0 in 26 of 32 runs). "About 0" is tested as a mean
-        within ±0.5 pp, a fraction of one comparison's standard error at K=3 (2–3 pp).
-        The mean is slightly negative on purpose: the evolver aims at the dominant
-        pathology, so with a mean of exactly 0 its fix would still help and greedy
-        would end level with the baseline, not below it.
+    mix : str
+        One of :data:`MIXES`: how strongly mechanisms act in this world (see :class:`Mix`).
 
     Examples
     --------
     >>> effect_of("submit-verify", "careless-submit").factor
     0.3
-    >>> round(effect_of("submit-verify", "careless-submit", regime="ineffective").factor, 3)
+    >>> round(effect_of("submit-verify", "careless-submit", mix="ineffective").factor, 3)
     0.965
     >>> effect_of("some new idea", "looping") == effect_of("some new idea", "looping")
     True
     """
-    if regime not in REGIMES:
-        raise ValueError(f"regime must be one of {list(REGIMES)}, got {regime!r}")
+    if mix not in MIXES:
+        raise ValueError(f"mix must be one of {list(MIXES)}, got {mix!r}")
     if mechanism in CATALOGUE:
         effect = CATALOGUE[mechanism]
     else:
         digest = hashlib.blake2b(mechanism.encode(), digest_size=8).digest()
         u = int.from_bytes(digest, "little") / 2**64
         effect = Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)
-    if regime == "calibrated":
+    world = MIXES[mix]
+    if world == Mix("calibrated"):
         return effect
-    side = 0.0 if effect.kind == "cosmetic" else SIDE_HARM
-    if effect.named_only:  # hints still lift the tasks they name
-        return replace(effect, harm=effect.harm + side, harm_hard=effect.harm_hard + side)
-    return replace(effect, factor=1.0 - FIX_KEPT * (1.0 - effect.factor),
-                   harm=HARM_KEPT * effect.harm + side,
-                   harm_hard=HARM_KEPT * effect.harm_hard + side)
+    side = 0.0 if effect.kind == "cosmetic" else world.side_harm
+    factor = (effect.factor if effect.named_only
+              else max(0.0, 1.0 - world.fix * (1.0 - effect.factor)))
+    return replace(effect, factor=factor, harm=min(1.0, world.harm * effect.harm + side),
+                   harm_hard=min(1.0, world.harm * effect.harm_hard + side))

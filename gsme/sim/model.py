@@ -74,11 +74,11 @@ def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
 
 
 def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
-                    regime: str = "calibrated") -> HarnessModel:
+                    mix: str = "calibrated") -> HarnessModel:
     """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
 
     ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits;
-    ``regime`` is the catalogue's regime (see :func:`gsme.sim.catalogue.effect_of`).
+    ``mix`` is the proposal mix (see :data:`gsme.sim.catalogue.MIXES`).
     """
     n = len(suite.tasks)
     factors: dict[int, list[tuple[float, np.ndarray]]] = {}
@@ -90,7 +90,7 @@ def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
     hard = suite.tasks["hard"].to_numpy(dtype=bool)
     beacons = []
     for patch in patches:
-        effect = effect_of(patch.mechanism, patch.why, regime=regime)
+        effect = effect_of(patch.mechanism, patch.why, mix=mix)
         admitted = np.asarray(gate_mask(patch.env_gate), dtype=bool)
         why = WHY_INDEX.get(effect.why if effect.why is not None else "", -1)
         helped = admitted

@@ -245,7 +245,7 @@ def published_train_delta() -> pd.Series:
 
 
 def targeted_effects(preset: str, *, suite_seeds: Iterable[int] = EFFECT_SUITE_SEEDS,
-                     profile: str | None = None, regime: str = "calibrated") -> pd.DataFrame:
+                     profile: str | None = None, mix: str = "calibrated") -> pd.DataFrame:
     """The true effect of ``preset``'s targeted fix of its dominant pathology, per suite seed.
 
     Parameters
@@ -254,7 +254,7 @@ def targeted_effects(preset: str, *, suite_seeds: Iterable[int] = EFFECT_SUITE_S
         One of :data:`gsme.sim.PRESETS`.
     suite_seeds : iterable of int
         Suites to measure; default :data:`EFFECT_SUITE_SEEDS` (the calibration rule).
-    profile, regime : str, optional
+    profile, mix : str, optional
         As in :func:`gsme.sim.preset`.
 
     Returns
@@ -275,7 +275,7 @@ def targeted_effects(preset: str, *, suite_seeds: Iterable[int] = EFFECT_SUITE_S
     published = published_train_delta().get(preset, np.nan)
     rows = []
     for seed in suite_seeds:
-        agent = make(preset, suite_seed=int(seed), profile=profile, regime=regime)
+        agent = make(preset, suite_seed=int(seed), profile=profile, mix=mix)
         shares = agent.true_failure_shares({}, "train")
         why, share = shares["why"].iloc[0], float(shares["share"].iloc[0])
         mechanism = TARGETED_FIX[why]
