@@ -1,7 +1,12 @@
-"""The GSME archive: one credited elite per (where, why) pathology cell.
+"""The GSME archive: one elite per (where, why) pathology cell.
 
 Pure functions over the archive frame (``where, why, candidate, rate, delta_pp, z,
-round``, see :mod:`gsme.schema`); none mutates its inputs.
+round, credited``, see :mod:`gsme.schema`); none mutates its inputs.
+
+Which children enter is the run's keep rule (:mod:`gsme.policy`): under the paper's
+``gated`` policy only credited children are kept, so every elite is credited; a more
+lenient rule keeps children the gate did not credit, and the archive says which elites were
+credited (``credited``), so the two words never blur.
 
 Which cell a candidate competes for:
 
@@ -9,7 +14,7 @@ Which cell a candidate competes for:
 * a recombination: the cell of its base (its first parent), found recursively, or, when
   the base is the baseline, the cell of its first elite. A recombination stacks other
   cells' patches onto the lineage it extends, so it competes with that lineage's elite;
-  in the usual flow the base is the global best, so a credited recombination replaces
+  in the usual flow the base is the global best, so a kept recombination replaces
   it and becomes the global best that :func:`select_parent` extends, while the merged
   elites keep their own cells.
 """
@@ -36,27 +41,30 @@ def empty() -> pd.DataFrame:
 
 def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFrame, *,
            round: int | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Offer every decided candidate to the archive; only credited train decisions enter.
+    """Offer every decided candidate to the archive; only kept train decisions enter.
 
-    Decisions are taken in their row order. A credited candidate fills an empty cell, or
-    replaces the cell's elite when its ``rate_child`` is strictly higher (a tie keeps the
-    elite). See the module docstring for a recombination's cell.
+    Decisions are taken in their row order. A candidate is kept when its ``kept`` column
+    says so (the run's keep rule, :func:`gsme.policy.kept`); without that column, when it
+    was credited (the paper's rule). A kept candidate fills an empty cell, or replaces the
+    cell's elite when its ``rate_child`` is strictly higher (a tie keeps the elite). See the
+    module docstring for a recombination's cell.
 
     Parameters
     ----------
     archive, decisions, candidates
-        Frames of their contracts; every decided candidate must be a row of
-        ``candidates``, and a candidate is decided at most once.
+        Frames of their contracts (``decisions`` may add a bool ``kept``); every decided
+        candidate must be a row of ``candidates``, and a candidate is decided at most once.
     round
         The round stored for the entering elites; default each candidate's own round.
 
     Returns
     -------
     tuple of DataFrame
-        The new archive, sorted by ``where, why``; and one outcome per decision with
-        columns ``candidate, where, why, status`` (new_cell, improved or not_added),
-        ``improvement`` (rate minus the elite's rate it was compared with; the rate
-        itself for a new cell; NaN when it was not compared) and ``reason``.
+        The new archive, sorted by ``where, why`` (``credited`` says whether each elite's
+        decision was a credit); and one outcome per decision with columns ``candidate,
+        where, why, status`` (new_cell, improved or not_added), ``improvement`` (rate minus
+        the elite's rate it was compared with; the rate itself for a new cell; NaN when it
+        was not compared) and ``reason``.
     """
     validate(archive, "archive")
     validate(decisions, "decisions")
@@ -73,9 +81,10 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
     unknown = sorted(set(decisions["candidate"]) - set(rows.index))
     if unknown:
         raise FrameError(f"decided candidate(s) {unknown} are not rows of candidates")
+    kept = _kept(decisions)
     cells = {(r["where"], r["why"]): dict(r) for r in archive[_COLUMNS].to_dict("records")}
     outcomes = []
-    for decision in decisions.to_dict("records"):
+    for decision, keep in zip(decisions.to_dict("records"), kept):
         name = decision["candidate"]
         cell = _cell(name, rows)
         outcome = {"candidate": name, "where": cell[0] if cell else None,
@@ -83,8 +92,8 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
                    "improvement": np.nan, "reason": None}
         outcomes.append(outcome)
         rate = decision["rate_child"]
-        if decision["decision"] != "credit":
-            outcome["reason"] = f"decision is {decision['decision']}; only credit enters"
+        if not keep:
+            outcome["reason"] = f"not kept (decision {decision['decision']})"
             continue
         if decision["split"] != "train":
             outcome["reason"] = f"decided on split {decision['split']}; only train enters"
@@ -93,7 +102,7 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
             outcome["reason"] = "no cell: neither it nor an ancestor names a where and why"
             continue
         if pd.isna(rate):
-            raise FrameError(f"credited decision of {name!r} has no rate_child")
+            raise FrameError(f"kept decision of {name!r} has no rate_child")
         elite = cells.get(cell)
         if elite is not None and rate <= elite["rate"]:
             outcome["improvement"] = rate - elite["rate"]
@@ -105,11 +114,23 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
         outcome["reason"] = None if elite is None else f"replaces {elite['candidate']}"
         cells[cell] = {"where": cell[0], "why": cell[1], "candidate": name, "rate": rate,
                        "delta_pp": decision["delta_pp"], "z": decision["z"],
-                       "round": int(rows.loc[name, "round"] if round is None else round)}
+                       "round": int(rows.loc[name, "round"] if round is None else round),
+                       "credited": decision["decision"] == "credit"}
     new = _frame(list(cells.values()))
     report = pd.DataFrame(outcomes, columns=empty_frame("outcomes").columns)
     report = report.astype(empty_frame("outcomes").dtypes.to_dict())
     return validate(new, "archive"), validate(report, "outcomes")
+
+
+def _kept(decisions: pd.DataFrame) -> np.ndarray:
+    """The ``kept`` column as bools (missing: credited); NaN in it is an error."""
+    if "kept" not in decisions.columns:
+        return (decisions["decision"] == "credit").to_numpy()
+    kept = decisions["kept"]
+    if kept.isna().any() or not set(kept.unique()) <= {True, False}:
+        raise FrameError(f"decisions column 'kept' must hold only True/False:\n"
+                         f"{decisions.loc[~kept.isin([True, False]), ['candidate', 'kept']]}")
+    return kept.to_numpy(dtype=bool)
 
 
 def select_parent(archive: pd.DataFrame, *, rng: np.random.Generator,
@@ -156,7 +177,7 @@ def recombinations(archive: pd.DataFrame, *, base: str, lineage, proposed=(),
     DataFrame
         Columns ``base, elites`` (comma-separated, by score then id), ``cells``
         (``where/why`` per elite, same order), ``size`` and ``score`` (the sum of the
-        elites' ``delta_pp``: their credited lifts, taken as additive). Sorted by
+        elites' ``delta_pp``: their measured lifts, taken as additive). Sorted by
         ``score`` descending, then ``size``, then ``elites``; at most ``limit`` rows.
     """
     validate(archive, "archive")
@@ -269,5 +290,5 @@ def _frame(records: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(records, columns=_COLUMNS)
     frame = frame.astype({"where": object, "why": object, "candidate": object,
                           "rate": np.float64, "delta_pp": np.float64, "z": np.float64,
-                          "round": np.int64})
+                          "round": np.int64, "credited": bool})
     return frame.sort_values(["where", "why"]).reset_index(drop=True)

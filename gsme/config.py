@@ -7,6 +7,7 @@ A config file has up to four tables::
     rounds = 5                  # schedule: rounds, children_per_round,
     children_per_round = 3      #   recombinations_per_round, trial_budget
     run_seed = 0                # any other key is a RunConfig setting (policy, ...)
+    learn_from = "comparisons.csv"  # optional, relative to this file (gsme.comparisons)
 
     [gate]                      # GateConfig settings (design, k, z_crit, ...)
     design = "fixed"
@@ -77,8 +78,10 @@ def load(path) -> RunSpec:
                           "relative to the config file")
     schedule = {k: run.pop(k) for k in list(run) if k in Schedule.model_fields}
     schedule = _model(Schedule, schedule, path, "run")
-    config = _model(RunConfig, {**run, "gate": data.get("gate", {})}, path, "run")
     base = path.parent
+    if isinstance(run.get("learn_from"), str):
+        run["learn_from"] = str((base / run["learn_from"]).resolve())
+    config = _model(RunConfig, {**run, "gate": data.get("gate", {})}, path, "run")
     agent = dict(data.get("agent", DEFAULT_AGENT))
     if agent.get("kind") == "command":
         agent = _command_paths(agent, base)

@@ -172,19 +172,29 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> list[str]:
 
 
 def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
-    """Run the three gates on ``candidates`` vs their parents; record the decisions.
+    """Run the three gates on ``candidates`` vs their parents; decide which are kept; record.
 
     Returns
     -------
     DataFrame
         The decisions frame of :func:`gsme.gates.credit` with the run's gate settings, plus
-        ``kept`` (whether the run's policy keeps the child, :func:`gsme.policy.kept`).
+        ``kept`` (whether the run's policy keeps the child, :func:`gsme.policy.kept`, which
+        for the ``learned`` policy learns from :meth:`~gsme.run.Run.comparisons` of the
+        rounds before this one and this round's decisions) and ``expected_delta_pp`` (the
+        child's expected true effect under the proposal mix learned so far, whatever the
+        policy; NaN for invalid and inactive children).
     """
     if candidates.empty:
-        return schema.empty("decisions").assign(kept=pd.Series(dtype=bool))
+        return schema.empty("decisions").assign(kept=pd.Series(dtype=bool),
+                                                expected_delta_pp=pd.Series(dtype=float))
     decided = gates.credit(run.trials(split="train"), candidates, split="train",
                            config=run.config.gate)
-    decided = decided.assign(kept=policy.kept(decided, policy=run.config.policy))
+    past = run.comparisons(before_round=round)
+    keep = run.config.keep
+    decided = decided.assign(
+        kept=policy.kept(decided, policy=run.config.policy, past=past, config=keep),
+        expected_delta_pp=policy.expected_effects(decided, past=past,
+                                                  config=keep)["expected_delta_pp"])
     run.record_decisions(decided, round=round)
     return decided
 
@@ -192,18 +202,16 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
 def insert(run: Run, decided: pd.DataFrame, *, round: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Insert the kept children into the archive; snapshot it; end the round.
 
-    A kept child enters as credited whatever its gate decision (``greedy`` and ``peak``
-    keep uncredited gains); every other child keeps its own decision in the outcomes. This
-    is a round's last step: a round run step by step counts like one of :func:`run_round`.
+    The archive takes the kept children (``kept``) and marks which of its elites were
+    credited, so kept and credited stay apart. This is a round's last step: a round run
+    step by step counts like one of :func:`run_round`.
 
     Returns
     -------
     tuple of DataFrame
         The archive after the round, and the outcomes frame of :func:`gsme.archive.insert`.
     """
-    as_credit = decided.drop(columns="kept").assign(
-        decision=np.where(decided["kept"], "credit", decided["decision"]).astype(object))
-    new, outcomes = archive_lib.insert(run.archive(), as_credit, run.candidates(), round=round)
+    new, outcomes = archive_lib.insert(run.archive(), decided, run.candidates(), round=round)
     run.snapshot_archive(new, round=round)
     run.end_round(round)
     return new, outcomes

@@ -1,13 +1,25 @@
-"""Crediting policies: which children a run keeps, and which harness it reports and seals.
+"""Keep rules: which children a run keeps, and which harness it reports and seals.
 
-Pure functions of frames, used by the loop (:mod:`gsme.evolve`) and by the run when it is
+Three words stay apart. **Kept**: the working harness moves on to the child (it enters the
+archive, and the next round may extend it). **Credited**: the paired gate, at its nominal
+level, says the child beats its parent (``decision == "credit"``). **Sealed**: the one test
+of the reported harness against the baseline on the sealed split, at the end. A keep rule
+may be more lenient than the credit rule, as the screening stage of a screen-then-confirm
+design is, because the sealed test protects the run's final claim.
+
+Pure functions of frames, used by the loop (:mod:`gsme.evolve`), by the run when it is
 sealed (:meth:`gsme.run.Run.finalize`), and by notebooks that compare policies.
 
-* ``gated`` — the paper's: a child is kept only when the three gates credit it; the
-  reported harness is the archive's best elite.
-* ``greedy`` — what prior systems do: any child whose train rate rose is kept; the
-  reported harness is the archive's best elite.
+* ``gated`` — the paper's: a child is kept only when the three gates credit it.
+* ``greedy`` — what prior systems do: any child whose train rate rose is kept.
 * ``peak`` — like greedy, and the reported harness is the best train rate ever scored.
+* ``learned`` — a child is kept when it is credited, or when its expected true effect is
+  positive under the mix of proposal effects learned from every comparison available: the
+  run's own so far and those of earlier runs of the same evolver and suite (empirical
+  Bayes, :mod:`gsme.prior`). Lenient where proposals have been helping, strict where they
+  have been hurting, cautious before there is evidence (:class:`~gsme.settings.KeepConfig`).
+
+Every policy but ``peak`` reports the archive's best elite.
 """
 
 from __future__ import annotations
@@ -16,25 +28,85 @@ import numpy as np
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import schema, stats
+from gsme import prior, schema, stats
 from gsme.schema import BASELINE, POLICIES
+from gsme.settings import KeepConfig
 
-__all__ = ["POLICIES", "kept", "reported"]
+__all__ = ["POLICIES", "expected_effects", "kept", "reported"]
 
 
-def kept(decisions: pd.DataFrame, *, policy: str) -> np.ndarray:
-    """Which decided children ``policy`` keeps, one bool per row of ``decisions``.
+def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
+                     config: KeepConfig | None = None) -> pd.DataFrame:
+    """Each decided child's true effect as the mix learned from all comparisons sees it.
+
+    The mix is fitted (:func:`gsme.prior.fit`) on the comparisons of ``past`` and of
+    ``decisions`` whose decision measured an effect (credit, cull, inconclusive); invalid
+    and inactive children get NaN.
+
+    Parameters
+    ----------
+    decisions : DataFrame
+        ``decision, delta_pp, se_pp`` (a decisions frame).
+    past : DataFrame, optional
+        Earlier comparisons (``delta_pp, se_pp``, and ``decision`` if known): the run's
+        earlier rounds and earlier runs of the same evolver and suite.
+    config : KeepConfig, optional
+
+    Returns
+    -------
+    DataFrame
+        One row per decision, same index: ``expected_delta_pp``, ``p_positive``, ``lfsr``
+        (see :func:`gsme.prior.posterior`).
 
     Examples
     --------
-    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive"], "delta_pp": [5.0, 2.0]})
+    >>> d = pd.DataFrame({"decision": ["inconclusive"], "delta_pp": [3.0], "se_pp": [3.5]})
+    >>> helped = pd.DataFrame({"delta_pp": [6.0, 9.0, 4.0, 7.0] * 20, "se_pp": 3.5})
+    >>> float(expected_effects(d)["expected_delta_pp"].iloc[0]) < 0   # cautious, alone
+    True
+    >>> float(expected_effects(d, past=helped)["expected_delta_pp"].iloc[0]) > 0
+    True
+    """
+    config = config or KeepConfig()
+    schema.require(decisions, ["decision", *prior.COMPARISON_COLUMNS], "decisions")
+    measured = decisions["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
+    evidence = [decisions.loc[measured, prior.COMPARISON_COLUMNS]]
+    if past is not None and len(past):
+        schema.require(past, prior.COMPARISON_COLUMNS, "past")
+        learned = (past["decision"].isin(prior.LEARNED_DECISIONS) if "decision" in past
+                   else np.ones(len(past), dtype=bool))
+        evidence.insert(0, past.loc[learned, prior.COMPARISON_COLUMNS])
+    mix = prior.fit(pd.concat(evidence, ignore_index=True), config=config)
+    out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, config=config)
+    out.loc[~measured] = np.nan
+    return out
+
+
+def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
+         config: KeepConfig | None = None) -> np.ndarray:
+    """Which decided children ``policy`` keeps, one bool per row of ``decisions``.
+
+    ``past`` and ``config`` matter to the ``learned`` policy only (see
+    :func:`expected_effects`); it keeps a credited child always, and any other child
+    whose decision measured an effect when its expected true effect is above 0.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive"], "delta_pp": [5.0, 2.0],
+    ...                   "se_pp": [2.0, 3.5]})
     >>> kept(d, policy="gated").tolist(), kept(d, policy="greedy").tolist()
     ([True, False], [True, True])
+    >>> kept(d, policy="learned").tolist()   # no evidence yet: cautious
+    [True, False]
     """
     _check(policy)
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
+    credited = (decisions["decision"] == "credit").to_numpy()
     if policy == "gated":
-        return (decisions["decision"] == "credit").to_numpy()
+        return credited
+    if policy == "learned":
+        expected = expected_effects(decisions, past=past, config=config)["expected_delta_pp"]
+        return credited | (expected.fillna(0).round(9) > 0).to_numpy()
     # a tie computed as a sum of thirds can come out 1e-16 above 0: round before comparing
     return (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
 
@@ -42,8 +114,8 @@ def kept(decisions: pd.DataFrame, *, policy: str) -> np.ndarray:
 def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str) -> str:
     """The harness ``policy`` reports (and seals): its id, the baseline when none.
 
-    ``gated`` and ``greedy`` report the archive's best elite; ``peak`` the candidate with
-    the highest mean per-task train rate among ``trials`` (as ``rate_child`` counts).
+    ``peak`` reports the candidate with the highest mean per-task train rate among
+    ``trials`` (as ``rate_child`` counts); every other policy the archive's best elite.
     """
     _check(policy)
     if policy == "peak":

@@ -15,19 +15,21 @@ takes no lock and writes nothing, for status and reports of live or archived run
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import html
 import json
 import os
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Self
 
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import plugins, policy, schema, scoring, sequential, stats
+from gsme import comparisons, plugins, policy, schema, scoring, sequential, stats
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
@@ -104,7 +106,9 @@ class Run:
         while being created leaves nothing at ``path``. ``agent_spec``/``evolver_spec``
         (see :mod:`gsme.plugins`) let :meth:`open` rebuild the agent and evolver on its
         own; without them, pass both to :meth:`open`. The test split is fixed now and
-        committed by hash; it is scored once, by :meth:`finalize`.
+        committed by hash; it is scored once, by :meth:`finalize`. With
+        ``config.learn_from``, the comparisons of earlier runs of the same agent and evolver
+        are read from that file now and kept in the run (:mod:`gsme.comparisons`).
         """
         refuse_credentials(agent_spec, "[agent]")
         refuse_credentials(evolver_spec, "[evolver]")
@@ -115,6 +119,9 @@ class Run:
             raise RunError(f"{path} exists and is not an empty folder; choose a new run "
                            "directory (to continue a run: gsme resume DIR)")
         tasks = _checked_tasks(agent.tasks())
+        learned = (schema.empty("comparisons") if config.learn_from is None else
+                   comparisons.relevant(comparisons.read(config.learn_from), agent=agent.name,
+                                        evolver=getattr(evolver, "name", None)))
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
         try:
@@ -126,6 +133,8 @@ class Run:
             ledger.put("evolver", {"name": getattr(evolver, "name", None),
                                    "spec": evolver_spec})
             ledger.put("tasks", tasks.to_json(orient="split", index=False))
+            ledger.put("run_id", uuid.uuid4().hex[:12])
+            ledger.put("learned_from", learned.to_json(orient="split", index=False))
             ledger.put("vocabulary", Vocabulary.default().to_dict())
             repo = HarnessRepo.init(staging / cls.REPO, baseline_dir=baseline_dir)
             ledger.append("candidates", repo.candidates())
@@ -243,6 +252,34 @@ class Run:
     def calls(self) -> pd.DataFrame:
         """Every evolver call recorded (tokens, cost, ...), with its ``round``."""
         return self._ledger.calls()
+
+    def comparisons(self, *, before_round: int | None = None) -> pd.DataFrame:
+        """What the keep rule learns from: earlier runs' comparisons, then this run's.
+
+        Returns
+        -------
+        DataFrame
+            The comparisons frame (:mod:`gsme.comparisons`): the rows read from
+            ``config.learn_from`` when the run was created, then this run's train decisions
+            of the rounds before ``before_round`` (all rounds when None).
+        """
+        stored = self._ledger.get("learned_from")
+        past = (schema.empty("comparisons") if stored is None else
+                _frame_from_json(stored).astype(schema.empty("comparisons").dtypes.to_dict()))
+        own = self.decisions()
+        if before_round is not None:
+            own = own[own["round"] < before_round]
+        mine = comparisons.of_run(own, agent=self.agent.name, evolver=self._evolver_name(),
+                                  run=self.run_id)
+        return pd.concat([past, mine], ignore_index=True)
+
+    @property
+    def run_id(self) -> str:
+        """The run's id in comparisons files (made when it was created)."""
+        return self._ledger.get("run_id") or self.path.name
+
+    def _evolver_name(self) -> str | None:
+        return (self._ledger.get("evolver") or {}).get("name")
 
     def transcript(self, ref: str) -> str:
         """The transcript stored under a trial's ``trajectory`` reference."""
@@ -436,6 +473,7 @@ class Run:
         pairs = _pairs(candidates, names) if split == "train" else None
         borrow = self.config if split == "train" else self.config.model_copy(
             update={"borrow": False})
+        snapshots = functools.cache(self.snapshot)  # read from git once per candidate
         for _ in range(MAX_SCORING_PASSES):
             trials = self.trials(split=split)
             wanted = (sequential.wanted(trials, pairs, self._tasks, split=split,
@@ -449,7 +487,7 @@ class Run:
                 if todo.borrowed.empty:
                     return
                 continue
-            scoring.execute(todo.specs, agent=self.agent, harness=self.snapshot, sink=self,
+            scoring.execute(todo.specs, agent=self.agent, harness=snapshots, sink=self,
                             config=self.config, tasks=self._tasks, executor=executor,
                             progress=progress, label=label, round=round)
         raise RunError(f"scoring did not settle after {MAX_SCORING_PASSES} passes")
@@ -461,6 +499,8 @@ class Run:
         The reported harness is the policy's choice (:func:`gsme.policy.reported`). Sealing
         is recorded before the first test trial, so a run killed while sealing resumes
         sealing the same harness; a second call returns the stored result and runs nothing.
+        With ``config.learn_from``, the run's train comparisons are then appended to that
+        file (never twice; nothing of the test split).
 
         Returns
         -------
@@ -471,6 +511,8 @@ class Run:
         """
         done = self.sealed_result
         if done is not None:
+            if not self.read_only:
+                self._share_comparisons()
             return done
         if self.read_only:
             raise RunError(f"run {self.path} is open read-only; it cannot be sealed")
@@ -492,7 +534,14 @@ class Run:
         if chosen == BASELINE:
             rows.append({**rows[0], "role": "selected"})
         self._ledger.event("sealed", None, candidate=chosen, result=rows)
+        self._share_comparisons()
         return pd.DataFrame(rows)
+
+    def _share_comparisons(self) -> None:
+        """Append this run's comparisons to ``config.learn_from`` (once; see finalize)."""
+        if self.config.learn_from is not None:
+            mine = self.comparisons()
+            comparisons.append(self.config.learn_from, mine[mine["run"] == self.run_id])
 
     def _writable(self) -> None:
         if self.read_only:
@@ -651,10 +700,14 @@ def _checked_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
 
 
 def _tasks_from_json(text: str) -> pd.DataFrame:
-    data = json.loads(text)
-    out = pd.DataFrame(data["data"], columns=data["columns"])
+    out = _frame_from_json(text)
     out["task_id"] = out["task_id"].astype(str)
     return out
+
+
+def _frame_from_json(text: str) -> pd.DataFrame:
+    data = json.loads(text)
+    return pd.DataFrame(data["data"], columns=data["columns"])
 
 
 def _as_list(candidates) -> list[str]:

@@ -1,7 +1,7 @@
 """Every frame gsme passes around, its columns and types, and the vocabulary they use.
 
 One place for each name: the frames (trials, candidates, decisions, archive, diagnoses,
-proposals, outcomes, history, failures, tasks), their column contracts, the id of the
+proposals, outcomes, history, comparisons, failures, tasks), their column contracts, the id of the
 baseline, the split, lever, kind, decision, gate and policy names, and the default failure
 modes. The ledger's tables and SQL types are generated from :data:`FRAMES`, and every public
 function that takes one of these frames validates it here first, so a bad frame fails at
@@ -37,8 +37,9 @@ LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")
 GATES = ("validity", "activation", "significance")
-POLICIES = ("gated", "greedy", "peak")
-"""How a run keeps children: by the gates, by any train gain, or by the peak train rate."""
+POLICIES = ("gated", "greedy", "peak", "learned")
+"""How a run keeps children: by the gates, by any train gain, by the peak train rate, or by
+their expected effect under the proposal mix learned from the comparisons so far."""
 OUTCOMES = ("new_cell", "improved", "not_added")
 """What :func:`gsme.archive.insert` did with a decided candidate."""
 
@@ -138,13 +139,13 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("candidate"), _text("parent"), _text("split", isin=SPLITS),
         _int("n_tasks"), _int("n_dropped"), _int("n_changed"), _int("k"), _int("looks"),
         _float("rate_parent"), _float("rate_child"), _float("delta_pp"), _float("se_pp"),
-        _float("z"), _float("p_value"), _float("activation_rate"),
+        _float("z"), _float("p_value"), _float("p_one_sided"), _float("activation_rate"),
         _text("gate_failed", nullable=True, isin=GATES), _text("decision", isin=DECISIONS),
         _text("reason", nullable=True),
     ), ("candidate", "parent", "split")),
     Frame("archive", (
         _text("where", isin=LEVERS), _text("why"), _text("candidate"), _float("rate"),
-        _float("delta_pp"), _float("z"), _int("round"),
+        _float("delta_pp"), _float("z"), _int("round"), _bool("credited"),
     ), ("where", "why")),
     Frame("diagnoses", (
         _text("candidate"), _text("task_id"), _int("repeat"), _text("where", isin=LEVERS),
@@ -162,6 +163,11 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("candidate"), _text("mechanism"), _text("where", isin=LEVERS), _text("why"),
         _text("decision", isin=DECISIONS), _float("delta_pp"),
     )),
+    Frame("comparisons", (
+        _text("agent"), _text("evolver"), _text("run"), _int("round"), _text("candidate"),
+        _text("parent"), _int("n_tasks"), _float("delta_pp"), _float("se_pp"),
+        _text("decision", isin=DECISIONS),
+    )),
     Frame("failures", (
         _text("candidate"), _text("task_id"), _int("repeat"), _text("transcript"),
     )),
@@ -172,7 +178,7 @@ FRAMES = MappingProxyType({f.name: f for f in (
 LEDGER_TABLES = MappingProxyType({
     "trials": ("trials", (_int("round"),)),
     "candidates": ("candidates", ()),
-    "decisions": ("decisions", (_int("round"), _bool("kept"))),
+    "decisions": ("decisions", (_int("round"), _bool("kept"), _float("expected_delta_pp"))),
     "diagnoses": ("diagnoses", (_int("round"),)),
     "archive": ("archive", (_int("snapshot"),)),
     "proposals": ("proposals", ()),

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gsme.schema import POLICIES
 
-__all__ = ["ConfigError", "GateConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
+__all__ = ["ConfigError", "GateConfig", "KeepConfig", "RunConfig", "Schedule", "ValidationError",
+           "describe"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
@@ -125,6 +126,53 @@ class GateConfig(BaseModel):
         return float(norm.sf(self.z_crit))
 
 
+class KeepConfig(BaseModel):
+    """How the ``learned`` policy keeps children: its starting mix and the grid it learns on.
+
+    The ``learned`` policy (:mod:`gsme.policy`) keeps a child when its expected true effect
+    is positive under the mix of proposal effects learned from every comparison available
+    (:mod:`gsme.prior`). Before there is evidence it assumes the starting mix: a share
+    ``start_null`` of proposals does nothing, the rest acts with effects drawn from
+    Normal(``start_mean_pp``, ``start_sd_pp``²). That mix counts as ``start_weight``
+    comparisons; measured comparisons outweigh it as they accumulate.
+
+    The defaults are cautious: half of all proposals do nothing and those that act hurt by
+    2 pp on average, with a spread (4 pp) wide enough that a large measured gain overcomes
+    it. Under it, a child with a standard error of 3.5 pp (a 45-task suite at K = 3) is kept
+    from a measured gain of about 1.6 pp (z ≈ 0.45): stricter than greedy keeping, far more
+    lenient than crediting. The toy model in issue 17 found z > 0.5 the best fixed
+    threshold across proposal mixes; the starting mix sits there and moves as evidence comes.
+
+    Attributes
+    ----------
+    start_null : float
+        Share of the starting mix at exactly 0.
+    start_mean_pp, start_sd_pp : float
+        Mean and spread of the acting part of the starting mix (pp).
+    start_weight : float
+        How many comparisons the starting mix counts as.
+    grid_step_pp, grid_max_pp : float
+        The grid of effects the mix lives on: 0, ±step, ..., ±max (pp).
+    se_floor_pp : float
+        Smallest standard error a comparison is taken to have (pp).
+
+    Examples
+    --------
+    >>> KeepConfig().start_null
+    0.5
+    """
+
+    model_config = _FROZEN
+
+    start_null: float = Field(0.5, ge=0, lt=1)
+    start_mean_pp: float = Field(-2.0, allow_inf_nan=False)
+    start_sd_pp: float = Field(4.0, gt=0, allow_inf_nan=False)
+    start_weight: float = Field(8.0, gt=0, allow_inf_nan=False)
+    grid_step_pp: float = Field(0.5, gt=0, allow_inf_nan=False)
+    grid_max_pp: float = Field(40.0, gt=0, le=100)
+    se_floor_pp: float = Field(0.5, gt=0, allow_inf_nan=False)
+
+
 class RunConfig(BaseModel):
     """Settings of one run, fixed when it is created.
 
@@ -133,9 +181,16 @@ class RunConfig(BaseModel):
     run_seed : int
         Seeds everything random in the run: trial outcomes the agent draws, the parent
         choice, which failures the evolver reads, and the evolver (reseeded per round).
-    policy : {"gated", "greedy", "peak"}
+    policy : {"gated", "greedy", "peak", "learned"}
         Which children are kept (see :mod:`gsme.policy`).
     gate : GateConfig
+    keep : KeepConfig
+        The ``learned`` policy's starting mix and grid.
+    learn_from : str or None
+        A comparisons file (CSV, :mod:`gsme.comparisons`) of earlier runs: the ``learned``
+        policy learns the proposal mix from the rows of the same agent and evolver as this
+        run, beside the run's own comparisons. Read once when the run is created (the run
+        keeps its own copy); the run's comparisons are appended to it when it is sealed.
     borrow : bool
         Borrow trials from a scored candidate that behaves identically on a task.
     max_failures : int
@@ -145,6 +200,10 @@ class RunConfig(BaseModel):
     batch_size, workers, remote_chunk : int
         Trials per health-checked batch, threads of the default pool, trials per task sent
         to another executor.
+    flush_trials, flush_seconds : int, float
+        Completed trials are written to the ledger in one transaction per ``flush_trials``
+        trials or once the oldest waiting has waited ``flush_seconds``, whichever comes
+        first (and always before a health-check verdict and when scoring stops).
     """
 
     model_config = _FROZEN
@@ -152,12 +211,16 @@ class RunConfig(BaseModel):
     run_seed: int = 0
     policy: Literal[POLICIES] = "gated"  # type: ignore[valid-type]
     gate: GateConfig = GateConfig()
+    keep: KeepConfig = KeepConfig()
+    learn_from: str | None = None
     borrow: bool = True
     max_failures: int = Field(40, ge=1)
     explore: float = Field(0.0, ge=0, le=1)
     batch_size: int = Field(64, ge=1)
     workers: int = Field(4, ge=1)
     remote_chunk: int = Field(32, ge=1)
+    flush_trials: int = Field(256, ge=1)
+    flush_seconds: float = Field(0.005, gt=0, allow_inf_nan=False)
 
 
 class Schedule(BaseModel):

@@ -73,7 +73,7 @@ def test_first_round_outcomes(two_rounds):
     ]
     assert out1["status"].tolist() == ["new_cell", "new_cell", "not_added"]
     np.testing.assert_allclose(out1["improvement"], [0.6, 0.55, np.nan])
-    assert out1["reason"].iloc[2] == "decision is cull; only credit enters"
+    assert out1["reason"].iloc[2] == "not kept (decision cull)"
     assert list(out1.columns) == ["candidate", "where", "why", "status", "improvement",
                                   "reason"]
 
@@ -181,7 +181,8 @@ def elites_frame():
             ("config", "looping", "old", 0.5, 3.0, 2.0, 1)]
     frame = pd.DataFrame(rows, columns=["where", "why", "candidate", "rate", "delta_pp", "z",
                                         "round"], dtype=object)
-    return frame.astype({"rate": float, "delta_pp": float, "z": float, "round": np.int64})
+    return frame.astype({"rate": float, "delta_pp": float, "z": float,
+                         "round": np.int64}).assign(credited=True)
 
 
 def test_recombinations_best_first_without_lineage_or_repeats():

@@ -159,7 +159,7 @@ def test_archive_outcomes_name_each_childs_own_decision(tmp_path):
     dropped = outcomes[~outcomes["kept"]]
     assert len(dropped)
     assert (dropped["status"] == "not_added").all()
-    assert [r.startswith(f"decision is {d};") for r, d
+    assert [r == f"not kept (decision {d})" for r, d
             in zip(dropped["reason"], dropped["decision"])] == [True] * len(dropped)
 
 

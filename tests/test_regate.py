@@ -1,10 +1,12 @@
 """Re-gating a run's trials with its own gate settings reproduces its decisions exactly, on
-every simulated preset and for both gate designs."""
+every simulated preset and for both gate designs; replaying a run's keep rule round by
+round reproduces which children it kept, for every policy."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import evolve, gates, sim
+from gsme import evolve, experiments, gates, policy, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.settings import GateConfig, RunConfig
@@ -21,4 +23,28 @@ def test_credit_with_the_run_config_reproduces_the_runs_decisions(tmp_path, pres
         again = gates.credit(run.trials(split="train"), run.candidates(), split="train",
                              config=run.config.gate)
     assert len(stored) >= 1
-    pd.testing.assert_frame_equal(stored.drop(columns=["round", "kept"]), again)
+    pd.testing.assert_frame_equal(
+        stored.drop(columns=["round", "kept", "expected_delta_pp"]), again)
+
+
+@pytest.mark.parametrize("name", policy.POLICIES)
+def test_replaying_the_keep_rule_reproduces_what_the_run_kept(tmp_path, name):
+    with experiments.simulated_run("tb2", root=tmp_path, seed=4, rounds=3, policy=name,
+                                   finalize=False) as run:
+        stored = run.decisions()
+        regated = gates.credit(run.trials(split="train"), run.candidates(), split="train",
+                               config=run.config.gate)
+        replayed = []
+        for r in sorted(stored["round"].unique()):
+            mine = stored["round"] == r
+            decided = regated.set_index("candidate").loc[stored.loc[mine, "candidate"]]
+            decided = decided.reset_index()
+            past = run.comparisons(before_round=r)
+            replayed.append(pd.DataFrame({
+                "kept": policy.kept(decided, policy=name, past=past, config=run.config.keep),
+                "expected_delta_pp": policy.expected_effects(
+                    decided, past=past, config=run.config.keep)["expected_delta_pp"]}))
+        replayed = pd.concat(replayed, ignore_index=True)
+    assert len(stored) >= 6
+    assert stored["kept"].tolist() == replayed["kept"].tolist()
+    np.testing.assert_allclose(stored["expected_delta_pp"], replayed["expected_delta_pp"])

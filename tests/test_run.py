@@ -224,5 +224,6 @@ def test_gates_with_the_run_config_reproduce_its_decisions(run):
     run.score(made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
     again = gates.credit(run.trials(split="train"), cands, config=run.config.gate)
-    pd.testing.assert_frame_equal(again, decided.drop(columns="kept"))
-    pd.testing.assert_frame_equal(run.decisions().drop(columns=["round", "kept"]), again)
+    kept = ["kept", "expected_delta_pp"]
+    pd.testing.assert_frame_equal(again, decided.drop(columns=kept))
+    pd.testing.assert_frame_equal(run.decisions().drop(columns=["round", *kept]), again)

@@ -1,0 +1,185 @@
+"""What proposals truly do, learned from the comparisons measured so far (empirical Bayes).
+
+Every gated comparison measures a child against its parent: a difference ``delta_pp`` with
+a standard error ``se_pp`` around the child's true effect θ. Over many comparisons of one
+evolver on one suite the θ follow a distribution g, the *proposal mix*: mostly helpful
+fixes, mostly nothing, mostly harm. Nobody knows g in advance, but every comparison is a
+noisy draw from it, so g can be estimated from them (Robbins' empirical Bayes), and each
+child judged by its posterior: E[θ | delta, se] under the estimated g.
+
+:func:`fit` estimates g on a fixed grid of effects by the nonparametric maximum likelihood
+of Kiefer and Wolfowitz, computed by EM (Jiang and Zhang 2009; Koenker and Mizera 2014),
+with a Dirichlet pseudo-count pulling it towards a cautious starting mix (``KeepConfig``:
+most proposals do nothing, those that act hurt a little on average) worth ``start_weight``
+comparisons. With no comparisons g is that starting mix; with many, the comparisons decide.
+:func:`posterior` gives each comparison's posterior mean effect, the probability that it is
+positive and its local false sign rate (Stephens 2017).
+
+The model: ``delta_pp ~ Normal(θ, se_pp²)``, θ ~ g. ``se_pp`` below ``KeepConfig.se_floor_pp``
+(a comparison in which no task changed has ``se_pp = 0``) is raised to it: such a
+comparison says the effect is small, not that it is exactly its measured value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from gsme.schema import require
+from gsme.settings import KeepConfig
+
+__all__ = ["COMPARISON_COLUMNS", "LEARNED_DECISIONS", "fit", "grid", "posterior", "start"]
+
+COMPARISON_COLUMNS = ["delta_pp", "se_pp"]
+"""What a comparison must carry for the prior to learn from it."""
+LEARNED_DECISIONS = ("credit", "cull", "inconclusive")
+"""Decisions whose ``delta_pp`` measures a patch's effect (invalid and inactive ones do not)."""
+
+_MAX_ITERATIONS = 2_000
+_TOLERANCE = 1e-9
+
+
+def grid(config: KeepConfig | None = None) -> np.ndarray:
+    """The effects (pp) on which g is estimated: a symmetric grid holding 0 exactly.
+
+    Examples
+    --------
+    >>> g = grid(KeepConfig(grid_step_pp=10.0, grid_max_pp=20.0))
+    >>> g.tolist()
+    [-20.0, -10.0, 0.0, 10.0, 20.0]
+    """
+    config = config or KeepConfig()
+    half = np.arange(config.grid_step_pp, config.grid_max_pp + 1e-9, config.grid_step_pp)
+    return np.r_[-half[::-1], 0.0, half]
+
+
+def start(config: KeepConfig | None = None) -> pd.DataFrame:
+    """The cautious starting mix: ``start_null`` at 0, the rest Normal(start_mean, start_sd).
+
+    Returns
+    -------
+    DataFrame
+        ``effect_pp`` (the grid) and ``weight`` (summing to 1).
+
+    Examples
+    --------
+    >>> g = start()
+    >>> round(float(g["weight"].sum()), 12), float(g.loc[g["effect_pp"] == 0, "weight"].iloc[0]) > 0.5
+    (1.0, True)
+    """
+    config = config or KeepConfig()
+    effects = grid(config)
+    spread = sps.norm.pdf(effects, config.start_mean_pp, config.start_sd_pp)
+    weight = (1.0 - config.start_null) * spread / spread.sum()
+    weight[effects == 0.0] += config.start_null
+    return pd.DataFrame({"effect_pp": effects, "weight": weight})
+
+
+def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.DataFrame:
+    """The mix of true effects g that best explains ``comparisons``, from the starting mix.
+
+    The maximum of the likelihood of the comparisons times a Dirichlet prior on the grid
+    weights that counts the starting mix (:func:`start`) as ``start_weight`` comparisons,
+    found by EM: each step sets a grid point's weight to its pseudo-count plus the
+    comparisons' posterior responsibility for it, over the count of both.
+
+    Parameters
+    ----------
+    comparisons : DataFrame
+        ``delta_pp, se_pp`` (any other columns are ignored); rows with a NaN in either
+        are left out.
+    config : KeepConfig, optional
+
+    Returns
+    -------
+    DataFrame
+        ``effect_pp`` (the grid) and ``weight`` (summing to 1).
+
+    Examples
+    --------
+    >>> helpful = pd.DataFrame({"delta_pp": [6.0, 8.0, 5.0, 7.0] * 10, "se_pp": 3.0})
+    >>> g = fit(helpful)
+    >>> float((g["effect_pp"] * g["weight"]).sum()) > 4.0
+    True
+    """
+    config = config or KeepConfig()
+    prior = start(config)
+    delta, se = _observed(comparisons, config)
+    if len(delta) == 0:
+        return prior
+    likelihood = _likelihood(delta, se, prior["effect_pp"].to_numpy())
+    pseudo = config.start_weight * prior["weight"].to_numpy()
+    weight = prior["weight"].to_numpy().copy()
+    for _ in range(_MAX_ITERATIONS):
+        joint = likelihood * weight
+        responsibility = joint / joint.sum(axis=1, keepdims=True)
+        new = (pseudo + responsibility.sum(axis=0)) / (config.start_weight + len(delta))
+        if np.max(np.abs(new - weight)) < _TOLERANCE:
+            weight = new
+            break
+        weight = new
+    return prior.assign(weight=weight / weight.sum())
+
+
+def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
+              config: KeepConfig | None = None) -> pd.DataFrame:
+    """Each comparison's true effect as the mix ``prior`` and its measurement see it.
+
+    Parameters
+    ----------
+    comparisons : DataFrame
+        ``delta_pp, se_pp``.
+    prior : DataFrame
+        ``effect_pp, weight``: a mix from :func:`fit` or :func:`start`.
+    config : KeepConfig, optional
+        Its ``se_floor_pp``.
+
+    Returns
+    -------
+    DataFrame
+        One row per comparison, in order: ``expected_delta_pp`` (posterior mean of θ, pp;
+        NaN where ``delta_pp`` or ``se_pp`` is NaN), ``p_positive`` (posterior P(θ > 0))
+        and ``lfsr`` (local false sign rate: the posterior probability that θ does not
+        have the sign of its posterior mean, min(P(θ ≥ 0), P(θ ≤ 0))).
+
+    Examples
+    --------
+    >>> null = pd.DataFrame({"effect_pp": [0.0], "weight": [1.0]})
+    >>> posterior(pd.DataFrame({"delta_pp": [9.0], "se_pp": [3.0]}), null).round(3)
+       expected_delta_pp  p_positive  lfsr
+    0                0.0         0.0   1.0
+    """
+    config = config or KeepConfig()
+    require(comparisons, COMPARISON_COLUMNS, "comparisons")
+    require(prior, ["effect_pp", "weight"], "prior")
+    delta = comparisons["delta_pp"].to_numpy(np.float64)
+    se = np.maximum(comparisons["se_pp"].to_numpy(np.float64), config.se_floor_pp)
+    known = ~(np.isnan(delta) | np.isnan(se))
+    effects = prior["effect_pp"].to_numpy(np.float64)
+    out = np.full((len(delta), 3), np.nan)
+    if known.any():
+        joint = _likelihood(delta[known], se[known], effects) * prior["weight"].to_numpy()
+        post = joint / joint.sum(axis=1, keepdims=True)
+        positive = post[:, effects > 0].sum(axis=1)
+        negative = post[:, effects < 0].sum(axis=1)
+        out[known, 0] = post @ effects
+        out[known, 1] = positive
+        out[known, 2] = np.minimum(1.0 - negative, 1.0 - positive)
+    return pd.DataFrame(out, columns=["expected_delta_pp", "p_positive", "lfsr"],
+                        index=comparisons.index)
+
+
+def _observed(comparisons: pd.DataFrame, config: KeepConfig) -> tuple[np.ndarray, np.ndarray]:
+    require(comparisons, COMPARISON_COLUMNS, "comparisons")
+    delta = comparisons["delta_pp"].to_numpy(np.float64)
+    se = comparisons["se_pp"].to_numpy(np.float64)
+    known = ~(np.isnan(delta) | np.isnan(se))
+    return delta[known], np.maximum(se[known], config.se_floor_pp)
+
+
+def _likelihood(delta: np.ndarray, se: np.ndarray, effects: np.ndarray) -> np.ndarray:
+    """N(delta_i; θ_j, se_i²) for every comparison i and grid point j, scaled per row."""
+    gap = (delta[:, None] - effects[None, :]) / se[:, None]
+    log = -0.5 * gap * gap
+    return np.exp(log - log.max(axis=1, keepdims=True))
