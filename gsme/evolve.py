@@ -178,9 +178,9 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
     -------
     DataFrame
         The decisions frame of :func:`gsme.gates.credit` with the run's gate settings, plus
-        ``kept`` (whether the run's policy keeps the child, :func:`gsme.policy.kept`, which
-        for the ``learned`` policy learns from :meth:`~gsme.run.Run.comparisons` of the
-        rounds before this one and this round's decisions) and ``expected_delta_pp`` (the
+        ``kept`` (whether the run's policy keeps the child, :func:`gsme.policy.screen`,
+        which for the ``learned`` policy learns from :meth:`~gsme.run.Run.comparisons` of
+        the rounds before this one and this round's decisions) and ``expected_delta_pp`` (the
         child's expected true effect under the proposal mix learned so far, whatever the
         policy; NaN for invalid and inactive children).
     """
@@ -189,12 +189,10 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
                                                 expected_delta_pp=pd.Series(dtype=float))
     decided = gates.credit(run.trials(split="train"), candidates, split="train",
                            config=run.config.gate)
-    past = run.comparisons(before_round=round)
-    keep = run.config.keep
-    decided = decided.assign(
-        kept=policy.kept(decided, policy=run.config.policy, past=past, config=keep),
-        expected_delta_pp=policy.expected_effects(decided, past=past,
-                                                  config=keep)["expected_delta_pp"])
+    screened = policy.screen(decided, policy=run.config.policy,
+                             past=run.comparisons(before_round=round), config=run.config.keep)
+    decided = decided.assign(kept=screened["kept"],
+                             expected_delta_pp=screened["expected_delta_pp"])
     run.record_decisions(decided, round=round)
     return decided
 

@@ -50,8 +50,8 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
                   mix: str | None = None, policy: str = "gated",
                   gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
-                  recombinations: int = 1, finalize: bool = True,
-                  progress: bool = False) -> Run:
+                  recombinations: int = 1, learn_from: str | None = None,
+                  finalize: bool = True, progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
 
     The agent is ``gsme.sim.preset(preset, suite_seed=seed, profile=profile)``, the evolver
@@ -78,6 +78,9 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         The gate's settings; default :class:`~gsme.settings.GateConfig`.
     rounds, children, recombinations : int
         Rounds to run, children and recombinations per round.
+    learn_from : str, optional
+        A comparisons file the run learns from and appends to when sealed
+        (:class:`~gsme.settings.RunConfig` ``learn_from``).
     finalize : bool
         Score the sealed test split once at the end (:meth:`gsme.run.Run.finalize`).
     progress : bool
@@ -101,7 +104,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     label = "-".join([preset, profile_name, *world.values(), policy, gate.design, f"s{seed}"])
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
-                     config=RunConfig(run_seed=seed, policy=policy, gate=gate),
+                     config=RunConfig(run_seed=seed, policy=policy, gate=gate,
+                                      learn_from=learn_from),
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
                      agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,

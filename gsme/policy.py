@@ -32,7 +32,7 @@ from gsme import prior, schema, stats
 from gsme.schema import BASELINE, POLICIES
 from gsme.settings import KeepConfig
 
-__all__ = ["POLICIES", "expected_effects", "kept", "reported"]
+__all__ = ["POLICIES", "expected_effects", "kept", "reported", "screen"]
 
 
 def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
@@ -82,13 +82,38 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
     return out
 
 
+def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
+           config: KeepConfig | None = None) -> pd.DataFrame:
+    """Which decided children ``policy`` keeps, and what each is expected to be worth.
+
+    ``past`` and ``config`` are those of :func:`expected_effects`. The ``learned`` policy
+    keeps a credited child always, and any other child whose decision measured an effect
+    when its expected true effect is above 0.
+
+    Returns
+    -------
+    DataFrame
+        One row per decision, same index: ``kept`` (bool) and the columns of
+        :func:`expected_effects` (``expected_delta_pp, p_positive, lfsr``), computed for
+        every policy so that a run's table can show them.
+    """
+    _check(policy)
+    schema.require(decisions, ["decision", "delta_pp"], "decisions")
+    out = expected_effects(decisions, past=past, config=config)
+    credited = (decisions["decision"] == "credit").to_numpy()
+    if policy == "gated":
+        keep = credited
+    elif policy == "learned":
+        keep = credited | (out["expected_delta_pp"].fillna(0).round(9) > 0).to_numpy()
+    else:  # a tie computed as a sum of thirds can come out 1e-16 above 0: round first
+        keep = (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
+    out.insert(0, "kept", keep)
+    return out
+
+
 def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
          config: KeepConfig | None = None) -> np.ndarray:
-    """Which decided children ``policy`` keeps, one bool per row of ``decisions``.
-
-    ``past`` and ``config`` matter to the ``learned`` policy only (see
-    :func:`expected_effects`); it keeps a credited child always, and any other child
-    whose decision measured an effect when its expected true effect is above 0.
+    """Which decided children ``policy`` keeps, one bool per row (see :func:`screen`).
 
     Examples
     --------
@@ -99,16 +124,7 @@ def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = No
     >>> kept(d, policy="learned").tolist()   # no evidence yet: cautious
     [True, False]
     """
-    _check(policy)
-    schema.require(decisions, ["decision", "delta_pp"], "decisions")
-    credited = (decisions["decision"] == "credit").to_numpy()
-    if policy == "gated":
-        return credited
-    if policy == "learned":
-        expected = expected_effects(decisions, past=past, config=config)["expected_delta_pp"]
-        return credited | (expected.fillna(0).round(9) > 0).to_numpy()
-    # a tie computed as a sum of thirds can come out 1e-16 above 0: round before comparing
-    return (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
+    return screen(decisions, policy=policy, past=past, config=config)["kept"].to_numpy()
 
 
 def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str) -> str:

@@ -36,8 +36,8 @@ COMPARISON_COLUMNS = ["delta_pp", "se_pp"]
 LEARNED_DECISIONS = ("credit", "cull", "inconclusive")
 """Decisions whose ``delta_pp`` measures a patch's effect (invalid and inactive ones do not)."""
 
-_MAX_ITERATIONS = 2_000
-_TOLERANCE = 1e-9
+_MAX_ITERATIONS = 5_000
+_TOLERANCE = 1e-8
 
 
 def grid(config: KeepConfig | None = None) -> np.ndarray:

@@ -39,11 +39,9 @@ def test_replaying_the_keep_rule_reproduces_what_the_run_kept(tmp_path, name):
             mine = stored["round"] == r
             decided = regated.set_index("candidate").loc[stored.loc[mine, "candidate"]]
             decided = decided.reset_index()
-            past = run.comparisons(before_round=r)
-            replayed.append(pd.DataFrame({
-                "kept": policy.kept(decided, policy=name, past=past, config=run.config.keep),
-                "expected_delta_pp": policy.expected_effects(
-                    decided, past=past, config=run.config.keep)["expected_delta_pp"]}))
+            replayed.append(policy.screen(decided, policy=name,
+                                          past=run.comparisons(before_round=r),
+                                          config=run.config.keep))
         replayed = pd.concat(replayed, ignore_index=True)
     assert len(stored) >= 6
     assert stored["kept"].tolist() == replayed["kept"].tolist()
