@@ -57,13 +57,15 @@ class Mix:
     """A world of proposals: how strongly every mechanism of the catalogue acts.
 
     ``fix`` scales each hazard reduction (``factor -> 1 - fix * (1 - factor)``, floored
-    at 0; train-task hints keep theirs: they lift the tasks they name in every world),
-    ``harm`` scales each listed harm, and ``side_harm`` is added to the harm of every
-    mechanism that acts (all but the ``cosmetic`` ones).
+    at 0), ``hints`` the lift of train-task hints on the tasks they name (1 in every world
+    but the null one: naming a task's answer helps whatever else works), ``harm`` scales
+    each listed harm, and ``side_harm`` is added to the harm of every mechanism that acts
+    (all but the ``cosmetic`` ones).
     """
 
     name: str
     fix: float = 1.0
+    hints: float = 1.0
     harm: float = 1.0
     side_harm: float = 0.0
 
@@ -146,6 +148,7 @@ MIXES: Mapping[str, Mix] = MappingProxyType({m.name: m for m in (
     Mix("ineffective", fix=0.05, harm=0.25, side_harm=0.01),
     Mix("harmful", fix=0.25, harm=1.5, side_harm=0.02),
     Mix("published", fix=1.6, harm=2.0, side_harm=0.02),
+    Mix("null", fix=0.0, hints=0.0, harm=0.0),
 )})
 """The proposal mixes by name (SIMULATED worlds; measured by
 :func:`gsme.sim.shape.proposal_effects` over the rule evolver's template library on tb2,
@@ -169,6 +172,8 @@ appworld and swe-bench, suite seeds 0–4, and by whole greedy runs in
   greedy prompt search commits changes that are not truly better 30–42% of the time
   (PACE). Here fixes are 1.6× the calibrated ones, listed harms 2× and every acting change
   carries a 2-point risk: larger wins, and more proposals that hurt.
+* ``null`` — no proposal does anything (A/A): every child is its parent, truly, on every
+  task of both splits; whatever a run keeps, credits or seals is noise.
 """
 
 
@@ -205,7 +210,7 @@ def effect_of(mechanism: str, why: str, *, mix: str = "calibrated") -> Effect:
     if world == Mix("calibrated"):
         return effect
     side = 0.0 if effect.kind == "cosmetic" else world.side_harm
-    factor = (effect.factor if effect.named_only
-              else max(0.0, 1.0 - world.fix * (1.0 - effect.factor)))
+    strength = world.hints if effect.named_only else world.fix
+    factor = max(0.0, 1.0 - strength * (1.0 - effect.factor))
     return replace(effect, factor=factor, harm=min(1.0, world.harm * effect.harm + side),
                    harm_hard=min(1.0, world.harm * effect.harm_hard + side))
