@@ -8,7 +8,8 @@ per pair (the exact sign-flip test loops over task *ranks*, not tasks, see
 :func:`sign_flip_tails`).
 
 The test of one look is one-sided at a nominal level on each side: ``credit`` when the
-upper p is at most the level, ``cull`` when the lower p is. The fixed design has one look
+upper p (``p_one_sided``, the p of a gain) is at most the level, ``cull`` when the lower p
+is. The fixed design has one look
 at level ``config.alpha``; the adaptive design (:mod:`gsme.sequential`) gives every look its
 own level from the group-sequential boundaries.
 """
@@ -28,7 +29,8 @@ from gsme.settings import GateConfig
 REFERENCES = ("normal", "t")
 PAIRED_COLUMNS = [
     "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
-    "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "decision", "reason",
+    "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "decision",
+    "reason",
 ]
 _DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 MiB)
 
@@ -329,7 +331,9 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
     come from the reference of ``config`` (normal, or t with n − 1 df), or from the exact
     sign-flip distribution of the task differences when fewer than ``config.exact_below``
     tasks changed (also, whatever ``exact_below``, when every difference is equal and
-    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum).
+    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum). The
+    rule compares these p-values with the levels, whichever reference gave them: ``credit``
+    exactly when n ≥ ``config.min_tasks``, some task changed and ``p_one_sided`` ≤ ``level``.
 
     Parameters
     ----------
@@ -347,8 +351,10 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
     -------
     DataFrame
         The input's columns except ``mean_d, sd_d``, with ``delta_pp``, ``se_pp``, ``z``,
-        ``p_value`` (two-sided), ``p_upper``, ``p_lower`` (one-sided), ``exact`` (bool),
-        ``decision`` (credit / cull / inconclusive) and ``reason``.
+        ``p_value`` (two-sided), ``p_one_sided`` (upper: the p of a gain, which ``credit``
+        compares with ``level``), ``p_lower`` (which ``cull`` compares with
+        ``cull_level``), ``exact`` (bool), ``decision`` (credit / cull / inconclusive) and
+        ``reason``.
     """
     n = described["n_tasks"].to_numpy(np.float64)
     changed = described["n_changed"].to_numpy(np.int64)
@@ -362,12 +368,9 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
         z = mean / se
         if config.reference == "t":
             p_up, p_low = sps.t.sf(z, df), sps.t.cdf(z, df)
-            crit, cull_crit = sps.t.isf(level, df), sps.t.isf(cull_level, df)
         else:
             p_up, p_low = sps.norm.sf(z), sps.norm.cdf(z)
-            crit, cull_crit = sps.norm.isf(level), sps.norm.isf(cull_level)
         p = two_sided_p(z, df, config.reference)
-        up, down = z >= crit, z <= -cull_crit
         unchanged = (n >= 1) & (changed == 0)
         flipped = (n >= 2) & (sd == 0) & (mean != 0)
         exact = (changed > 0) & (changed < config.exact_below) & ~flipped
@@ -382,10 +385,9 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
         p_up[exact], p_low[exact], p[exact] = e_up, e_low, e_two
     z = np.where(unchanged, 0.0, z)
     p, p_up, p_low = (np.where(unchanged, 1.0, a) for a in (p, p_up, p_low))
-    by_p = exact | flipped
     tolerance = 1.0 + 1e-12  # exact p-values are dyadic; a level equal to one still passes
-    up = np.where(by_p, p_up <= level * tolerance, up) & ~unchanged
-    down = np.where(by_p, p_low <= cull_level * tolerance, down) & ~unchanged
+    up = (p_up <= level * tolerance) & ~unchanged
+    down = (p_low <= cull_level * tolerance) & ~unchanged
     enough = n >= config.min_tasks
     decision = np.where(enough & up, "credit", np.where(enough & down, "cull", "inconclusive"))
     out = described.drop(columns=["mean_d", "sd_d"])
@@ -393,7 +395,7 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
     out["se_pp"] = 100.0 * se
     out["z"] = z
     out["p_value"] = p
-    out["p_upper"] = p_up
+    out["p_one_sided"] = p_up
     out["p_lower"] = p_low
     out["exact"] = exact | flipped
     out["decision"] = text(decision)

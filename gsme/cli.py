@@ -118,7 +118,8 @@ def _parser(version: str) -> argparse.ArgumentParser:
     from gsme.importers import FORMATS
 
     compare = sub.add_parser("compare", help="gate two harnesses on eval logs you already "
-                                             "have: Δ, z, p, decision, pass@k, MDE")
+                                             "have: Δ, z, one-sided p, decision, pass@k, "
+                                             "MDE")
     compare.add_argument("baseline", type=Path, help="the baseline's logs (file or folder)")
     compare.add_argument("child", type=Path, help="the child's logs (file or folder)")
     compare.add_argument("--format", default=None, choices=FORMATS,

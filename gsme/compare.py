@@ -24,7 +24,7 @@ __all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "PLAN_COLUMNS", "compare", "plan", "r
 COMPARE_COLUMNS = [
     "parent", "child", "split", "design", "n_tasks", "n_dropped", "n_changed", "n_up",
     "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",
-    "rate_child", "delta_pp", "se_pp", "z", "p_value", "pass_k", "pass_at_k_parent",
+    "rate_child", "delta_pp", "se_pp", "z", "p_one_sided", "pass_k", "pass_at_k_parent",
     "pass_at_k_child", "sd_pp", "mde_pp", "power_effect_pp", "power", "gate_failed",
     "decision", "reason", "tasks_up", "tasks_down",
 ]
@@ -83,16 +83,19 @@ def compare(
 
         * ``parent, child, split, design``
         * ``n_tasks`` (paired), ``n_dropped`` (tasks not paired), ``n_changed``, ``n_up``,
-          ``n_down``, ``n_tied`` (paired tasks whose pass rate rose, fell, stayed)
+          ``n_down``, ``n_tied`` (paired tasks whose pass rate rose, fell, stayed, over the
+          repeats the decision read: :func:`gsme.stats.paired_tasks`)
         * ``k`` (most valid repeats of a paired task), ``looks`` (looks the design took)
         * ``n_infra_parent``, ``n_infra_child``: repeats with no valid attempt (an
           infrastructure failure), not scored
-        * ``rate_parent, rate_child, delta_pp, se_pp, z, p_value`` as in
-          :func:`gsme.stats.paired_test`
+        * ``rate_parent, rate_child, delta_pp, se_pp, z`` of the decision, as in
+          :func:`gsme.gates.significance_gate`, and ``p_one_sided``: the p of a gain, which
+          the one-sided rule compares with its level (α = 2.5% for the fixed design)
         * ``pass_k`` (``config.k``, or fewer when a side has fewer valid repeats on
           every task), ``pass_at_k_parent``, ``pass_at_k_child``
-          (:func:`gsme.stats.pass_at_k`, fractions; tasks with fewer than ``pass_k``
-          valid repeats left out)
+          (:func:`gsme.stats.pass_at_k` of :func:`gsme.stats.first_repeats`: over the first
+          ``config.k`` repeats of every task, fractions; tasks with fewer than ``pass_k``
+          valid repeats among them left out)
         * ``sd_pp`` (sd of the per-task differences at this K), ``mde_pp`` (the effect
           detected with probability ``power`` at this n, K and spread),
           ``power_effect_pp``, ``power`` (of detecting ``effect_pp``): the one-look test's,
@@ -127,7 +130,7 @@ def compare(
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
     tested = gates.significance_gate(trials, pairs, split=split, config=config).iloc[0]
     verdict = _validity(trials, parent, child, split, config)
-    tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split)
+    tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split, config=config)
     n, k = int(tested["n_tasks"]), int(tested["k"])
     pass_k = min(config.k, *(int(tasks[c].to_numpy().max(initial=0))
                              for c in ("n_parent", "n_child")))
@@ -141,9 +144,9 @@ def compare(
         "n_tied": int((tasks["diff"] == 0).sum()), "k": k, "looks": int(tested["looks"]),
         **_infra_counts(trials, parent, child, split, config),
         **{c: float(tested[c]) for c in ("rate_parent", "rate_child", "delta_pp", "se_pp", "z",
-                                         "p_value")},
+                                         "p_one_sided")},
         "pass_k": pass_k,
-        **_pass_at_k(trials, parent, child, split, pass_k),
+        **_pass_at_k(stats.first_repeats(trials, k=config.k), parent, child, split, pass_k),
         "sd_pp": sd,
         "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
         if reach else np.nan,
@@ -392,7 +395,8 @@ def repeat_sd_from_aa(trials: pd.DataFrame, *, candidate: str, rerun: str,
     >>> round(repeat_sd_from_aa(t, candidate="a", rerun="a2"), 1)  # true: 100·√0.5 = 70.7
     70.4
     """
-    tasks = stats.paired_tasks(trials, parent=candidate, child=rerun, split=split)
+    tasks = stats.paired_tasks(trials, parent=candidate, child=rerun, split=split,
+                               config=LOGS_GATE)  # every repeat
     if len(tasks) < 2:
         raise schema.FrameError(f"an A/A estimate needs two or more tasks scored on both "
                                 f"{candidate!r} and {rerun!r} on split {split!r}; "

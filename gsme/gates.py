@@ -210,8 +210,10 @@ def credit(
     DataFrame
         A decisions frame (:mod:`gsme.schema`): ``candidate, parent, split, n_tasks,
         n_dropped, n_changed, k, looks, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
-        activation_rate, gate_failed, decision, reason``, one row per non-baseline
-        candidate in the order of ``candidates``.
+        p_one_sided, activation_rate, gate_failed, decision, reason``, one row per
+        non-baseline candidate in the order of ``candidates`` (``p_value`` two-sided,
+        ``p_one_sided`` the p of a gain that the credit rule compares with the level of the
+        look it stopped at).
     """
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)

@@ -33,13 +33,16 @@ def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
         published deltas), ``retention_tolerance_pp`` (the largest gap between the two
         that the printed rounding explains: each delta off by up to 0.05 pp, propagated
         to first order, plus 0.5 for the whole-percent retention), ``p_value_gsme``
-        (two-sided p of the published z) and ``credited`` (z ≥ ``config.z_crit``).
+        (two-sided p of the published z, as papers print it), ``p_one_sided_gsme`` (the p
+        of a gain, 1 − Φ(z): the one the credit rule compares with its level) and
+        ``credited`` (z ≥ ``config.z_crit``, i.e. ``p_one_sided_gsme`` ≤ α).
 
     Examples
     --------
     >>> table = paper_table()
-    >>> table.loc[table["benchmark"] == "GDPval", "p_value_gsme"].round(3).item()
-    0.033
+    >>> gdpval = table.loc[table["benchmark"] == "GDPval", ["p_value_gsme", "p_one_sided_gsme"]]
+    >>> gdpval.round(4).to_dict("records")
+    [{'p_value_gsme': 0.0332, 'p_one_sided_gsme': 0.0166}]
     """
     table = pd.read_csv(PAPER_TABLE, dtype={"benchmark": object})
     table["preliminary"] = table["preliminary"].astype(bool)
@@ -48,6 +51,7 @@ def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
     )
     table["retention_tolerance_pp"] = _rounding_tolerance(table)
     table["p_value_gsme"] = stats.p_value(table["z"].to_numpy())
+    table["p_one_sided_gsme"] = stats.p_value(table["z"].to_numpy(), alternative="greater")
     table["credited"] = table["z"].to_numpy() >= (config or GateConfig()).z_crit
     return table
 
@@ -63,23 +67,30 @@ def run_table(run) -> pd.DataFrame:
     """The paper's row for one sealed run: train and sealed Δ, z, p, retention, pass@k.
 
     Train statistics compare the selected harness with the baseline on the train split,
-    sealed ones on the test split scored once by :meth:`gsme.run.Run.finalize`, both with
-    the run's own gate settings. For a simulated agent the true effects from its ground
-    truth stand beside the measured ones (``true_train_delta_pp``, ``true_sealed_delta_pp``);
-    for other agents they are NaN.
+    sealed ones on the test split scored once by :meth:`gsme.run.Run.finalize`: the
+    one-look paired test (:func:`gsme.stats.paired_test`) with the run's own gate settings,
+    over the first ``k`` repeats of every task (:func:`gsme.stats.first_repeats`, ``k`` the
+    gate's). Rates, Δ and pass@k read those same repeats, so the adaptive design's extra
+    repeats on mixed tasks do not bias them; the test split is scored at ``k`` repeats
+    anyway. p-values are one-sided, the p of a gain, as the gate's rule reads them (it
+    credits when one is at most α = 2.5%). For a simulated agent the true effects from its
+    ground truth stand beside the measured ones (``true_train_delta_pp``,
+    ``true_sealed_delta_pp``); for other agents they are NaN.
 
     Returns
     -------
     DataFrame
         One row: ``agent, simulated, policy, design, selected, n_train, n_test,
-        rate_train_base, rate_train_selected, train_delta_pp, train_z, train_p,
-        rate_sealed_base, rate_sealed_selected, sealed_delta_pp, sealed_z, sealed_p,
-        sealed_decision, retention_pct, pass_at_<k>_train_base, pass_at_<k>_train_selected,
+        rate_train_base, rate_train_selected, train_delta_pp, train_z, train_p_one_sided,
+        rate_sealed_base, rate_sealed_selected, sealed_delta_pp, sealed_z,
+        sealed_p_one_sided, sealed_decision`` (the sealed test's decision at one-sided α),
+        ``retention_pct, pass_at_<k>_train_base, pass_at_<k>_train_selected,
         pass_at_<k>_test_base, pass_at_<k>_test_selected`` (``<k>`` the gate's ``k``),
         ``trials_spent, trials_borrowed, candidates, credited, kept``,
         ``significance_tests`` (comparisons that reached the significance gate),
-        ``expected_false_credits`` (how many of them would credit by chance if every
-        candidate were truly null: tests × the one-sided level), ``true_train_delta_pp,
+        ``false_credits_bound`` (tests × the one-sided level α: the false credits expected
+        if every tested child were truly null, an upper bound, since the adaptive design's
+        A/A rate is below α and a real gain cannot be falsely credited), ``true_train_delta_pp,
         true_sealed_delta_pp``.
 
     Raises
@@ -93,21 +104,22 @@ def run_table(run) -> pd.DataFrame:
     chosen = str(sealed.loc[sealed["role"] == "selected", "candidate"].iloc[0])
     gate = run.config.gate
     trials = run.trials()
+    counted = stats.first_repeats(trials[trials["candidate"].isin([BASELINE, chosen])],
+                                  k=gate.k)
     row = {"agent": run.agent.name, "simulated": bool(run.agent.simulated),
            "policy": run.config.policy, "design": gate.design, "selected": chosen,
            "n_train": len(run.tasks("train")), "n_test": len(run.tasks("test"))}
     for split, name in (("train", "train"), ("test", "sealed")):
-        test = _versus_baseline(trials, chosen, split, gate)
+        test = _versus_baseline(counted, chosen, split, gate)
         row[f"rate_{name}_base"] = test["rate_parent"]
         row[f"rate_{name}_selected"] = test["rate_child"]
         row[f"{name}_delta_pp"] = test["delta_pp"]
         row[f"{name}_z"] = test["z"]
-        row[f"{name}_p"] = test["p_value"]
+        row[f"{name}_p_one_sided"] = test["p_one_sided"]
         if name == "sealed":
             row["sealed_decision"] = test["decision"]
     row["retention_pct"] = stats.retention(row["train_delta_pp"], row["sealed_delta_pp"])
-    at_k = stats.pass_at_k(trials[trials["candidate"].isin([BASELINE, chosen])], k=gate.k)
-    at_k = at_k.set_index(["candidate", "split"])["pass_at_k"]
+    at_k = stats.pass_at_k(counted, k=gate.k).set_index(["candidate", "split"])["pass_at_k"]
     for split in ("train", "test"):
         row[f"pass_at_{gate.k}_{split}_base"] = at_k.get((BASELINE, split), np.nan)
         row[f"pass_at_{gate.k}_{split}_selected"] = at_k.get((chosen, split), np.nan)
@@ -119,7 +131,7 @@ def run_table(run) -> pd.DataFrame:
     row["credited"] = int((decisions["decision"] == "credit").sum())
     row["kept"] = int(decisions["kept"].sum())
     row["significance_tests"] = tested
-    row["expected_false_credits"] = tested * gate.alpha
+    row["false_credits_bound"] = tested * gate.alpha
     row.update(_true_effects(run, chosen))
     return pd.DataFrame([row])
 
@@ -129,10 +141,9 @@ def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, gate) -> pd.
     if chosen != BASELINE:
         return stats.paired_test(trials, parent=BASELINE, child=chosen, split=split,
                                  config=gate).iloc[0]
-    rates = stats.task_rates(trials[trials["candidate"] == BASELINE], split=split)
-    rate = float(rates["rate"].mean())
+    rate = float(stats.candidate_rates(trials, k=gate.k, split=split)["rate"].iloc[0])
     return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "z": 0.0,
-                      "p_value": 1.0, "decision": "inconclusive"})
+                      "p_one_sided": 1.0, "decision": "inconclusive"})
 
 
 def _true_effects(run, chosen: str) -> dict:

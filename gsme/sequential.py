@@ -37,7 +37,8 @@ parent's extra repeats made for another child never leak in).
 Everything is replayed from the trials: :func:`wanted` (the repeats still needed) and
 :func:`gsme.gates.credit` (the decision) read the same looks, so a run's scoring loop
 (``wanted`` → run → ``wanted`` … until nothing new is wanted) and a later ``credit`` with the
-run's ``GateConfig`` agree. :func:`looks` shows every look taken.
+run's ``GateConfig`` agree. :func:`looks` shows every look taken and
+:func:`decided_repeats` the repeats of each task the decision read.
 """
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ from scipy import stats as sps
 from gsme import _paired, schema
 from gsme.settings import GateConfig
 
-__all__ = ["boundaries", "look_repeats", "looks", "obf_spending", "spending_boundaries",
-           "wanted"]
+__all__ = ["boundaries", "decided_repeats", "look_repeats", "looks", "obf_spending",
+           "spending_boundaries", "wanted"]
 
 _TINY_ALPHA = 1e-12
 LOOK_COLUMNS = [
     "candidate", "parent", "split", "look", "repeats", "n_extended", "child_trials",
     "parent_trials", "n_tasks", "n_dropped", "n_changed", "k", "rate_parent", "rate_child",
-    "delta_pp", "se_pp", "z", "p_value", "boundary", "level", "decision", "reason",
+    "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "boundary", "level", "decision",
+    "reason",
 ]
 
 
@@ -431,10 +433,11 @@ def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
         parent, split, look`` (1-based), ``repeats`` (per side on the extended tasks),
         ``n_extended`` (tasks at those repeats; 0 at look 1), ``child_trials``,
         ``parent_trials`` (slots the look reads on each side), ``n_tasks, n_dropped,
-        n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value`` (as in
-        :func:`gsme.stats.paired_test`, at this look), ``boundary`` (z-scale efficacy
+        n_changed, k, rate_parent, rate_child, delta_pp, se_pp, z, p_value, p_one_sided``
+        (as in :func:`gsme.stats.paired_test`, at this look), ``boundary`` (z-scale efficacy
         boundary), ``level`` (its nominal one-sided level Φ(−boundary); a look credits when
-        its upper p is at most this, and look 1 culls when its lower p is at most ``alpha``),
+        its ``p_one_sided`` is at most this, and look 1 culls when its lower p is at most
+        ``alpha``),
         ``decision`` (``continue`` at a look that did not stop, else credit / cull /
         inconclusive; ``continue`` too at a last look whose successor is not scored yet)
         and ``reason``.
@@ -496,13 +499,75 @@ def looks_of_slots(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
         "child_trials": replay.child_trials[index, look],
         "parent_trials": replay.parent_trials[index, look],
     })
-    for name in LOOK_COLUMNS[8:18]:
+    for name in LOOK_COLUMNS[8:LOOK_COLUMNS.index("boundary")]:
         out[name] = rows[name].to_numpy()
     out["boundary"] = replay.bounds[look]
     out["level"] = sps.norm.sf(replay.bounds[look])
     out["decision"] = _paired.text(decision)
     out["reason"] = _paired.text(reason)
     return out[LOOK_COLUMNS]
+
+
+def decided_repeats(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
+                    config: GateConfig | None = None) -> pd.DataFrame:
+    """The repeats each pair's decision read, per task: those below ``repeats``, both sides.
+
+    The adaptive design decides at the look it stopped at (the last row of :func:`looks`),
+    which reads the repeats below r_ℓ on the tasks it extended and below ``k`` on the
+    others, on both sides (repeats scored later, or for another child of the same parent,
+    are not read). The fixed design reads every repeat. Per-task rates over exactly these
+    repeats average to the decision's rates and ``delta_pp`` (:func:`gsme.stats.paired_tasks`).
+
+    Parameters
+    ----------
+    trials, pairs, split, config
+        As in :func:`looks`.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, parent, task_id, repeats``: one row per pair (in the order of
+        ``pairs``) and task with trials of either side on ``split``; the decision read the
+        repeats ``0 .. repeats-1`` of the task on each side.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 12),
+    ...                   "task_id": np.tile(np.repeat(["t1", "t2"], 6), 2), "split": "train",
+    ...                   "repeat": np.tile(np.arange(6), 4),
+    ...                   "passed": np.tile([1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2)})
+    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> decided_repeats(t, pairs, config=GateConfig(min_tasks=2, futility_z=None))
+      candidate parent task_id  repeats
+    0         c      p      t1        6
+    1         c      p      t2        3
+    >>> decided_repeats(t, pairs, config=GateConfig(design="fixed"))["repeats"].tolist()
+    [6, 6]
+    """
+    _paired.check_choice("split", split, schema.SPLITS)
+    config = _paired.gate_config(config)
+    schema.require(pairs, ["candidate", "parent"], "pairs")
+    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    panel = _panel(slots, child, parent, split, config)
+    if config.design == "fixed":
+        split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
+        on = slots.split == split_code
+        top = np.zeros((len(slots.candidates) + 1, len(slots.tasks)), dtype=np.int64)
+        np.maximum.at(top, (slots.cand[on], slots.task[on]), slots.repeat[on] + 1)
+        top = top[:, slots.tasks.get_indexer(pd.Index(panel.tasks, dtype=object))]
+        repeats = np.maximum(top[_codes(slots, child)], top[_codes(slots, parent)])
+    else:
+        replay = _replay(panel, config)
+        repeats = replay.repeats[np.where(replay.extended, _stopping_look(replay)[:, None], 0)]
+    n_tasks = len(panel.tasks)
+    return pd.DataFrame({
+        "candidate": _paired.text(np.repeat(child, n_tasks)),
+        "parent": _paired.text(np.repeat(parent, n_tasks)),
+        "task_id": _paired.text(np.tile(panel.tasks, len(child))),
+        "repeats": repeats.reshape(-1).astype(np.int64),
+    })
 
 
 def _all_slots(slots: _paired.Slots, names, split: str) -> np.ndarray:

@@ -1,5 +1,12 @@
 """Statistics of trials frames: per-task rates, the paired test, pass@k, retention.
 
+Under the adaptive gate design how many repeats a task gets depends on its outcomes (mixed
+tasks are extended), so a rate or pass@k over every repeat of a run's trials is biased.
+:func:`first_repeats` keeps the first ``k`` repeats of every task, which every design scores
+whatever the outcomes: rates and pass@k reported from a run read those
+(:func:`candidate_rates`, :func:`gsme.report.run_table`). What a decision compared is read
+by :func:`paired_tasks`: per task and side the repeats up to the look it stopped at.
+
 The power tools of the paired design (:func:`power`, :func:`mde`, :func:`power_table`) live
 in :mod:`gsme.power` and are importable from here too.
 
@@ -11,13 +18,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
-from gsme import _paired, schema
+from gsme import _paired, schema, sequential
 from gsme.power import mde, power, power_table
 from gsme.settings import GateConfig
 
 __all__ = [
     "aa_test",
+    "candidate_rates",
+    "first_repeats",
     "mde",
     "p_value",
     "paired_tasks",
@@ -73,6 +83,89 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     return out
 
 
+def first_repeats(trials: pd.DataFrame, *, k: int) -> pd.DataFrame:
+    """The rows of every task's first ``k`` repeats (``repeat < k``), every attempt kept.
+
+    Every gate design scores repeats ``0 .. k-1`` of every task on both sides (the
+    adaptive design's look 1); the repeats after them are scored only for tasks whose
+    look-1 outcomes were mixed, so their number depends on the outcomes and a rate or
+    pass@k over them is biased (a task that passes in 2 of 3 repeats gets 6 more, one that
+    passes in all 3 gets none). Over the first ``k`` each task's rate is an unbiased
+    estimate of its pass probability, and pass@j (j ≤ k) of pass@j. Use the gate's ``k``
+    (``GateConfig.k``) for a run's trials; under the fixed design these are all of them.
+
+    A slot whose attempts all failed on infrastructure stays invalid: it is not replaced
+    by a later repeat, which may exist only because the task was extended. Every attempt
+    of the kept slots is kept, so the validity gate still scores each slot by its first
+    valid attempt.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame.
+    k : int
+        Repeats to keep per (candidate, task, split), k ≥ 1.
+
+    Returns
+    -------
+    DataFrame
+        A trials frame: the rows of ``trials`` with ``repeat < k``, in their order.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": "t1", "split": "train",
+    ...                   "repeat": [0, 1, 2, 3, 4, 5], "passed": [1, 0, 1, 1, 1, 0]})
+    >>> task_rates(first_repeats(t, k=3))[["n_valid", "rate"]].round(3)
+       n_valid   rate
+    0        3  0.667
+    """
+    k = _paired.check_int("k", k, 1)
+    trials = _paired.checked_trials(trials)
+    return trials[trials["repeat"].to_numpy() < k].reset_index(drop=True)
+
+
+def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd.DataFrame:
+    """Each candidate's pass rate on ``split`` over the first ``k`` repeats of every task.
+
+    The mean over tasks of :func:`task_rates` of :func:`first_repeats`: every task weighs
+    the same, as in the paired test, and the rate is unbiased under every gate design
+    (tasks without a valid repeat among the first ``k`` are left out and counted).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame.
+    k : int
+        Repeats per task read: the gate's ``k`` (``GateConfig.k``).
+    split : {"train", "test"}
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, split, n_tasks, n_dropped, rate``: tasks with a valid repeat among the
+        first ``k``, tasks without one, and the mean per-task rate (a fraction; NaN with no
+        task), one row per candidate with trials on ``split``, in order of appearance.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1"] * 6 + ["t2"] * 3,
+    ...                   "split": "train", "repeat": [0, 1, 2, 3, 4, 5, 0, 1, 2],
+    ...                   "passed": [1, 0, 0, 1, 1, 1, 1, 1, 1]})
+    >>> candidate_rates(t, k=3)[["candidate", "n_tasks", "rate"]].round(3)
+      candidate  n_tasks   rate
+    0         a        2  0.667
+    """
+    _paired.check_choice("split", split, schema.SPLITS)
+    rates = task_rates(first_repeats(trials, k=k), split=split)
+    valid = rates["n_valid"] > 0
+    out = rates.assign(valid=valid).groupby("candidate", sort=False).agg(
+        n_tasks=("valid", "sum"), n_all=("valid", "size"), rate=("rate", "mean")).reset_index()
+    out.insert(1, "split", _paired.text([split] * len(out)))
+    out["n_dropped"] = out.pop("n_all") - out["n_tasks"]
+    return out[["candidate", "split", "n_tasks", "n_dropped", "rate"]].astype(
+        {"n_tasks": np.int64, "n_dropped": np.int64})
+
+
 def paired_test(
     trials: pd.DataFrame,
     *,
@@ -86,14 +179,16 @@ def paired_test(
     For each task i with a valid repeat on both sides, r_i is the mean pass over all its
     valid repeats and d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n)
     (Student's paired t statistic). The test is one-sided at level α = Φ(−z_crit) on each
-    side: ``credit`` when the upper p is at most α, ``cull`` when the lower p is, else
-    ``inconclusive``; ``p_value`` is two-sided. The p-values come from
+    side: ``credit`` when the upper p (``p_one_sided``, the p of a gain) is at most α,
+    ``cull`` when the lower p is, else ``inconclusive``; ``p_value`` is two-sided (for
+    reference: the rule never reads it). The p-values come from
     ``config.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
     distribution of the d_i when fewer than ``config.exact_below`` tasks changed.
 
-    This is always the one-look test, whatever ``config.design``; the adaptive design's
-    look-by-look procedure is :func:`gsme.sequential.looks` and
-    :func:`gsme.gates.significance_gate`.
+    This is always the one-look test over every repeat, whatever ``config.design``; the
+    adaptive design's look-by-look procedure is :func:`gsme.sequential.looks` and
+    :func:`gsme.gates.significance_gate`. On a run's trials under the adaptive design, test
+    :func:`first_repeats` for a one-look test that the extensions do not bias.
 
     Decided edge cases: repeats may differ in number per task (each task is weighted
     equally); tasks with trials on one side only, or no valid repeat on a side, are
@@ -119,17 +214,18 @@ def paired_test(
         One row: ``candidate`` (the child), ``parent``, ``split``, ``n_tasks``,
         ``n_dropped``, ``n_changed`` (tasks whose rate differs), ``k`` (most valid repeats
         of a paired task), ``looks`` (1), ``rate_parent``, ``rate_child``, ``delta_pp``,
-        ``se_pp``, ``z``, ``p_value`` (two-sided), ``decision`` and ``reason`` (why, when
-        not decided by the reference distribution alone: an edge case or the exact p).
+        ``se_pp``, ``z``, ``p_value`` (two-sided), ``p_one_sided`` (the upper p, that the
+        credit rule compares with α), ``decision`` and ``reason`` (why, when not decided
+        by the reference distribution alone: an edge case or the exact p).
 
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": ["p"] * 3 + ["c"] * 3, "task_id": ["t1", "t2", "t3"] * 2,
     ...                   "split": "train", "repeat": 0, "passed": [0, 1, 0, 1, 1, 0]})
     >>> paired_test(t, parent="p", child="c", config=GateConfig(min_tasks=2))[
-    ...     ["delta_pp", "decision"]]
-        delta_pp      decision
-    0  33.333333  inconclusive
+    ...     ["delta_pp", "p_one_sided", "decision"]]
+        delta_pp  p_one_sided      decision
+    0  33.333333          0.5  inconclusive
     """
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
@@ -148,16 +244,39 @@ def paired_test(
 
 
 def paired_tasks(
-    trials: pd.DataFrame, *, parent: str, child: str, split: str = "train"
+    trials: pd.DataFrame,
+    *,
+    parent: str,
+    child: str,
+    split: str = "train",
+    config: GateConfig | None = None,
 ) -> pd.DataFrame:
-    """The task-by-task pairing behind :func:`paired_test`: one row per paired task.
+    """The task-by-task pairing behind the decision of ``child`` against ``parent``.
+
+    Per task and side it reads the repeats the decision of ``config.design`` read
+    (:func:`gsme.sequential.decided_repeats`): under the adaptive design those up to the
+    look it stopped at (the extended tasks' extra repeats up to that look, the first ``k``
+    of the others); under the fixed design every repeat. The mean of ``diff`` is the
+    decision's ``delta_pp`` / 100, and the tasks are the ones it paired.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame holding both candidates.
+    parent, child : str
+        Candidate ids.
+    split : {"train", "test"}
+    config : GateConfig, optional
+        The gate that decided (a run's ``run.config.gate``); default
+        :class:`~gsme.settings.GateConfig`.
 
     Returns
     -------
     DataFrame
-        ``task_id, n_parent, n_child, rate_parent, rate_child, diff``: valid repeats and
-        pass rates on each side and ``diff = rate_child − rate_parent``, for the tasks with
-        a valid repeat on both sides, in order of first appearance.
+        ``task_id, repeats, n_parent, n_child, rate_parent, rate_child, diff``: the
+        repeats read per side (``0 .. repeats-1``), the valid ones among them and the pass
+        rates on each side, and ``diff = rate_child − rate_parent``, for the tasks with a
+        valid repeat read on both sides, in order of first appearance.
 
     Examples
     --------
@@ -167,7 +286,14 @@ def paired_tasks(
     [{'task_id': 't1', 'diff': 1.0}]
     """
     _paired.check_choice("split", split, schema.SPLITS)
-    rates = task_rates(trials, split=split)
+    config = _paired.gate_config(config)
+    trials = _paired.checked_trials(trials)
+    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    read = sequential.decided_repeats(trials, pairs, split=split, config=config)
+    read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
+    rows = trials[(trials["split"] == split) & trials["candidate"].isin([parent, child])]
+    rows = rows[rows["repeat"].to_numpy() < read.reindex(rows["task_id"].to_numpy()).to_numpy()]
+    rates = task_rates(rows, split=split)
     rates = rates[rates["n_valid"] > 0]
     sides = [
         rates.loc[rates["candidate"] == name, ["task_id", "n_valid", "rate"]].rename(
@@ -176,8 +302,10 @@ def paired_tasks(
         for role, name in (("parent", parent), ("child", child))
     ]
     out = sides[0].merge(sides[1], on="task_id", how="inner")
+    out["repeats"] = read.reindex(out["task_id"].to_numpy()).to_numpy().astype(np.int64)
     out["diff"] = out["rate_child"] - out["rate_parent"]
-    return out[["task_id", "n_parent", "n_child", "rate_parent", "rate_child", "diff"]]
+    return out[["task_id", "repeats", "n_parent", "n_child", "rate_parent", "rate_child",
+                "diff"]]
 
 
 def aa_test(
@@ -224,14 +352,19 @@ def aa_test(
     return out
 
 
-def p_value(z, *, reference: str = "normal", df=None):
-    """Two-sided p-value of a z statistic: 2·(1 − Φ(|z|)), or Student t with ``df``.
+def p_value(z, *, reference: str = "normal", df=None, alternative: str = "two-sided"):
+    """p-value of a z statistic: two-sided 2·(1 − Φ(|z|)), or one-sided 1 − Φ(z).
+
+    ``alternative="greater"`` is the p of a gain, the one the gate's one-sided credit rule
+    compares with its level α = 2.5%; ``"two-sided"`` the one papers usually print.
 
     Parameters
     ----------
     z : float or array-like
     reference : {"normal", "t"}
+        Standard normal, or Student t with ``df`` degrees of freedom.
     df : float or array-like, required when ``reference="t"``
+    alternative : {"two-sided", "greater"}
 
     Returns
     -------
@@ -240,13 +373,18 @@ def p_value(z, *, reference: str = "normal", df=None):
 
     Examples
     --------
-    >>> round(p_value(2.13), 4)
-    0.0332
+    >>> round(p_value(2.13), 4), round(p_value(2.13, alternative="greater"), 4)
+    (0.0332, 0.0166)
     """
     _paired.check_choice("reference", reference, _paired.REFERENCES)
+    _paired.check_choice("alternative", alternative, ("two-sided", "greater"))
     if reference == "t" and df is None:
         raise ValueError("df is required when reference='t'")
-    p = _paired.two_sided_p(z, df, reference)
+    if alternative == "two-sided":
+        p = _paired.two_sided_p(z, df, reference)
+    else:
+        z = np.asarray(z, dtype=np.float64)
+        p = sps.t.sf(z, df) if reference == "t" else sps.norm.sf(z)
     return float(p) if np.ndim(p) == 0 else p
 
 

@@ -30,8 +30,11 @@ def explore(run, *, split="train", figsize=(15, 4.5), max_tasks=20, dpi=150) -> 
     The slider sets the round ``r``: the z forest shows the decisions made up to ``r`` and
     the heatmap the archive after ``r``. The picker chooses one of those decided candidates:
     it is ringed in the z forest, the paired-task plot compares it with the parent of its
-    decision, and the transcript viewer lists its failing valid trials. Everything drawn is
-    computed by :func:`gsme.stats.paired_tasks` and :func:`gsme.archive.occupancy`.
+    decision over the repeats that decision read (under the adaptive design, per task the
+    repeats up to the look it stopped at, so the tasks' mean Δ is the decision's), and the
+    transcript viewer lists its failing valid trials. Everything drawn is computed by
+    :func:`gsme.stats.paired_tasks` (with the run's gate, ``run.config.gate``) and
+    :func:`gsme.archive.occupancy`.
 
     It stays readable on large runs: when more than ``max_tasks`` tasks are paired, the
     paired-task plot shows only the tasks that moved, at most ``max_tasks`` of them (the
@@ -42,7 +45,8 @@ def explore(run, *, split="train", figsize=(15, 4.5), max_tasks=20, dpi=150) -> 
     ----------
     run : gsme.run.Run or any object with the same methods
         ``candidates()``, ``decisions()`` (with ``round``), ``trials(split=...)``,
-        ``archive(round=...)`` and ``transcript(ref) -> str``.
+        ``archive(round=...)``, ``transcript(ref) -> str`` and ``config.gate`` (the
+        :class:`~gsme.settings.GateConfig` that decided).
     split : {"train", "test"}
         The split whose decisions and trials are shown.
     figsize : tuple of float
@@ -88,6 +92,7 @@ class Explorer:
             raise ValueError(f"max_tasks must be a positive int, got {max_tasks!r}")
         widgets = _ipywidgets()
         self.run, self.split, self.max_tasks, self.dpi = run, split, max_tasks, dpi
+        self.gate = run.config.gate
         self.candidates = run.candidates()
         self.decisions = _with_round(run.decisions(), self.candidates)
         self.decisions = self.decisions[self.decisions["split"] == split]
@@ -188,7 +193,7 @@ class Explorer:
         else:
             row = self.decisions[self.decisions["candidate"] == child].iloc[-1]
             tasks = stats.paired_tasks(self.trials, parent=row["parent"], child=child,
-                                       split=self.split)
+                                       split=self.split, config=self.gate)
             top = self.max_tasks if len(tasks) > self.max_tasks else None
             plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, top=top,
                               ax=ax, title=f"{child} vs {row['parent']}: {row['decision']}")

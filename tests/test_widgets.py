@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import io
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,7 @@ from matplotlib.collections import PathCollection
 from PIL import Image
 
 from gsme import schema, widgets
+from gsme.settings import GateConfig
 
 TASKS = ["t1", "t2", "t3", "t4"]
 # pass pattern per candidate and task over K=3 repeats
@@ -26,6 +28,8 @@ PASSES = {
 
 class FakeRun:
     """The methods :func:`gsme.widgets.explore` uses, over three candidates in two rounds."""
+
+    config = SimpleNamespace(gate=GateConfig())
 
     def candidates(self):
         return pd.DataFrame({
@@ -47,7 +51,8 @@ class FakeRun:
         if round is not None and round < 1:
             return schema.empty("archive")
         return pd.DataFrame({"where": ["prompt"], "why": ["careless"], "candidate": ["c1"],
-                             "rate": [0.83], "delta_pp": [25.0], "z": [2.4], "round": [1]})
+                             "rate": [0.83], "delta_pp": [25.0], "z": [2.4], "round": [1],
+                             "credited": [True]})
 
     def transcript(self, ref):
         return f"<transcript {ref}>"

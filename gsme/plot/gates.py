@@ -165,8 +165,8 @@ def paired_tasks(
     Parameters
     ----------
     tasks : DataFrame
-        The output of :func:`gsme.stats.paired_tasks`: ``task_id, rate_parent, rate_child,
-        diff`` (other columns ignored).
+        The output of :func:`gsme.stats.paired_tasks` (per task and side, the repeats the
+        decision read): ``task_id, rate_parent, rate_child, diff`` (other columns ignored).
     parent_label, child_label : str
         Legend names of the two sides (e.g. the candidate ids).
     top : int, optional
@@ -247,7 +247,8 @@ def paired_tasks(
         ax.text(0.5, 0.5, f"no task moved ({n} unchanged)", ha="center", va="center",
                 transform=ax.transAxes, color="0.4")
     ylabel = f"task ({n})" if shown == n else f"task ({shown} of {n} shown)"
-    return finish(ax, xlabel="pass rate over repeats", ylabel=ylabel, title=title)
+    return finish(ax, xlabel="pass rate over the repeats the decision read", ylabel=ylabel,
+                  title=title)
 
 
 def _largest_moves(data: pd.DataFrame, top: int) -> pd.DataFrame:
