@@ -1,27 +1,32 @@
-"""The evidence behind gsme's gate defaults: designs × policies on simulated runs, A/A false
-credit, and what borrowing saves. Every figure is SIMULATED (the embedded simulator,
-calibrated to real Terminal-Bench runs; true effects from its ground truth).
+"""The evidence behind gsme's keep rule: policies × proposal mixes on simulated runs, the
+learning curve of the learned rule, and A/A runs. Every figure is SIMULATED (the embedded
+simulator, calibrated to real Terminal-Bench runs; true effects from its ground truth).
 
-Three parts, printed side by side and written as JSON with ``--out``:
+Three parts, printed and written as JSON with ``--out``:
 
-1. **Loop** — gate designs {fixed, adaptive} × policies {gated, greedy, peak} on presets
-   ``tb2``, ``appworld``, ``swe-bench`` and ``tb2`` in the simulator's ``ineffective``
-   regime (proposals' mean true effect about 0), ``--seeds`` seeds each (default 20),
-   ``--rounds`` rounds (default 4). Per row: runs that keep the baseline, children kept,
-   false and real credits per run, true train and sealed Δ of the reported harness, trials
-   spent, real credits and true sealed gain per 1,000 child trials, retention, and (in the
-   ineffective regime) the share of runs that end no worse than the baseline.
-2. **A/A** — each design's false-credit rate with Clopper–Pearson intervals at n = 26, 45,
-   80 on synthetic tasks shaped like real benchmarks (``benchmarks/aa_designs.py``), and
-   on the simulator: children that add only cosmetic patches (true effect exactly 0), with
-   env gates so that part of their trials are borrowed, through the real loop.
-3. **Borrowing** — child trials saved, and how often a borrowed comparison decides as full
-   scoring of the same candidates would (each borrowed slot re-run by the child itself).
+1. **Grid** — presets ``tb2``, ``appworld``, ``swe-bench`` × proposal mixes (``calibrated``,
+   ``weak``, ``ineffective``, ``harmful``, ``published``: :data:`gsme.sim.MIXES`) × keep
+   rules: ``greedy`` (any train gain), the paper's gate (``gated``, fixed design), the
+   adaptive gate (``gated``, adaptive design) and ``learned`` in a first run (no history),
+   ``--seeds`` seeds each (20), ``--rounds`` rounds (4). Per row: true sealed Δ of the
+   reported harness (mean and bootstrap 95% interval over seeds), runs ending within 0.5 pp
+   of the baseline or better (Clopper–Pearson 95%), runs that keep the baseline, children
+   kept and credited per run, false keeps per run (kept with a true effect ≤ 0 on their
+   parent), false credits per run, trials spent.
+2. **History** — per preset and mix, a chain of ``--seeds`` ``learned`` runs, each learning
+   from every earlier run's comparisons (one comparisons file, appended to as each run is
+   sealed, :mod:`gsme.comparisons`): the ``learned, with history`` rows (runs whose history
+   holds ≥ ``--min-history`` comparisons) and the learning curve (true sealed Δ against
+   history size).
+3. **A/A** — the ``null`` mix (no proposal does anything): the share of runs whose sealed
+   test credits the selected harness (``--aa-runs`` runs of the learned rule and of greedy,
+   which seals a non-baseline harness far more often), with Clopper–Pearson intervals, and
+   the gate's false credit over every null comparison of those runs.
+
+Targets (issue 17) are evaluated and printed as met or not.
 
     python benchmarks/evidence.py [--seeds 20] [--rounds 4] [--workers 2] [--out evidence.json]
-    python benchmarks/evidence.py --quick      # 3 seeds, 2 rounds: a smoke run
-
-It takes about an hour on 2 cores at the defaults.
+    python benchmarks/evidence.py --quick      # a smoke run in seconds
 """
 
 from __future__ import annotations
@@ -37,219 +42,244 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import evolve, experiments, gates, scoring, sequential, sim
-from gsme.evolvers.mechanism import MechanismEvolver
-from gsme.run import Run
+from gsme import experiments, report
 from gsme.schema import BASELINE
-from gsme.settings import GateConfig, RunConfig
-from gsme.sim.catalogue import CATALOGUE
+from gsme.settings import GateConfig
+from gsme.sim.audit import audit_decisions
 
 sys.path.insert(0, str(Path(__file__).parent))  # the sibling script, run from anywhere
 import aa_designs  # its Clopper–Pearson rate serves both scripts
 
-CASES = (("tb2", None), ("appworld", None), ("swe-bench", None), ("tb2", "ineffective"))
-DESIGNS = ("fixed", "adaptive")
-POLICIES = ("gated", "greedy", "peak")
-COSMETIC = tuple(m for m, e in CATALOGUE.items() if e.kind == "cosmetic")
+PRESETS = ("tb2", "appworld", "swe-bench")
+MIXES = ("calibrated", "weak", "ineffective", "harmful", "published")
+RULES = {  # label -> (policy, gate design)
+    "greedy": ("greedy", "adaptive"),
+    "paper gate": ("gated", "fixed"),
+    "adaptive gate": ("gated", "adaptive"),
+    "learned": ("learned", "adaptive"),
+}
+WITH_HISTORY = "learned, with history"
+BAD_MIXES = ("ineffective", "harmful")
 
 
-# ------------------------------------------------------------------------------ the loop
+# ------------------------------------------------------------------------------ one run
 
-def _policies(args) -> pd.DataFrame:
-    (preset, mix), design, seeds, rounds, root = args
-    return experiments.compare_policies(preset, seeds=seeds, policies=POLICIES,
-                                        designs=(design,), mix=mix, rounds=rounds,
-                                        root=root, progress=False).assign(
-        case=f"{preset}/{mix or 'calibrated'}")
+def one_run(preset: str, mix: str, rule: str, seed: int, rounds: int, root: str,
+            learn_from: str | None = None) -> dict:
+    """One simulated run, sealed and audited against ground truth: a row of the grid."""
+    policy, design = RULES["learned" if rule == WITH_HISTORY else rule]
+    with experiments.simulated_run(preset, root=f"{root}/{preset}-{mix}-{rule}-{seed}",
+                                   seed=seed, mix=mix, policy=policy, rounds=rounds,
+                                   gate=GateConfig(design=design),
+                                   learn_from=learn_from) as run:
+        history = len(run.comparisons(before_round=1))
+        table = report.run_table(run).iloc[0]
+        audit = audit_decisions(run)
+        null_tests = int(audit["decision"].isin(["credit", "cull", "inconclusive"]).sum())
+    credited = audit["decision"] == "credit"
+    return {
+        "preset": preset, "mix": mix, "rule": rule, "seed": seed, "history": history,
+        "selected": table["selected"], "sealed_decision": table["sealed_decision"],
+        "true_sealed_delta_pp": float(table["true_sealed_delta_pp"]),
+        "true_train_delta_pp": float(table["true_train_delta_pp"]),
+        "sealed_delta_pp": float(table["sealed_delta_pp"]),
+        "kept": int(audit["kept"].sum()), "credited": int(credited.sum()),
+        "false_keeps": int(audit["false_keep"].sum()),
+        "false_credits": int(audit["false_credit"].sum()),
+        "significance_tests": null_tests, "trials_spent": int(table["trials_spent"]),
+    }
 
 
-def loop_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (case, design, policy): the figures of part 1."""
+def _grid_job(args) -> dict:
+    return one_run(*args)
+
+
+def _chain_job(args) -> list[dict]:
+    """``learned`` runs one after another, each learning from every earlier one."""
+    preset, mix, seeds, rounds, root = args
+    book = f"{root}/{preset}-{mix}-comparisons.csv"
+    return [one_run(preset, mix, WITH_HISTORY, s, rounds, root, learn_from=book)
+            for s in seeds]
+
+
+# ------------------------------------------------------------------------------ tables
+
+def bootstrap_mean(values, *, draws: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap 95% interval of the mean (seeded)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 2:
+        return (np.nan, np.nan)
+    rng = np.random.default_rng(seed)
+    means = rng.choice(values, size=(draws, len(values))).mean(axis=1)
+    return float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))
+
+
+def summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (preset, mix, rule): the figures of part 1 (and 2's history rows)."""
     rows = []
-    for (case, design, policy), g in runs.groupby(["case", "design", "policy"], sort=False):
-        child = g["child_trials"].sum()
-        train, sealed = g["train_delta_pp"].mean(), g["sealed_delta_pp"].mean()
+    for (preset, mix, rule), g in runs.groupby(["preset", "mix", "rule"], sort=False):
+        low, high = bootstrap_mean(g["true_sealed_delta_pp"])
+        within = aa_designs.rate(int((g["true_sealed_delta_pp"] >= -0.5).sum()), len(g))
         rows.append({
-            "case": case, "design": design, "policy": policy, "runs": len(g),
-            "keep_baseline": float((g["selected"] == BASELINE).mean()),
-            "kept_per_run": float(g["kept"].mean()),
-            "false_credits_per_run": float(g["false_credits"].mean()),
-            "real_credits_per_run": float(g["real_credits"].mean()),
-            "true_train_delta_pp": float(g["true_train_delta_pp"].mean()),
+            "preset": preset, "mix": mix, "rule": rule, "runs": len(g),
+            "history": float(g["history"].mean()),
             "true_sealed_delta_pp": float(g["true_sealed_delta_pp"].mean()),
-            "true_sealed_delta_se": float(g["true_sealed_delta_pp"].std(ddof=1)
-                                          / np.sqrt(len(g))) if len(g) > 1 else np.nan,
-            "no_worse_than_baseline": float((g["true_sealed_delta_pp"] >= 0).mean()),
-            "trials_spent": float(g["trials_spent"].mean()),
-            "child_trials": float(g["child_trials"].mean()),
-            "real_credits_per_1000": 1000 * g["real_credits"].sum() / child if child else 0.0,
-            "true_sealed_gain_per_1000": 1000 * g["true_sealed_delta_pp"].sum() / child
-            if child else 0.0,
-            "retention_pct": 100 * sealed / train if train > 0 else np.nan,
+            "ci_low": low, "ci_high": high,
+            "within_half_pp": within["rate"], "within_ci_low": within["ci_low"],
+            "keeps_baseline": float((g["selected"] == BASELINE).mean()),
+            "kept_per_run": float(g["kept"].mean()),
+            "credited_per_run": float(g["credited"].mean()),
+            "false_keeps_per_run": float(g["false_keeps"].mean()),
+            "false_credits_per_run": float(g["false_credits"].mean()),
+            "trials_per_run": float(g["trials_spent"].mean()),
         })
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------------------------------------ A/A
-
-def _null_job(args) -> dict:
-    """One simulator A/A run: cosmetic children (true effect 0), env-gated, with borrowing."""
-    design, seed, root = args
-    gate = GateConfig(design=design)
-    evolver = MechanismEvolver(list(COSMETIC), env_gate="needs_tools")
-    with Run.create(Path(root) / f"aa-{design}-{seed}",
-                    agent=sim.preset("tb2", suite_seed=seed), evolver=evolver,
-                    config=RunConfig(run_seed=seed, gate=gate)) as run:
-        result = evolve.run_round(run, children=len(COSMETIC), recombinations=0,
-                                  progress=False)
-        decided = result.decisions
-    return {"design": design, "pairs": len(decided),
-            "credits": int((decided["decision"] == "credit").sum()),
-            "culls": int((decided["decision"] == "cull").sum())}
-
-
-# ------------------------------------------------------------------------------ borrowing
-
-class _Memory:
-    """A scoring sink that keeps trials in memory (full scoring beside a real run)."""
-
-    def __init__(self):
-        self.rows = []
-
-    def record_trials(self, rows):
-        self.rows += [row for row, _ in rows]
-
-    def mark_infra_failed(self, keys, error):
-        marked = {tuple(k) for k in keys}
-        for row in self.rows:
-            key = (row["candidate"], row["task_id"], row["split"], row["repeat"], row["attempt"])
-            if key in marked:
-                row.update(infra_ok=False, passed=False, error=error)
+def targets(table: pd.DataFrame) -> pd.DataFrame:
+    """The keep-rule targets of issue 17, per preset and mix, as measured."""
+    rows = []
+    for (preset, mix), g in table.groupby(["preset", "mix"], sort=False):
+        by = g.set_index("rule")["true_sealed_delta_pp"]
+        best = max(by.get("greedy", np.nan), by.get("paper gate", np.nan))
+        row = {"preset": preset, "mix": mix, "best_of_greedy_and_paper_gate": best,
+               "learned_first_run": by.get("learned", np.nan),
+               "learned_with_history": by.get(WITH_HISTORY, np.nan)}
+        row["first_run_gap"] = row["learned_first_run"] - best
+        row["first_run_met"] = bool(row["first_run_gap"] >= -3.0)
+        row["history_gap"] = row["learned_with_history"] - best
+        row["history_met"] = bool(row["history_gap"] >= -1.0)
+        if mix in BAD_MIXES:
+            within = g.set_index("rule")["within_half_pp"]
+            row["within_half_pp_first_run"] = within.get("learned", np.nan)
+            row["within_half_pp_with_history"] = within.get(WITH_HISTORY, np.nan)
+            row["within_met"] = bool(min(row["within_half_pp_first_run"],
+                                         row["within_half_pp_with_history"]) >= 0.95)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
-def full_scoring(run: Run) -> pd.DataFrame:
-    """The run's decisions had every child scored on every slot itself (no borrowing)."""
-    trials = run.trials(split="train")
-    own = trials[trials["borrowed_from"].isna()].drop(columns="round")
-    candidates, tasks = run.candidates(), run.tasks()
-    children = candidates[candidates["kind"] != "baseline"]
-    pairs = pd.DataFrame({"candidate": children["candidate"],
-                          "parent": [p.split(",")[0] for p in children["parents"]]})
-    sink = _Memory()
-    no_borrow = run.config.model_copy(update={"borrow": False})
-    for _ in range(64):
-        current = pd.concat([own, pd.DataFrame(sink.rows, columns=own.columns)],
-                            ignore_index=True).astype(own.dtypes.to_dict())
-        wanted = sequential.wanted(current, pairs, tasks, split="train", config=run.config.gate)
-        todo = scoring.plan(current, candidates, tasks, wanted, config=no_borrow)
-        if not todo.specs:
-            break
-        scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
-                        config=run.config, tasks=tasks, progress=False)
-    return gates.credit(current, candidates, split="train", config=run.config.gate)
+def learning_curve(chains: pd.DataFrame, table: pd.DataFrame, *, bins=(0, 1, 30, 60, 120,
+                                                                      240, 10**9)) -> pd.DataFrame:
+    """Regret of the learned rule against max(greedy, paper gate) by history size."""
+    best = (table[table["rule"].isin(["greedy", "paper gate"])]
+            .groupby(["preset", "mix"])["true_sealed_delta_pp"].max().rename("best"))
+    runs = chains.join(best, on=["preset", "mix"])
+    runs["regret_pp"] = runs["best"] - runs["true_sealed_delta_pp"]
+    labels = [f"{a}-{b - 1}" if b < 10**9 else f"{a}+" for a, b in zip(bins[:-1], bins[1:])]
+    runs["history_bin"] = pd.cut(runs["history"], bins=list(bins), right=False, labels=labels)
+    return (runs.groupby(["mix", "history_bin"], observed=True)
+            .agg(runs=("regret_pp", "size"), history=("history", "mean"),
+                 regret_pp=("regret_pp", "mean"))
+            .reset_index())
 
 
-def _borrow_job(args) -> dict:
-    preset, design, seed, rounds, root = args
-    with experiments.simulated_run(preset, root=root, seed=seed, rounds=rounds,
-                                   gate=GateConfig(design=design), finalize=False) as run:
-        trials = run.trials(split="train")
-        child = trials[trials["round"] >= 1]
-        borrowed = int(child["borrowed_from"].notna().sum())
-        stored = run.decisions().set_index("candidate")["decision"]
-        full = full_scoring(run).set_index("candidate")["decision"]
-    same = stored.loc[full.index] == full
-    return {"preset": preset, "design": design, "seed": seed,
-            "child_slots": len(child), "borrowed": borrowed, "decisions": len(full),
-            "agree": int(same.sum()),
-            "credits_borrowed": int((stored == "credit").sum()),
-            "credits_full": int((full == "credit").sum()),
-            "credits_both": int(((stored == "credit") & (full.loc[stored.index] == "credit"))
-                                .sum())}
+def aa_table(runs: pd.DataFrame) -> dict:
+    """A/A: sealed credits of the selected harness, and the gate's credits of null children."""
+    out = {}
+    for rule, g in runs.groupby("rule"):
+        out[rule] = {
+            "sealed_credit": aa_designs.rate(int((g["sealed_decision"] == "credit").sum()),
+                                             len(g)),
+            "non_baseline_sealed": float((g["selected"] != BASELINE).mean()),
+            "gate_credit": aa_designs.rate(int(g["credited"].sum()),
+                                           int(g["significance_tests"].sum())),
+        }
+    return out
 
 
 # ------------------------------------------------------------------------------ main
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--aa-runs", type=int, default=40,
-                        help="simulator A/A runs per design (each gates the cosmetic set)")
-    parser.add_argument("--aa-pairs", type=int, default=2000)
-    parser.add_argument("--quick", action="store_true", help="3 seeds, 2 rounds, small A/A")
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--seeds", type=int, default=20, help="seeds per grid row (20)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds per run (4)")
+    parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets")
+    parser.add_argument("--mixes", nargs="+", default=list(MIXES), help="proposal mixes")
+    parser.add_argument("--min-history", type=int, default=60,
+                        help="comparisons a history run needs to count as 'with history' (60)")
+    parser.add_argument("--aa-runs", type=int, default=500, help="A/A runs per rule (500)")
+    parser.add_argument("--workers", type=int, default=2, help="processes (2)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny preset, 2 mixes, 2 seeds, 1 round, 4 A/A runs: seconds")
+    parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     args = parser.parse_args(argv)
     if args.quick:
-        args.seeds, args.rounds, args.aa_runs, args.aa_pairs = 3, 2, 4, 300
+        args.presets, args.mixes, args.seeds, args.rounds = ["tiny"], ["calibrated",
+                                                                      "harmful"], 2, 1
+        args.aa_runs, args.min_history = 4, 1
     started = time.time()
     root = tempfile.mkdtemp(prefix="gsme-evidence-")
     seeds = list(range(args.seeds))
-    jobs = [(case, design, [s], args.rounds, root) for case in CASES for design in DESIGNS
-            for s in seeds]
+    grid = [(p, m, rule, s, args.rounds, root) for p in args.presets for m in args.mixes
+            for rule in RULES for s in seeds]
+    chains = [(p, m, seeds, args.rounds, root) for p in args.presets for m in args.mixes]
+    aa_preset = args.presets[0]
+    aa = [(aa_preset, "null", rule, 1000 + s, args.rounds, root)
+          for rule in ("learned", "greedy") for s in range(args.aa_runs)]
     with cf.ProcessPoolExecutor(args.workers) as pool:
-        runs = pd.concat(pool.map(_policies, jobs), ignore_index=True)
-        null = list(pool.map(_null_job, [(d, s, root) for d in DESIGNS
-                                         for s in range(args.aa_runs)]))
-        borrow = list(pool.map(_borrow_job, [(p, d, s, args.rounds, root)
-                                             for p in ("tb2", "appworld", "swe-bench")
-                                             for d in DESIGNS
-                                             for s in range(max(2, args.seeds // 5))]))
-    table = loop_table(runs)
-    synthetic = aa_designs.run(args.aa_pairs, max(200, args.aa_pairs // 2), 0, args.workers)
-    null = pd.DataFrame(null).groupby("design")[["pairs", "credits", "culls"]].sum()
-    borrow = pd.DataFrame(borrow)
+        chain_futures = [pool.submit(_chain_job, c) for c in chains]
+        grid_runs = pd.DataFrame(list(pool.map(_grid_job, grid + aa, chunksize=4)))
+        chain_runs = pd.DataFrame([r for f in chain_futures for r in f.result()])
+    aa_runs = grid_runs[grid_runs["mix"] == "null"]
+    grid_runs = grid_runs[grid_runs["mix"] != "null"]
+    with_history = chain_runs[chain_runs["history"] >= args.min_history]
+    table = summary(pd.concat([grid_runs, with_history], ignore_index=True))
     result = {
-        "loop": table.to_dict("records"),
-        "aa_simulator": {d: {"credit": aa_designs.rate(r["credits"], r["pairs"]),
-                             "cull": aa_designs.rate(r["culls"], r["pairs"])}
-                         for d, r in null.iterrows()},
-        "aa_synthetic": synthetic,
-        "borrowing": {d: {"child_trials_saved": g["borrowed"].sum() / g["child_slots"].sum(),
-                          "decision_agreement": aa_designs.rate(g["agree"].sum(),
-                                                                g["decisions"].sum()),
-                          "credits_borrowed": int(g["credits_borrowed"].sum()),
-                          "credits_full": int(g["credits_full"].sum()),
-                          "credits_both": int(g["credits_both"].sum())}
-                      for d, g in borrow.groupby("design")},
-        "settings": {"seeds": args.seeds, "rounds": args.rounds, "aa_runs": args.aa_runs,
+        "grid": table.to_dict("records"),
+        "targets": targets(table).to_dict("records"),
+        "learning_curve": learning_curve(chain_runs, table).to_dict("records"),
+        "aa": aa_table(aa_runs),
+        "aa_preset": aa_preset,
+        "runs": pd.concat([grid_runs, chain_runs, aa_runs], ignore_index=True)
+        .to_dict("records"),
+        "settings": {"seeds": args.seeds, "rounds": args.rounds, "presets": args.presets,
+                     "mixes": args.mixes, "min_history": args.min_history,
+                     "aa_runs": args.aa_runs, "workers": args.workers,
                      "seconds": time.time() - started},
     }
-    print(report(result, synthetic))
+    print(render(result))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, default=float))
     return 0
 
 
-def report(result: dict, synthetic: dict) -> str:
-    size = f"{result['settings']['seeds']} seeds x {result['settings']['rounds']} rounds"
-    lines = [("SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
-              "true effects from its ground truth)"), "", f"1. Designs x policies, {size}"]
-    table = pd.DataFrame(result["loop"])
-    shown = table[["case", "design", "policy", "keep_baseline", "kept_per_run",
-                   "false_credits_per_run", "real_credits_per_run", "true_train_delta_pp",
-                   "true_sealed_delta_pp", "trials_spent", "real_credits_per_1000",
-                   "true_sealed_gain_per_1000", "retention_pct", "no_worse_than_baseline"]]
+def render(result: dict) -> str:
+    """The printed report: every table of ``result``."""
+    s = result["settings"]
+    lines = ["SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
+             "true effects from its ground truth)",
+             f"{s['seeds']} seeds x {s['rounds']} rounds per row; presets {s['presets']}; "
+             f"{s['seconds'] / 60:.1f} min on {s['workers']} processes", "",
+             "1-2. Keep rules x proposal mixes: true sealed delta (pp) of the reported harness"]
+    table = pd.DataFrame(result["grid"])
+    shown = table.assign(
+        true_sealed=[f"{m:+.2f} [{lo:+.2f}, {hi:+.2f}]" for m, lo, hi in
+                     zip(table["true_sealed_delta_pp"], table["ci_low"], table["ci_high"])],
+        within=[f"{100 * w:.0f}% (>={100 * lo:.0f}%)" for w, lo in
+                zip(table["within_half_pp"], table["within_ci_low"])])
+    columns = ["preset", "mix", "rule", "runs", "history", "true_sealed", "within",
+               "keeps_baseline", "kept_per_run", "credited_per_run", "false_keeps_per_run",
+               "false_credits_per_run", "trials_per_run"]
     with pd.option_context("display.width", 250, "display.max_columns", 30,
-                           "display.float_format", "{:.3g}".format):
-        lines.append(shown.to_string(index=False))
-    lines += ["", ("2. A/A false credit on the simulator (cosmetic children, env-gated, "
-                   "borrowing on), % [Clopper-Pearson 95%]")]
-    for design, r in result["aa_simulator"].items():
-        c = r["credit"]
-        lines.append(f"   {design:9s} {100 * c['rate']:.2f} [{100 * c['ci_low']:.2f}, "
-                     f"{100 * c['ci_high']:.2f}] of {c['total']} pairs")
-    lines += ["   on synthetic bimodal tasks: see benchmarks/aa_designs.py (printed below)", ""]
-
-    lines.append(aa_designs.report(synthetic, result["settings"]["seconds"]))
-    lines += ["", "3. Borrowing (paper: 67% fewer child trials, 14/14 decisions reproduced)"]
-    for design, b in result["borrowing"].items():
-        agree = b["decision_agreement"]
-        lines.append(f"   {design:9s} child trials saved {100 * b['child_trials_saved']:.1f}%; "
-                     f"decisions as full scoring {agree['count']}/{agree['total']}; credits "
-                     f"{b['credits_borrowed']} borrowed vs {b['credits_full']} full "
-                     f"({b['credits_both']} in both)")
+                           "display.float_format", "{:.2f}".format):
+        lines.append(shown[columns].to_string(index=False))
+        lines += ["", "Targets (issue 17): learned >= max(greedy, paper gate) - 3.0 pp in a "
+                  "first run, - 1.0 pp with >= 60 comparisons of history; within 0.5 pp of "
+                  "the baseline in >= 95% of runs on ineffective and harmful",
+                  pd.DataFrame(result["targets"]).to_string(index=False), "",
+                  "Learning curve: regret (pp) of learned runs against max(greedy, paper "
+                  "gate), by comparisons of history",
+                  pd.DataFrame(result["learning_curve"]).to_string(index=False)]
+    lines += ["", f"3. A/A (null mix, preset {result['aa_preset']}): sealed test credits the "
+              "selected harness, % [Clopper-Pearson 95%]"]
+    for rule, r in result["aa"].items():
+        c, gate = r["sealed_credit"], r["gate_credit"]
+        lines.append(f"   {rule:8s} sealed credit {100 * c['rate']:.2f} [{100 * c['ci_low']:.2f}, "
+                     f"{100 * c['ci_high']:.2f}] of {c['total']} runs (non-baseline sealed in "
+                     f"{100 * r['non_baseline_sealed']:.0f}%); gate credits of null children "
+                     f"{100 * gate['rate']:.2f} [{100 * gate['ci_low']:.2f}, "
+                     f"{100 * gate['ci_high']:.2f}] of {gate['total']}")
     return "\n".join(lines)
 
 

@@ -187,12 +187,13 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
     DataFrame
         One row per (design, policy, seed): ``preset, design, policy, seed``, ``run``
         (``<policy>/s<seed>``, a label for :func:`gsme.plot.retention`), ``selected``;
-        ``kept`` (children
-        the policy kept) and ``false_credits`` (kept children whose true train effect on
-        their parent is ≤ 0) and ``overfit_credits`` (kept children truly better on train
-        but not on test), see :func:`gsme.sim.audit.audit_decisions`; ``real_credits``
-        (kept children truly better on their parent); ``false_credit_share``
-        (false_credits / kept, NaN when none was kept); ``train_delta_pp,
+        ``kept`` (children the policy kept), ``credited`` (children the gate credited),
+        ``false_keeps`` (kept children whose true train effect on their parent is ≤ 0),
+        ``false_credits`` (credited children whose true train effect is ≤ 0) and
+        ``overfit_keeps`` (kept children truly better on train but not on test), see
+        :func:`gsme.sim.audit.audit_decisions`; ``real_keeps`` (kept children truly
+        better on their parent); ``false_keep_share`` (false_keeps / kept, NaN when none
+        was kept); ``train_delta_pp,
         sealed_delta_pp, retention_pct, sealed_decision`` (measured, selected harness vs
         baseline); ``true_train_delta_pp, true_sealed_delta_pp``; ``trials_spent``,
         ``trials_borrowed``; ``child_trials`` (trials run in the evolution rounds: the
@@ -215,14 +216,15 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
             trials = run.trials()
             child_trials = int((trials["borrowed_from"].isna() & (trials["round"] >= 1)).sum())
         kept = int(audit["kept"].sum())
-        false = int(audit["false_credit"].sum())
+        false = int(audit["false_keep"].sum())
         rows.append({
             "preset": preset, "design": design, "policy": name, "seed": seed,
             "run": f"{name}/s{seed}", "selected": table["selected"],
-            "kept": kept, "false_credits": false,
-            "real_credits": int((audit["kept"] & (audit["true_delta_pp"] > 0)).sum()),
-            "overfit_credits": int(audit["overfit"].sum()),
-            "false_credit_share": false / kept if kept else np.nan,
+            "kept": kept, "credited": int((audit["decision"] == "credit").sum()),
+            "false_keeps": false, "false_credits": int(audit["false_credit"].sum()),
+            "real_keeps": int((audit["kept"] & (audit["true_delta_pp"] > 0)).sum()),
+            "overfit_keeps": int(audit["overfit"].sum()),
+            "false_keep_share": false / kept if kept else np.nan,
             **{c: table[c] for c in ("train_delta_pp", "sealed_delta_pp", "retention_pct",
                                      "sealed_decision", "true_train_delta_pp",
                                      "true_sealed_delta_pp", "trials_spent",

@@ -84,7 +84,7 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
     {"gsme.schema", "gsme.settings", "gsme.resources", "gsme._paired", "gsme.power",
      "gsme.envgate", "gsme.vocabulary", "gsme.credentials", "gsme._proc", "gsme.prices"},
     {"gsme.stats", "gsme.gates", "gsme.sequential", "gsme.archive", "gsme.patches",
-     "gsme.io", "gsme.analysis"},
+     "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons"},
     {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.scoring", "gsme.plugins"},
     {"gsme.run"},
     {"gsme.evolve", "gsme.report", "gsme.config", "gsme.importers", "gsme.compare"},

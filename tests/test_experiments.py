@@ -66,7 +66,8 @@ def test_ablation_true_effects_are_the_simulators(runaway):
 
 def test_compare_policies_runs_every_policy_on_the_same_seeds(policies):
     assert policies[["policy", "seed"]].values.tolist() == [
-        ["gated", 0], ["gated", 2], ["greedy", 0], ["greedy", 2], ["peak", 0], ["peak", 2]]
+        ["gated", 0], ["gated", 2], ["greedy", 0], ["greedy", 2], ["peak", 0], ["peak", 2],
+        ["learned", 0], ["learned", 2]]
     assert policies["run"].tolist() == [f"{p}/s{s}" for p, s in
                                         zip(policies["policy"], policies["seed"])]
     names = [_read(d).agent.name for d in policies["run_dir"]]
@@ -82,18 +83,25 @@ def test_compare_policies_counts_agree_with_an_audit_of_each_run(policies):
         decisions = run.decisions()
         if row.policy == "gated":
             assert row.kept == int((decisions["decision"] == "credit").sum())
+        elif row.policy == "learned":
+            assert row.kept == int(((decisions["decision"] == "credit")
+                                    | (decisions["expected_delta_pp"] > 0)).sum())
         else:
             assert row.kept == int((decisions["delta_pp"].round(9) > 0).sum())
-        assert row.false_credits == int((audit["kept"] & (audit["true_delta_pp"] <= 0)).sum())
+        assert row.false_keeps == int((audit["kept"] & (audit["true_delta_pp"] <= 0)).sum())
+        credited = decisions["decision"] == "credit"
+        assert row.credited == int(credited.sum())
+        assert row.false_credits == int((credited.to_numpy()
+                                         & (audit["true_delta_pp"] <= 0).to_numpy()).sum())
         table = report.run_table(run).iloc[0]
         assert row.selected == table["selected"]
         assert row.sealed_delta_pp == pytest.approx(table["sealed_delta_pp"])
         assert row.true_train_delta_pp == pytest.approx(table["true_train_delta_pp"])
-        assert row.real_credits == int((audit["kept"] & (audit["true_delta_pp"] > 0)).sum())
+        assert row.real_keeps == int((audit["kept"] & (audit["true_delta_pp"] > 0)).sum())
         run.close()
 
 
-def test_audit_flags_kept_children_without_a_true_gain(tmp_path):
+def test_audit_flags_kept_and_credited_children_without_a_true_gain(tmp_path):
     from gsme import evolve
 
     agent = sim.preset("tiny", suite_seed=0)
@@ -106,7 +114,9 @@ def test_audit_flags_kept_children_without_a_true_gain(tmp_path):
     truth = [agent.true_effect(run.harness(c), run.harness(BASELINE), "train")
              for c in audit["candidate"]]
     np.testing.assert_allclose(audit["true_delta_pp"], truth)
-    assert audit["false_credit"].tolist() == (audit["kept"] & (np.array(truth) <= 0)).tolist()
+    assert audit["false_keep"].tolist() == (audit["kept"] & (np.array(truth) <= 0)).tolist()
+    credited = (audit["decision"] == "credit").to_numpy()
+    assert audit["false_credit"].tolist() == (credited & (np.array(truth) <= 0)).tolist()
     sealed = [agent.true_effect(run.harness(c), run.harness(BASELINE), "test")
               for c in audit["candidate"]]
     np.testing.assert_allclose(audit["true_sealed_delta_pp"], sealed)

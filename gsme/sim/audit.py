@@ -26,8 +26,9 @@ def audit_decisions(run) -> pd.DataFrame:
         (of the patch the child adds; None for a recombination), ``true_delta_pp`` (the
         exact effect of the child over its parent on the decision's split, in pp),
         ``true_sealed_delta_pp`` (the same on the test split, from ground truth: nothing is
-        scored), ``false_credit`` (kept although its true effect is ≤ 0) and ``overfit``
-        (kept, truly better on the decision's split but not on the test split).
+        scored), ``false_keep`` (kept although its true effect is ≤ 0), ``false_credit``
+        (credited although its true effect is ≤ 0) and ``overfit`` (kept, truly better on
+        the decision's split but not on the test split).
 
     Raises
     ------
@@ -53,6 +54,7 @@ def audit_decisions(run) -> pd.DataFrame:
         true_delta_pp=np.asarray(true, dtype=np.float64),
         true_sealed_delta_pp=np.asarray(sealed, dtype=np.float64))
     kept = out["kept"].astype(bool)
-    out["false_credit"] = kept & (out["true_delta_pp"] <= 0)
+    out["false_keep"] = kept & (out["true_delta_pp"] <= 0)
+    out["false_credit"] = (out["decision"] == "credit") & (out["true_delta_pp"] <= 0)
     out["overfit"] = kept & (out["true_delta_pp"] > 0) & (out["true_sealed_delta_pp"] <= 0)
     return out
