@@ -256,3 +256,19 @@ def test_a_committed_manual_round_is_finished_by_run_round(tmp_path):
     result = evolve.run_round(run, progress=False)
     assert result.round == 1 and list(result.candidates["candidate"]) == made
     assert evolve.next_round(run) == 2
+
+
+def test_the_learned_rule_stacks_kept_but_uncredited_children(tmp_path):
+    from gsme import experiments
+
+    with experiments.simulated_run("tb2", root=tmp_path, seed=1, rounds=3, policy="learned",
+                                   finalize=False) as run:
+        decided = run.decisions().set_index("candidate")
+        cands = run.candidates()
+        archive = run.archive()
+    stacked = [p for parents in cands.loc[cands["kind"] == "recombination", "parents"]
+               for p in parents.split(",")[1:]]
+    uncredited_kept = set(decided.index[decided["kept"] & (decided["decision"] != "credit")])
+    assert uncredited_kept & set(stacked)  # small gains the gate did not credit, merged
+    assert (~archive["credited"]).any()  # the archive says which elites were not credited
+    assert set(archive.loc[~archive["credited"], "candidate"]) <= uncredited_kept
