@@ -129,7 +129,8 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
 
     The mean over tasks of :func:`task_rates` of :func:`first_repeats`: every task weighs
     the same, as in the paired test, and the rate is unbiased under every gate design
-    (tasks without a valid repeat among the first ``k`` are left out and counted).
+    (tasks without a valid repeat among the first ``k``, after infrastructure failures or
+    with only later repeats scored, are left out and counted).
 
     Parameters
     ----------
@@ -156,8 +157,10 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
     0         a        2  0.667
     """
     _paired.check_choice("split", split, schema.SPLITS)
-    rates = task_rates(first_repeats(trials, k=k), split=split)
-    valid = rates["n_valid"] > 0
+    tasks = task_rates(trials, split=split)[["candidate", "task_id"]]
+    rates = tasks.merge(task_rates(first_repeats(trials, k=k), split=split), how="left",
+                        on=["candidate", "task_id"])
+    valid = rates["n_valid"].fillna(0) > 0
     out = rates.assign(valid=valid).groupby("candidate", sort=False).agg(
         n_tasks=("valid", "sum"), n_all=("valid", "size"), rate=("rate", "mean")).reset_index()
     out.insert(1, "split", _paired.text([split] * len(out)))

@@ -233,6 +233,7 @@ def test_cli_compare_prints_the_row(capsys):
     assert main(["compare", *map(str, _pair("harbor")), "--design", "adaptive"]) == 0
     out = capsys.readouterr().out
     assert "adaptive gate" in out and "delta_pp" in out and "mde_pp" in out
+    assert "p_one_sided" in out and "p_value" not in out  # the p the one-sided rule reads
     assert "moved up (" in out and "infrastructure failures, not scored" in out
     assert "1 x no verifier reward" not in out and "2 x no verifier reward" in out
 

@@ -46,6 +46,14 @@ def test_json_output_parses(sealed, capsys, command):
         assert data["significance_tests"] >= 0
 
 
+def test_report_labels_every_p_one_sided_and_the_false_credit_bound(sealed, capsys):
+    assert cli.main(["report", str(sealed)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    names = [line.split()[0] for line in lines if line.strip()]
+    assert {"train_p_one_sided", "sealed_p_one_sided", "false_credits_bound"} <= set(names)
+    assert not [n for n in names if n.endswith("_p") or "p_value" in n]
+
+
 def test_status_reports_coverage_over_the_vocabulary_cells(sealed, capsys):
     assert cli.main(["status", str(sealed)]) == 0
     out = capsys.readouterr().out

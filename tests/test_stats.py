@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from gsme import schema, stats
+from gsme import experiments, gates, schema, sequential, stats
 from gsme.settings import GateConfig
 
 NORMAL = GateConfig(reference="normal", exact_below=0)
@@ -91,8 +91,11 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
     assert row["se_pp"] == pytest.approx(100 * diff.std(ddof=1) / math.sqrt(len(diff)))
     assert row["n_changed"] == int((diff.abs() > 1e-12).sum())
     assert row["rate_child"] - row["rate_parent"] == pytest.approx(diff.mean())
+    assert row["p_one_sided"] == pytest.approx(sps.norm.sf(expected.statistic), rel=1e-9)
     t_row = stats.paired_test(trials, parent="p", child="c", config=T_ONLY).iloc[0]
     assert t_row["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
+    greater = sps.ttest_rel(both.iloc[:, 0], both.iloc[:, 1], alternative="greater")
+    assert t_row["p_one_sided"] == pytest.approx(greater.pvalue, rel=1e-9)
     assert t_row["z"] == pytest.approx(expected.statistic, rel=1e-9)
     assert row["n_changed"] >= 6  # the default config (exact below 6 changed) agrees too
     default = stats.paired_test(trials, parent="p", child="c").iloc[0]
@@ -317,8 +320,13 @@ def test_retention_and_p_value():
     assert stats.p_value(6.44) < 1e-4
     assert stats.p_value(-1.5) == stats.p_value(1.5)
     assert stats.p_value(2.0, reference="t", df=25) == pytest.approx(2 * sps.t.sf(2.0, 25))
+    assert stats.p_value(-1.5, alternative="greater") == pytest.approx(sps.norm.sf(-1.5))
+    assert stats.p_value(2.0, reference="t", df=25, alternative="greater") == pytest.approx(
+        sps.t.sf(2.0, 25))
     with pytest.raises(ValueError, match="df is required"):
         stats.p_value(2.0, reference="t")
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        stats.p_value(2.0, alternative="less")
 
 
 def test_aa_test_reports_noise_floor():
@@ -368,6 +376,7 @@ def test_exact_sign_flip_p_equals_full_enumeration_of_t(seed, n_tasks):
         assert row["p_value"] == 1.0 and row["decision"] == "inconclusive"
         return
     assert row["p_value"] == pytest.approx(two, abs=1e-12)
+    assert row["p_one_sided"] == pytest.approx(upper, abs=1e-12)
     expected = ("credit" if upper <= config.alpha else
                 "cull" if lower <= config.alpha else "inconclusive")
     assert row["decision"] == expected
@@ -422,3 +431,182 @@ def test_sign_flip_tails_equal_enumeration(values, groups):
         assert got[0][g] == np.mean(sums >= observed)
         assert got[1][g] == np.mean(sums <= observed)
         assert got[2][g] == np.mean(np.abs(sums) >= abs(observed))
+
+
+# ------------------------------------------------ reporting that matches the decisions
+
+ENUMERATED = GateConfig(design="adaptive", k=2, k_step=1, k_max=4, futility_z=None)
+
+
+@pytest.fixture(scope="module")
+def enumerated_run():
+    """Every outcome sequence of one task over ``k_max`` repeats of both arms (2^8), each
+    as its own task of one child/parent pair, scored the way a run scores them: look 1's
+    ``k`` repeats, then whatever :func:`gsme.sequential.wanted` asks for, until nothing.
+
+    The sequences are closed under swapping the arms, so every look's mean difference is 0
+    and the procedure never stops early: every task mixed at look 1 gets ``k_max``."""
+    n = ENUMERATED.k_max
+    outcomes = np.array(list(itertools.product([0, 1], repeat=2 * n)))  # child, then parent
+    names = [f"s{i:03d}" for i in range(len(outcomes))]
+    side, task, repeat = (a.ravel() for a in np.indices((2, len(outcomes), n)))
+    full = schema.as_trials(pd.DataFrame({
+        "candidate": np.array(["c", "p"])[side], "task_id": np.array(names)[task],
+        "split": "train", "repeat": repeat,
+        "passed": outcomes.reshape(len(outcomes), 2, n)[task, side, repeat].astype(bool)}))
+    pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    tasks = pd.DataFrame({"task_id": names, "split": "train"})
+    scored = full[full["repeat"] < ENUMERATED.k]
+    while True:
+        want = sequential.wanted(scored, pairs, tasks, split="train", config=ENUMERATED)
+        more = full.merge(want[["candidate", "task_id", "repeats"]])
+        more = more[more["repeat"] < more["repeats"]].drop(columns="repeats")
+        if len(more) == len(scored):
+            return outcomes, scored.reset_index(drop=True)
+        scored = more
+
+
+def _expected(outcomes, per_task, p_child, p_parent):
+    """E[value] over the sequences: each task (sequence) weighted by its probability."""
+    n = outcomes.shape[1] // 2
+    prob = np.r_[np.full(n, p_child), np.full(n, p_parent)]
+    weight = np.prod(np.where(outcomes == 1, prob, 1 - prob), axis=1)
+    index = [f"s{i:03d}" for i in range(len(outcomes))]
+    return {side: float(weight @ per_task[side].reindex(index).to_numpy())
+            for side in ("c", "p")}
+
+
+def _per_task_pass_at(trials, k):
+    """pass@k of every (side, task): each task made its own candidate."""
+    split = trials.assign(candidate=trials["candidate"] + "/" + trials["task_id"])
+    out = stats.pass_at_k(split, k=k)
+    side, task = (out["candidate"].str.split("/", expand=True)[i].to_numpy() for i in (0, 1))
+    return {name: pd.Series(out["pass_at_k"].to_numpy()[side == name],
+                            index=task[side == name]) for name in ("c", "p")}
+
+
+def _per_task_rate(trials):
+    rates = stats.task_rates(trials)
+    return {name: rates[rates["candidate"] == name].set_index("task_id")["rate"]
+            for name in ("c", "p")}
+
+
+@pytest.mark.parametrize("p_child, p_parent", [(0.3, 0.3), (0.5, 0.5), (0.8, 0.8), (0.2, 0.6)])
+def test_first_k_rates_and_pass_at_k_are_unbiased_under_the_adaptive_design(
+        enumerated_run, p_child, p_parent):
+    outcomes, scored = enumerated_run
+    counts = scored.groupby(["candidate", "task_id"]).size()
+    assert set(counts) == {ENUMERATED.k, ENUMERATED.k_max}  # the design did extend
+    truth = {"c": p_child, "p": p_parent}
+    first = stats.first_repeats(scored, k=ENUMERATED.k)
+    reported = _expected(outcomes, _per_task_rate(first), p_child, p_parent)
+    every = _expected(outcomes, _per_task_rate(scored), p_child, p_parent)
+    for side, p in truth.items():
+        assert reported[side] == pytest.approx(p, abs=1e-12)
+    for k in range(1, ENUMERATED.k + 1):
+        reported = _expected(outcomes, _per_task_pass_at(first, k), p_child, p_parent)
+        for side, p in truth.items():
+            assert reported[side] == pytest.approx(1 - (1 - p) ** k, abs=1e-12)
+    # every repeat (what the run table read before): the rate or pass@k off by over a point
+    at_k = _expected(outcomes, _per_task_pass_at(scored, ENUMERATED.k), p_child, p_parent)
+    for side, p in truth.items():
+        assert max(abs(every[side] - p),
+                   abs(at_k[side] - (1 - (1 - p) ** ENUMERATED.k))) > 0.01
+
+
+def test_all_repeats_rate_bias_has_its_closed_form(enumerated_run):
+    # a task mixed at look 1 reads 4 repeats, else 2: E[rate] - p = p(1-p)/2 (p^3 - (1-p)^3)
+    outcomes, scored = enumerated_run
+    for p in (0.1, 0.3, 0.5, 0.8):
+        every = _expected(outcomes, _per_task_rate(scored), p, p)["c"]
+        assert every - p == pytest.approx(p * (1 - p) / 2 * (p**3 - (1 - p) ** 3), abs=1e-12)
+
+
+def test_first_repeats_keeps_attempts_and_never_replaces_an_invalid_slot():
+    t = schema.as_trials(pd.DataFrame({
+        "candidate": "a", "task_id": "t1", "split": "train",
+        "repeat": [0, 1, 1, 1, 2, 3, 4], "attempt": [0, 0, 1, 2, 0, 0, 0],
+        "passed": [True, False, False, False, True, True, True],
+        "infra_ok": [True, False, False, False, True, True, True]}))
+    kept = stats.first_repeats(t, k=3)
+    assert kept["repeat"].tolist() == [0, 1, 1, 1, 2]
+    rates = stats.task_rates(kept).iloc[0]
+    assert (rates["n_slots"], rates["n_valid"], rates["n_passed"]) == (3, 2, 2)
+    with pytest.raises(ValueError, match="k must be a whole number >= 1"):
+        stats.first_repeats(t, k=0)
+
+
+def test_candidate_rates_average_tasks_over_the_first_k():
+    rng = np.random.default_rng(21)
+    outcomes = random_pair(rng, n_tasks=15, k=6)
+    outcomes["c"][0] = np.nan  # no repeat at all: not a task of c
+    outcomes["p"][1, :3] = np.nan  # only repeats 3..5: no valid repeat among the first 3
+    trials = make_trials(outcomes)
+    out = stats.candidate_rates(trials, k=3).set_index("candidate")
+    first = trials[trials["repeat"] < 3]
+    for name in ("p", "c"):
+        means = reference_task_means(first, name)
+        assert out.loc[name, "rate"] == pytest.approx(means.mean())
+        assert out.loc[name, "n_tasks"] == len(means)
+    assert out.loc["p", "n_dropped"] == 1 and out.loc["c", "n_dropped"] == 0
+
+
+@pytest.fixture(scope="module")
+def adaptive_run():
+    run = experiments.simulated_run("tb2", rounds=2, finalize=False)
+    yield run.decisions(), run.trials(split="train"), run.config.gate
+    run.close()
+
+
+def test_paired_tasks_average_to_every_decision(adaptive_run):
+    decisions, trials, gate = adaptive_run
+    assert gate.design == "adaptive" and (decisions["looks"] > 1).any()
+    every_repeat = gate.model_copy(update={"design": "fixed"})
+    differs = 0
+    for row in decisions.itertuples():
+        tasks = stats.paired_tasks(trials, parent=row.parent, child=row.candidate, config=gate)
+        assert len(tasks) == row.n_tasks
+        assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
+        assert tasks["rate_child"].mean() == pytest.approx(row.rate_child, abs=1e-12)
+        assert tasks["rate_parent"].mean() == pytest.approx(row.rate_parent, abs=1e-12)
+        looks = set(sequential.look_repeats(gate)[: row.looks]) | {gate.k}
+        assert set(tasks["repeats"]) <= looks
+        assert (tasks[["n_parent", "n_child"]].max(axis=1) <= tasks["repeats"]).all()
+        old = stats.paired_tasks(trials, parent=row.parent, child=row.candidate,
+                                 config=every_repeat)
+        differs += abs(100 * old["diff"].mean() - row.delta_pp) > 1e-6
+    assert differs >= 1  # reading every repeat would not match: the test can fail
+
+
+def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run):
+    decisions, trials, gate = adaptive_run
+    level = sequential.boundaries(gate)["level"].to_numpy()[decisions["looks"] - 1]
+    tested = decisions["gate_failed"].isna() | (decisions["gate_failed"] == "significance")
+    tested &= decisions["n_tasks"] >= gate.min_tasks
+    assert tested.any() and (decisions["decision"] == "credit").any()
+    np.testing.assert_array_equal(
+        (decisions["decision"] == "credit")[tested],
+        (decisions["p_one_sided"] <= level * (1 + 1e-12))[tested])
+    taken = sequential.looks(trials, decisions[["candidate", "parent"]], config=gate)
+    final = taken[taken["decision"] != "continue"]
+    np.testing.assert_array_equal(final["decision"] == "credit",
+                                  final["p_one_sided"] <= final["level"] * (1 + 1e-12))
+
+
+@pytest.mark.parametrize("config", [NORMAL, T_ONLY, GateConfig(exact_below=12, min_tasks=2)])
+def test_one_look_credits_exactly_when_p_one_sided_is_at_most_alpha(config):
+    rng = np.random.default_rng(5)
+    frames, pairs = [], []
+    for i in range(60):
+        outcomes = random_pair(rng, n_tasks=int(rng.integers(8, 40)), shift=rng.uniform(-0.3, 0.4))
+        outcomes = {f"{name}{i}": grid for name, grid in outcomes.items()}
+        frames.append(make_trials(outcomes))
+        pairs.append((f"c{i}", f"p{i}"))
+    trials = pd.concat(frames, ignore_index=True)
+    pairs = pd.DataFrame(pairs, columns=["candidate", "parent"])
+    out = gates.significance_gate(trials, pairs, config=config.model_copy(
+        update={"design": "fixed"}))
+    assert {"credit", "inconclusive"} <= set(out["decision"])
+    enough = (out["n_tasks"] >= config.min_tasks) & (out["n_changed"] > 0)
+    np.testing.assert_array_equal((out["decision"] == "credit")[enough],
+                                  (out["p_one_sided"] <= config.alpha * (1 + 1e-12))[enough])

@@ -257,3 +257,31 @@ def test_a_simulated_run_is_titled_simulated():
     title = widgets.explore(SimulatedRun()).figure.get_suptitle()
     assert title == "SIMULATED: simulated:tiny/qwen-careless"
     assert widgets.explore(FakeRun()).figure.get_suptitle() == ""
+
+
+def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
+    from gsme import experiments, stats
+
+    run = experiments.simulated_run("tb2", rounds=2, finalize=False, root=tmp_path)
+    try:
+        panel = widgets.explore(run, max_tasks=100)
+        decisions, trials = run.decisions(), run.trials(split="train")
+        extended = decisions[decisions["looks"] > 1]
+        assert len(extended)
+        for row in extended.itertuples():
+            panel.candidate.value = row.candidate
+            tasks = stats.paired_tasks(trials, parent=row.parent, child=row.candidate,
+                                       config=run.config.gate)
+            assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp)
+            paired = panel.axes[2]
+            moved = int((tasks["diff"] != 0).sum())
+            title = paired.get_legend().get_title().get_text()
+            assert title == f"{moved} of {row.n_tasks} tasks moved"
+            drawn = {c.get_gid(): c.get_offsets()[:, 0] for c in paired.collections
+                     if c.get_gid()}
+            np.testing.assert_allclose(np.sort(drawn["parent"]),
+                                       np.sort(tasks["rate_parent"]))
+            child = np.concatenate([v for k, v in drawn.items() if k.startswith("child-")])
+            np.testing.assert_allclose(np.sort(child), np.sort(tasks["rate_child"]))
+    finally:
+        run.close()
