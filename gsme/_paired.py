@@ -16,6 +16,7 @@ own level from the group-sequential boundaries.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +39,25 @@ _DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 M
 def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """Validate ``trials`` at a public boundary, normalising it only when it must.
 
-    A frame already in the contracted dtypes is validated and returned as is (no copy);
-    anything else goes through :func:`gsme.schema.as_trials` (defaults, dtype coercion).
+    A frame already in the contracted dtypes (text as object or a pandas string dtype) is
+    checked on the codes of its key's text columns, no column converted, and returned as
+    is (no copy); anything else goes through :func:`gsme.schema.as_trials` (defaults,
+    dtype coercion).
     """
     if isinstance(trials, pd.DataFrame) and _in_contract_dtypes(trials):
+        if schema.conforms(trials, "trials", codes=_text_codes(trials)):
+            return trials
         return schema.validate(trials, "trials")
     return schema.as_trials(trials)
+
+
+def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
+    """``pandas.factorize`` of the key's text columns, as they are (no conversion)."""
+    out = {}
+    for name in ("candidate", "split", "task_id"):
+        code, uniques = pd.factorize(trials[name])
+        out[name] = code, pd.Index(np.asarray(uniques, dtype=object), dtype=object)
+    return out
 
 
 def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
@@ -123,43 +137,49 @@ class Slots:
 
 def encode_slots(trials: pd.DataFrame) -> Slots:
     """Reduce a validated trials frame to its slots (see :class:`Slots`)."""
-    cand, candidates = pd.factorize(trials["candidate"].to_numpy(dtype=object))
-    split, splits = pd.factorize(trials["split"].to_numpy(dtype=object))
-    task, tasks = pd.factorize(trials["task_id"].to_numpy(dtype=object))
+    text = _text_codes(trials)
+    (cand, candidates), (split, splits), (task, tasks) = (
+        text[name] for name in ("candidate", "split", "task_id"))
     repeat = trials["repeat"].to_numpy(np.int64)
     attempt = trials["attempt"].to_numpy(np.int64)
     infra_ok = trials["infra_ok"].to_numpy(bool)
     dims = (len(candidates), len(splits), len(tasks), int(repeat.max(initial=-1)) + 1)
     key = np.ravel_multi_index((cand, split, task, repeat), dims) if len(repeat) else repeat
-    if attempt.max(initial=0) == 0:
-        order = np.argsort(key, kind="stable")
-    else:  # the first valid attempt of each slot sorts first within it
-        order = np.lexsort((attempt, ~infra_ok, key))
+    order = _by_slot_and_attempt(key, attempt, math.prod(dims))
     sorted_key = key[order]
     starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]]) if len(key) else key
-    rows = order[starts]
-    valid = infra_ok[rows]
-    codes = np.unravel_index(sorted_key[starts], dims) if len(key) else (key,) * 4
-    candidates = pd.Index(candidates, dtype=object)
+    ends = np.r_[starts, len(key)][1:]
+    # a slot is scored by its first valid attempt; one without shows its first attempt
+    valid_at = np.flatnonzero(infra_ok[order])
+    first_valid = np.r_[valid_at, len(key)][np.searchsorted(valid_at, starts)]
+    valid = first_valid < ends
+    rows = order[np.where(valid, first_valid, starts)]
     source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object)[rows],
                                cand[rows], candidates)
     return Slots(
         candidates=candidates,
-        splits=pd.Index(splits, dtype=object),
-        tasks=pd.Index(tasks, dtype=object),
+        splits=splits,
+        tasks=tasks,
         sources=sources,
-        cand=codes[0],
-        split=codes[1],
-        task=codes[2],
-        repeat=codes[3],
-        attempts=np.diff(np.r_[starts, len(key)]),
-        last_attempt=(np.maximum.reduceat(attempt[order], starts) if len(key)
-                      else np.zeros(0, dtype=np.int64)),
+        cand=cand[rows],
+        split=split[rows],
+        task=task[rows],
+        repeat=repeat[rows],
+        attempts=ends - starts,
+        last_attempt=attempt[order[ends - 1]],
         valid=valid,
         passed=trials["passed"].to_numpy(bool)[rows] & valid,
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
         source=source,
     )
+
+
+def _by_slot_and_attempt(key: np.ndarray, attempt: np.ndarray, n_keys: int) -> np.ndarray:
+    """The order of rows by slot ``key``, then by attempt (one stable sort when it fits)."""
+    n_attempts = int(attempt.max(initial=0)) + 1
+    if n_keys * n_attempts < 2**62:
+        return np.argsort(key * n_attempts + attempt, kind="stable")
+    return np.lexsort((attempt, key))
 
 
 def _sources(borrowed: np.ndarray, cand: np.ndarray, candidates: pd.Index):

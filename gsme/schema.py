@@ -15,6 +15,8 @@ runs of a candidate on a task: ``repeat`` is its index (0..K-1) and ``k`` always
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -26,8 +28,8 @@ from pandera.errors import SchemaErrors
 __all__ = [
     "BASELINE", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS", "LEDGER_TABLES",
     "LEVERS", "OUTCOMES", "POLICIES", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
-    "FrameError", "as_trials", "columns", "empty", "join_ids", "require", "split_ids",
-    "task_features", "validate",
+    "FrameError", "as_trials", "columns", "conforms", "empty", "join_ids", "require",
+    "split_ids", "task_features", "validate",
 ]
 
 BASELINE = "baseline"
@@ -252,7 +254,7 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
     """
     contract = _frame(kind)
     require(frame, contract.names, kind)
-    if _conforms(frame, contract):  # the common case, without pandera's per-check overhead
+    if conforms(frame, kind):  # the common case, without pandera's per-check overhead
         return frame
     try:
         positional = frame if _has_positional_index(frame) else frame.reset_index(drop=True)
@@ -341,27 +343,88 @@ def _pandera(frame: Frame) -> pa.DataFrameSchema:
 _PANDERA = {name: _pandera(frame) for name, frame in FRAMES.items()}
 
 
-def _conforms(frame: pd.DataFrame, contract: Frame) -> bool:
-    """True when ``frame`` meets every check of ``contract`` (NumPy only, no messages).
+def conforms(frame: pd.DataFrame, kind: str, *,
+             codes: Mapping[str, tuple[np.ndarray, pd.Index]] | None = None) -> bool:
+    """True when ``frame`` meets every check of the contract of ``kind`` (no message).
 
-    Never more lenient than the pandera schema built from the same contract: anything it
-    does not accept is handed to pandera, which decides and reports.
+    The fast path of :func:`validate`, in NumPy, and never more lenient than it: a frame
+    it refuses goes to :func:`validate`, which decides and names the rows at fault. Text
+    columns may hold object or a pandas string dtype (Arrow-backed included) and are
+    checked as they are, never converted. ``codes`` maps text columns the caller has
+    already factorized to ``pandas.factorize``'s ``(codes, uniques)`` (code -1: missing),
+    so that they are not hashed again.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"task_id": ["t1", "t2"], "split": ["train", "dev"]})
+    >>> conforms(t, "tasks"), conforms(t.assign(split="test"), "tasks")
+    (False, True)
     """
-    for c in contract.columns:
-        values = frame[c.name]
-        if values.dtype != _DTYPES[c.kind]:
-            return False
-        if c.kind == "text":
-            missing = values.isna().to_numpy()
-            if (not c.nullable and missing.any()) or (
-                    c.isin is not None and not values[~missing].isin(c.isin).all()):
-                return False
-        elif c.kind == "int" and c.ge is not None and len(values) and values.min() < c.ge or c.kind == "float" and not c.nullable and values.isna().any():
-            return False
-        if c.unique and values.duplicated().any():
-            return False
-    key = list(contract.key)
-    return not (len(key) > 1 and frame.duplicated(key).any())
+    contract = _frame(kind)
+    codes = codes or {}
+    return (all(c.name in frame.columns for c in contract.columns)
+            and all(_column_conforms(frame[c.name], c, codes.get(c.name))
+                    for c in contract.columns)
+            and _key_unique(frame, list(contract.key), codes))
+
+
+def _column_conforms(values: pd.Series, column: Column, coded) -> bool:
+    if not _holds(values.dtype, column.kind):
+        return False
+    if column.kind == "text" and not _text_conforms(values, column, coded):
+        return False
+    if column.kind == "int" and column.ge is not None and len(values) and (
+            values.to_numpy().min() < column.ge):
+        return False
+    if column.kind == "float" and not column.nullable and values.isna().any():
+        return False
+    return not (column.unique and values.duplicated().any())
+
+
+def _holds(dtype, kind: str) -> bool:
+    """True when a column of ``dtype`` holds the contract's ``kind`` as it is."""
+    if kind == "text":
+        return dtype == object or isinstance(dtype, pd.StringDtype)
+    return dtype == _DTYPES[kind]
+
+
+def _text_conforms(values: pd.Series, column: Column, coded) -> bool:
+    if coded is not None:
+        code, uniques = coded
+        return ((column.nullable or not len(code) or code.min() >= 0)
+                and (column.isin is None or bool(pd.Index(uniques).isin(column.isin).all())))
+    if column.isin is not None:
+        allowed = values.isin(column.isin)
+        return bool((allowed | values.isna() if column.nullable else allowed).all())
+    return column.nullable or not values.isna().any()
+
+
+def _key_unique(frame: pd.DataFrame, key: list[str], codes) -> bool:
+    """True when no two rows share the values of the ``key`` columns (one int per row)."""
+    if len(key) < 2 or len(frame) < 2:
+        return True
+    parts, sizes = [], []
+    for name in key:
+        values = frame[name]
+        if name in codes:
+            code, uniques = codes[name]
+            code, size = code + 1, len(uniques) + 1  # a missing value (-1) is a value here
+        elif values.dtype == np.int64 and values.to_numpy().min() >= 0:
+            code = values.to_numpy()
+            size = int(code.max()) + 1
+        else:
+            code, uniques = pd.factorize(values, use_na_sentinel=False)
+            size = len(uniques)
+        parts.append(code)
+        sizes.append(size)
+    cells = math.prod(sizes)
+    if cells >= 2**62:
+        return not frame.duplicated(key).any()
+    flat = np.ravel_multi_index(parts, sizes)
+    if cells <= 8 * len(flat) + 2**20:
+        return int(np.bincount(flat).max()) <= 1
+    flat = np.sort(flat)
+    return not (flat[1:] == flat[:-1]).any()
 
 
 def _frame(kind: str) -> Frame:

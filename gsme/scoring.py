@@ -12,7 +12,9 @@ the run directory, so trials see nothing of the run (ledger, test split). A work
 reuses its copy for the next trial of the same harness only after checking that the copy
 is still exactly the committed files (a trial that changed, added or removed anything gets
 a fresh copy), so no trial sees what another left; copies are removed when scoring ends.
-Results go to a sink (the run) as each trial completes.
+An agent that runs many trials in one call (the simulator, gsme's own trusted code) reads
+the committed files instead, in this process. Completed trials go to a sink (the run) in
+small groups, each one ledger transaction, within milliseconds of completing.
 """
 
 from __future__ import annotations
@@ -78,20 +80,54 @@ class Snapshot:
         return target
 
     def intact(self, folder: Path) -> bool:
-        """True when ``folder`` holds exactly these files with this content, nothing else."""
-        found, dirs = set(), set()
-        for here, subdirs, names in os.walk(folder):
-            rel = Path(here).relative_to(folder)
-            dirs.update((rel / d).as_posix() for d in subdirs)
-            found.update((rel / n).as_posix() for n in names)
-        wanted = {str(Path(p).parent.as_posix()) for p in self.files} - {"."}
-        parents = {"/".join(p.split("/")[:i]) for p in wanted
-                   for i in range(1, p.count("/") + 2)}
-        if found != set(self.files) or dirs != parents:
+        """True when ``folder`` holds exactly these files with this content, nothing else.
+
+        Anything in place of a file that is not a regular file (a symlink, a pipe) makes
+        the folder not intact, as does a missing or added file or folder.
+        """
+        try:
+            found, folders = _tree(os.fspath(folder))
+        except OSError:  # the folder itself is gone or was replaced
             return False
-        return all((folder / rel).read_bytes() == text.encode("utf-8")
-                   and os.access(folder / rel, os.X_OK) == (rel in self.executables)
-                   for rel, text in self.files.items())
+        if found.keys() != self._encoded.keys() or folders != self._folders:
+            return False
+        return all(found[rel] is not None and _read(found[rel]) == data
+                   and os.access(found[rel], os.X_OK) == (rel in self.executables)
+                   for rel, data in self._encoded.items())
+
+    @cached_property
+    def _encoded(self) -> dict[str, bytes]:
+        return {rel: text.encode("utf-8") for rel, text in self.files.items()}
+
+    @cached_property
+    def _folders(self) -> frozenset[str]:
+        """Every folder the files sit in, their parents included (relative paths)."""
+        return frozenset("/".join(parts[:i]) for parts in (rel.split("/") for rel in self.files)
+                         for i in range(1, len(parts)))
+
+
+def _tree(root: str) -> tuple[dict[str, str | None], set[str]]:
+    """What is under ``root``: each non-folder by relative path (its absolute path, None
+    when it is not a regular file), and the relative paths of the folders."""
+    found: dict[str, str | None] = {}
+    folders: set[str] = set()
+    stack = [("", root)]
+    while stack:
+        rel, path = stack.pop()
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = rel + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    folders.add(name)
+                    stack.append((name + "/", entry.path))
+                else:
+                    found[name] = entry.path if entry.is_file(follow_symlinks=False) else None
+    return found, folders
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 @dataclass(frozen=True)
@@ -151,15 +187,17 @@ def behaviour(candidates: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
 
     masks = {name: envgate.parse(rows.loc[name, "env_gate"] or "").mask(tasks)
              for name in rows.index[rows["kind"] == "mutation"]}
-    frames = []
+    acting = []
     for name in rows.index:
-        mine = sorted(patches(name))
-        acting = np.full(len(tasks), "", dtype=object)
-        for m in mine:
-            acting = np.where(masks[m], np.where(acting == "", m, acting + "," + m), acting)
-        frames.append(pd.DataFrame({"candidate": name, "task_id": tasks["task_id"].to_numpy(),
-                                    "acting": acting}))
-    return pd.concat(frames, ignore_index=True).astype(object)
+        here = np.full(len(tasks), "", dtype=object)
+        for m in sorted(patches(name)):
+            here = np.where(masks[m], np.where(here == "", m, here + "," + m), here)
+        acting.append(here)
+    return pd.DataFrame({
+        "candidate": _text(np.repeat(rows.index.to_numpy(dtype=object), len(tasks))),
+        "task_id": _text(np.tile(tasks["task_id"].to_numpy(dtype=object), len(rows))),
+        "acting": _text(np.concatenate(acting) if acting else []),
+    })
 
 
 def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
@@ -210,7 +248,7 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
             missing = missing.merge(got, how="left", on=["candidate", "task_id", "split",
                                                          "repeat"])
             missing = missing[missing["_got"].isna()].drop(columns="_got")
-    beacons = candidates.set_index("candidate")["beacon"]
+    beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     specs = [TrialSpec(c, t, s, int(r), 0, beacons.get(c) or None) for c, t, s, r in
              missing[["candidate", "task_id", "split", "repeat"]].itertuples(index=False)]
     specs += [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None) for c, t, s, r, a in
@@ -222,15 +260,23 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
 def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str], Snapshot],
             sink: Sink, config: RunConfig, tasks: pd.DataFrame, executor=None,
             progress: bool = True, label: str = "scoring", round: int = 0) -> int:
-    """Run ``specs`` through ``executor`` (threads by default), recording each trial.
+    """Run ``specs`` through ``executor`` (threads by default), recording what completes.
 
-    With the default thread pool every trial is its own task and is recorded as it
-    completes. Any other executor (a Dask cluster, a process pool) receives chunks of
-    ``config.remote_chunk`` trials, each carrying its harness files, so workers need no
-    shared file system; a chunk is recorded in one transaction when it completes. The
-    agent's health check runs before and after each batch of ``config.batch_size``; a
-    failed check after a batch marks that batch's trials as infrastructure failures (they
-    are re-run, never scored).
+    With the default thread pool every trial is its own task, run in a checked copy of its
+    harness. An agent that runs many trials in one call (:attr:`TaskAgent.runs_many`, the
+    simulator) is instead given each batch's trials of a harness at once, in this process,
+    with the harness's committed files (no copy is made). Any other executor (a Dask
+    cluster, a process pool) receives chunks of ``config.remote_chunk`` trials, each
+    carrying its harness files, so workers need no shared file system. The agent's health
+    check runs before and after each batch of ``config.batch_size``; a failed check after a
+    batch marks that batch's trials as infrastructure failures (they are re-run, never
+    scored).
+
+    Completed trials reach ``sink`` in groups, one :meth:`Sink.record_trials` call (one
+    ledger transaction) per ``config.flush_trials`` trials or once the oldest has waited
+    ``config.flush_seconds``, whichever comes first, and always before a health-check
+    verdict marks a batch and before this function returns or raises. A trial not yet
+    recorded when the process dies is simply run again when the run resumes.
 
     Raises
     ------
@@ -246,32 +292,30 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     """
     if not specs:
         return 0
-    own_pool = executor is None
-    pool = executor or cf.ThreadPoolExecutor(max_workers=config.workers)
-    chunk = 1 if own_pool else config.remote_chunk
-    records = tasks.set_index("task_id")
+    in_process = executor is None and agent.runs_many
+    own_pool = executor is None and not in_process
+    pool = None if in_process else executor or cf.ThreadPoolExecutor(max_workers=config.workers)
+    chunk = 1 if executor is None else config.remote_chunk
+    records = _task_records(tasks)
     snapshots = {c: harness(c) for c in dict.fromkeys(s.candidate for s in specs)}
+    recorder = _Recorder(sink, size=config.flush_trials, seconds=config.flush_seconds)
     bar = _progress(len(specs), progress, desc=label)
     try:
-        size = max(config.batch_size, chunk)
-        for start in range(0, len(specs), size):
-            batch = specs[start: start + size]
+        for start in range(0, len(specs), max(config.batch_size, chunk)):
+            batch = specs[start: start + max(config.batch_size, chunk)]
             _require_health(agent)
-            futures = {
-                pool.submit(_run_chunk, agent, [
-                    (snapshots[s.candidate], _task_record(records, s.task_id), s)
-                    for s in part], config.run_seed): part
-                for part in (batch[i: i + chunk] for i in range(0, len(batch), chunk))
-            }
+            runs = (_run_in_process(agent, batch, snapshots, records, config.run_seed)
+                    if in_process else
+                    _run_in_pool(pool, agent, batch, chunk, snapshots, records, config.run_seed,
+                                 recorder.patience))
             errors: list[str | None] = []
-            for future in cf.as_completed(futures):
-                done = list(zip(futures[future], future.result(), strict=True))
-                sink.record_trials([(_row(spec, traj, round), traj.transcript)
-                                    for spec, traj in done])
+            for done in runs:
+                recorder.add([(_row(spec, traj, round), traj.transcript) for spec, traj in done])
                 errors += [None if traj.infra_ok else (traj.error or "unknown error")
                            for spec, traj in done if spec.attempt == 0]
                 bar.update(len(done))
             if not _healthy(agent):
+                recorder.flush()
                 sink.mark_infra_failed([(s.candidate, s.task_id, s.split, s.repeat, s.attempt)
                                         for s in batch], "health check failed after the batch")
             if len(errors) >= MIN_FAILED_BATCH and all(e is not None for e in errors):
@@ -280,6 +324,7 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
                                  f"infrastructure reasons ({count} with: {common[:300]}); "
                                  "fix the environment and resume")
     finally:
+        recorder.flush()
         bar.close()
         if own_pool:
             pool.shutdown(cancel_futures=True)
@@ -288,6 +333,11 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
 
 
 # ---------------------------------------------------------------------------- internals
+
+
+def _text(values) -> pd.Series:
+    """``values`` as an object-dtype Series (pandas would infer its own string dtype)."""
+    return pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
 def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
@@ -302,10 +352,11 @@ def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
 def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
     """Rows lent to ``missing`` slots by candidates that behave identically there."""
     acting = behaviour(candidates, tasks)
-    valid = trials[trials["infra_ok"]].sort_values("attempt", kind="stable")
-    valid = valid.drop_duplicates(["candidate", "task_id", "split", "repeat"])
-    donors = valid.merge(acting, on=["candidate", "task_id"])
-    wanted = missing.merge(acting, on=["candidate", "task_id"])
+    ok = trials["infra_ok"].to_numpy(bool)
+    valid = trials.loc[ok, schema.SLOT_KEY + ["attempt"]].assign(_row=np.flatnonzero(ok))
+    valid = valid.sort_values("attempt", kind="stable").drop_duplicates(schema.SLOT_KEY)
+    donors = valid.drop(columns="attempt").merge(acting, on=["candidate", "task_id"])
+    wanted = missing[schema.SLOT_KEY].merge(acting, on=["candidate", "task_id"])
     offers = wanted.merge(donors.rename(columns={"candidate": "donor"}),
                           on=["task_id", "split", "repeat", "acting"])
     offers = offers[offers["donor"] != offers["candidate"]]
@@ -315,15 +366,16 @@ def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
     offers = offers.assign(_rank=[rank.get((c, d), len(rank) + 1) for c, d in
                                   zip(offers["candidate"], offers["donor"])])
     offers = offers.sort_values(["_rank", "donor"], kind="stable")
-    offers = offers.drop_duplicates(["candidate", "task_id", "split", "repeat"])
-    beacons = candidates.set_index("candidate")["beacon"]
-    source = offers["borrowed_from"].where(offers["borrowed_from"].notna(), offers["donor"])
-    out = offers.drop(columns=["donor", "acting", "_rank"]).assign(
-        borrowed_from=source.astype(object), attempt=0)
+    offers = offers.drop_duplicates(schema.SLOT_KEY)
+    out = trials.iloc[offers["_row"].to_numpy()].reset_index(drop=True)
+    lender = out["borrowed_from"].where(out["borrowed_from"].notna(), offers["donor"].to_numpy())
+    out = out.assign(candidate=_text(offers["candidate"]), attempt=0,
+                     borrowed_from=lender.astype(object))
+    beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     own = [set(schema.split_ids(beacons.get(c))) for c in out["candidate"]]
     out["activated"] = [bool(mine & set(schema.split_ids(b))) for mine, b in
                         zip(own, out["beacons"])]
-    return out[[c for c in trials.columns if c in out.columns]].reset_index(drop=True)
+    return out
 
 
 def _donor_rank(candidates: pd.DataFrame) -> dict[tuple[str, str], int]:
@@ -347,6 +399,76 @@ def _row(spec: TrialSpec, traj: Trajectory, round: int) -> dict:
     return {**trial_row(spec, traj, ref), "round": round}
 
 
+class _Recorder:
+    """Completed trials on their way to the sink, written in groups.
+
+    :meth:`add` writes everything waiting once ``size`` trials wait or the oldest has
+    waited ``seconds``; :meth:`patience` says how long a caller may wait for more trials
+    before that deadline; :meth:`flush` writes whatever waits now.
+    """
+
+    def __init__(self, sink: Sink, *, size: int, seconds: float):
+        self._sink = sink
+        self._size = size
+        self._seconds = seconds
+        self._rows: list[tuple[dict, str | None]] = []
+        self._since = 0.0
+
+    def add(self, rows: list[tuple[dict, str | None]]) -> None:
+        if rows and not self._rows:
+            self._since = time.monotonic()
+        self._rows += rows
+        if len(self._rows) >= self._size or (self._rows and self.patience() == 0.0):
+            self.flush()
+
+    def patience(self) -> float | None:
+        """Seconds until what waits is due (None: nothing waits)."""
+        if not self._rows:
+            return None
+        return max(0.0, self._since + self._seconds - time.monotonic())
+
+    def flush(self) -> None:
+        rows, self._rows = self._rows, []
+        if rows:
+            self._sink.record_trials(rows)
+
+
+def _run_in_pool(pool, agent: TaskAgent, batch: list[TrialSpec], chunk: int, snapshots,
+                 records, run_seed: int, patience: Callable[[], float | None]):
+    """Yield each chunk's ``(spec, trajectory)`` pairs as it completes, and an empty list
+    whenever ``patience()`` seconds pass without one (so waiting trials can be written)."""
+    futures = {pool.submit(_run_chunk, agent, [(snapshots[s.candidate], dict(records[s.task_id]),
+                                                s) for s in part], run_seed): part
+               for part in (batch[i: i + chunk] for i in range(0, len(batch), chunk))}
+    pending = set(futures)
+    while pending:
+        done, pending = cf.wait(pending, timeout=patience(), return_when=cf.FIRST_COMPLETED)
+        if not done:
+            yield []
+        for future in done:
+            yield list(zip(futures[future], future.result(), strict=True))
+
+
+def _run_in_process(agent: TaskAgent, batch: list[TrialSpec], snapshots, records,
+                    run_seed: int):
+    """Yield the ``(spec, trajectory)`` pairs of each harness's trials of ``batch``, run in
+    one :meth:`TaskAgent.run_many` call; an agent's crash is an infra failure of each."""
+    by_candidate: dict[str, list[TrialSpec]] = {}
+    for spec in batch:
+        by_candidate.setdefault(spec.candidate, []).append(spec)
+    for candidate, mine in by_candidate.items():
+        trials = [(dict(records[s.task_id]), s.repeat, s.attempt) for s in mine]
+        started = time.perf_counter()
+        try:
+            done = agent.run_many(snapshots[candidate].files, trials, run_seed=run_seed)
+            if len(done) != len(mine):
+                raise ValueError(f"run_many returned {len(done)} trajectories for "
+                                 f"{len(mine)} trials")
+        except Exception as err:  # noqa: BLE001 - an agent's crash is an infra failure
+            done = [_crashed(err, started)] * len(mine)
+        yield list(zip(mine, done, strict=True))
+
+
 def _run_chunk(agent: TaskAgent, items, run_seed: int) -> list[Trajectory]:
     return [_run_one(agent, snapshot, task, spec, run_seed) for snapshot, task, spec in items]
 
@@ -359,10 +481,15 @@ def _run_one(agent: TaskAgent, snapshot: Snapshot, task: dict, spec: TrialSpec,
         return agent.run(_COPIES.get(snapshot), task, repeat=spec.repeat,
                          attempt=spec.attempt, run_seed=run_seed)
     except Exception as err:  # noqa: BLE001 - an agent's crash is an infra failure, not a stop
-        return Trajectory(
-            passed=False, infra_ok=False, seconds=time.perf_counter() - started,
-            error=f"{type(err).__name__}: {err}", transcript=f"agent raised {type(err).__name__}",
-        )
+        return _crashed(err, started)
+
+
+def _crashed(err: Exception, started: float) -> Trajectory:
+    """The infrastructure failure standing for a trial whose agent raised ``err``."""
+    return Trajectory(
+        passed=False, infra_ok=False, seconds=time.perf_counter() - started,
+        error=f"{type(err).__name__}: {err}", transcript=f"agent raised {type(err).__name__}",
+    )
 
 
 class _Copies:
@@ -406,10 +533,9 @@ _COPIES = _Copies()
 atexit.register(_COPIES.clear)
 
 
-def _task_record(tasks: pd.DataFrame, task_id: str) -> dict:
-    record = tasks.loc[task_id].to_dict()
-    record["task_id"] = task_id
-    return record
+def _task_records(tasks: pd.DataFrame) -> dict[str, dict]:
+    """Each task's row as a dict (``task_id`` and its features), by task id."""
+    return {record["task_id"]: record for record in tasks.to_dict("records")}
 
 
 def _healthy(agent: TaskAgent) -> bool:

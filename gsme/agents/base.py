@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,10 +51,11 @@ class TrialSpec:
 class TaskAgent(abc.ABC):
     """A frozen task model inside a harness: runs one trial at a time.
 
-    Subclasses implement :meth:`tasks` and :meth:`run`; :meth:`health_check` and
-    :meth:`check_harness` are optional. Trials may run in threads, processes or on other
-    machines, so an agent must be picklable and :meth:`run` safe to call concurrently.
-    ``simulated`` is True for agents whose results are simulated, so every report can say so.
+    Subclasses implement :meth:`tasks` and :meth:`run`; :meth:`health_check`,
+    :meth:`check_harness` and :meth:`run_many` are optional. Trials may run in threads,
+    processes or on other machines, so an agent must be picklable and :meth:`run` safe to
+    call concurrently. ``simulated`` is True for agents whose results are simulated, so every
+    report can say so.
     """
 
     simulated: bool = False
@@ -75,6 +76,28 @@ class TaskAgent(abc.ABC):
         re-runs after infrastructure failures, and ``run_seed`` is the run's seed (an agent
         that draws random numbers seeds them from these, so a trial is reproducible).
         """
+
+    def run_many(
+        self, harness: Mapping[str, str], trials: Sequence[tuple[Mapping, int, int]], *,
+        run_seed: int
+    ) -> list[Trajectory]:
+        """Run many trials of one harness in one call (optional; trusted agents only).
+
+        ``harness`` is the candidate's committed files (path → text), to be read, never
+        written; ``trials`` holds ``(task, repeat, attempt)`` triples. Returns one
+        trajectory per triple, in order, each exactly what :meth:`run` returns for it
+        under a copy of those files. Scoring calls it, in its own process and instead of
+        :meth:`run`, when the agent implements it (:attr:`runs_many`) and no other
+        executor is given; it suits an agent that reads no file a trial could have changed
+        (the simulator). An agent that runs untrusted code keeps to :meth:`run`, whose
+        trials each get their own checked copy.
+        """
+        raise NotImplementedError(f"{type(self).__name__} runs one trial at a time (run)")
+
+    @property
+    def runs_many(self) -> bool:
+        """True when this agent implements :meth:`run_many`."""
+        return type(self).run_many is not TaskAgent.run_many
 
     def health_check(self) -> bool:
         """True when the environment is healthy enough to run trials."""

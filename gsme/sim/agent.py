@@ -130,6 +130,24 @@ class SimAgent(TaskAgent):
         """Run one simulated trial of ``task`` (a row of :meth:`tasks`) under ``harness_dir``."""
         i = self._row(task)
         fingerprint, model = self._harness(harness_dir)
+        return self._trial(i, fingerprint, model, repeat=repeat, attempt=attempt,
+                           run_seed=run_seed)
+
+    def run_many(self, harness: Mapping[str, str], trials, *, run_seed: int) -> list[Trajectory]:
+        """Run ``(task, repeat, attempt)`` trials under ``harness`` (its files) in one call.
+
+        Each trial is exactly what :meth:`run` gives under a folder holding these files:
+        the harness is compiled once, from its manifests, and nothing is written or read
+        from disk.
+        """
+        fingerprint, model = self._model(_manifests(harness))
+        return [self._trial(self._row(task), fingerprint, model, repeat=repeat,
+                            attempt=attempt, run_seed=run_seed)
+                for task, repeat, attempt in trials]
+
+    def _trial(self, i: int, fingerprint: str, model: HarnessModel, *, repeat: int,
+               attempt: int, run_seed: int) -> Trajectory:
+        """One trial of task row ``i`` under a compiled harness (see the class docstring)."""
         spec = self.suite.spec
         key = f"{run_seed}|{self._task_keys[i]}|{repeat}"
         if _uniforms(f"{key}|{attempt}|infra", 1)[0] < self.infra_fault_rate:
@@ -264,6 +282,13 @@ def _uniforms(key: str, n: int) -> list[float]:
     """
     digest = hashlib.blake2b(key.encode(), digest_size=8 * n).digest()
     return [(w >> 11) * 2.0**-53 for w in struct.unpack(f"<{n}Q", digest)]
+
+
+def _manifests(files: Mapping[str, str]) -> dict[str, str]:
+    """A harness's patch manifests as :meth:`SimAgent.run` reads them from a folder (the
+    text mode's universal newlines included), so both paths fingerprint them alike."""
+    return {path: text.replace("\r\n", "\n").replace("\r", "\n")
+            for path, text in files.items() if _is_manifest(path)}
 
 
 def _is_manifest(path: str) -> bool:
