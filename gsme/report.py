@@ -89,9 +89,10 @@ def run_table(run) -> pd.DataFrame:
         ``trials_spent, trials_borrowed, candidates, credited, kept``,
         ``significance_tests`` (comparisons that reached the significance gate),
         ``false_credits_bound`` (tests × the one-sided level α: the false credits expected
-        if every tested child were truly null, an upper bound, since the adaptive design's
-        A/A rate is below α and a real gain cannot be falsely credited), ``true_train_delta_pp,
-        true_sealed_delta_pp``.
+        if every tested child were truly null; an upper bound, not an estimate: a child
+        with a real gain cannot be credited falsely, a harmful one is credited less often
+        than α, and the adaptive design's measured A/A rate is below α),
+        ``true_train_delta_pp, true_sealed_delta_pp``.
 
     Raises
     ------

@@ -44,9 +44,10 @@ __all__ = [
 def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFrame:
     """Pass rate of every candidate on every task, over the valid repeats only.
 
-    A repeat (slot ``candidate, task_id, split, k``) is valid when one of its attempts has
-    ``infra_ok``; it is scored by its first valid attempt. Infrastructure failures never
-    count as task failures.
+    A repeat (slot ``candidate, task_id, split, repeat``) is valid when one of its attempts
+    has ``infra_ok``; it is scored by its first valid attempt. Infrastructure failures never
+    count as task failures. Every repeat given is read: on a run's trials under the adaptive
+    design, pass :func:`first_repeats` for rates the extensions do not bias.
 
     Parameters
     ----------
@@ -441,7 +442,9 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     """pass@k per candidate and split: the mean over tasks of :func:`pass_at_k_estimate`.
 
     Each task contributes n = its valid repeats and c = those passed. Tasks with fewer
-    than ``k`` valid repeats cannot estimate pass@k: they are left out and counted.
+    than ``k`` valid repeats cannot estimate pass@k: they are left out and counted. The
+    estimate is unbiased when n does not depend on the outcomes: on a run's trials under
+    the adaptive design, pass :func:`first_repeats` (as :func:`gsme.report.run_table` does).
 
     Returns
     -------
