@@ -1,26 +1,35 @@
 """The rule evolver: diagnosis from text against ground truth, and valid template patches."""
 
+import json
 import shutil
 import tomllib
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from gsme import sim
+from gsme.envgate import parse
 from gsme.evolvers import DIAGNOSIS_COLUMNS
-from gsme.evolvers.rule import UNMATCHED, RuleEvolver, derive_gate
+from gsme.evolvers.rule import GATE_COVER, MIN_GATE_TASKS, UNMATCHED, RuleEvolver, derive_gate
 from gsme.evolvers.templates import TEMPLATES, changes
 from gsme.patches import apply_patch, harness_files, read_patches
 from gsme.resources import SEED_HARNESS
 from gsme.schema import LEVERS
+from gsme.sim import shape
+from gsme.sim.profiles import WHYS
+from gsme.sim.shape import TARGETED_FIX
 from gsme.sim.transcripts import AMBIGUOUS, MISLEADING
 from gsme.vocabulary import Vocabulary
 
 FEATURES = ["category", "has_tests", "needs_tools", "long_context", "hard"]
 
 
-def failures_of(agent, harness_dir, *, run_seeds):
-    """Failing valid train trials with transcripts, features and the hidden true label."""
+def failures_of(agent, harness_dir, *, run_seeds, features=False):
+    """Failing valid train trials with transcripts, features (:data:`FEATURES`, or every
+    feature of the agent's tasks with ``features``) and the hidden true label."""
+    columns = [c for c in agent.tasks().columns if c not in ("task_id", "split", "content")]
+    columns = columns if features else FEATURES
     rows = []
     for row in agent.tasks().query("split == 'train'").to_dict("records"):
         for run_seed in run_seeds:
@@ -30,7 +39,7 @@ def failures_of(agent, harness_dir, *, run_seeds):
                     rows.append({"candidate": f"base{run_seed}", "task_id": row["task_id"],
                                  "repeat": repeat,
                                  "transcript": traj.transcript, "truth": traj.pathology,
-                                 **{c: row[c] for c in FEATURES}})
+                                 **{c: row[c] for c in columns}})
     return pd.DataFrame(rows)
 
 
@@ -185,18 +194,32 @@ def test_config_templates_write_valid_toml_or_nothing():
     assert edit("context-window-raise", "") == [(None, "context_window = 262144\n")]
 
 
-def test_env_gates_follow_where_the_failures_concentrate():
-    rows = pd.DataFrame({"task_id": list("abcde"), "category": ["py"] * 4 + ["sh"],
-                         "has_tests": [True, False, True, False, True]})
-    assert derive_gate(rows) == 'category == "py"'
-    spread = rows.assign(category=list("vwxyz"))
-    assert derive_gate(spread) == ""
-    flagged = spread.assign(has_tests=[True, True, True, True, False])
-    assert derive_gate(flagged) == "has_tests"
-    assert derive_gate(rows.head(3)) == ""  # too few tasks to generalise from
+def test_env_gates_are_the_feature_values_of_the_diagnosed_failures():
+    # 12 failing tasks seen, four categories of three; one failure mode's 5 trials
+    seen = pd.DataFrame({"task_id": [f"t{i}" for i in range(12)],
+                         "category": ["py"] * 3 + ["sh"] * 3 + ["go"] * 3 + ["rs"] * 3,
+                         "has_tests": [True, False] * 6})
+    mode = seen.iloc[[0, 1, 2, 0, 4]]  # py on three tasks (4 trials), sh once
+    assert derive_gate(mode, seen) == 'category == "py"'
+    two = seen.iloc[[0, 1, 3, 4, 5, 9]]  # py and sh both on >= 2 tasks: 5 of 6 trials
+    assert derive_gate(two, seen) == 'category in ["py", "sh"]'
+    # the same failures everywhere do not concentrate: no gate, the patch acts everywhere
+    assert derive_gate(seen, seen) == ""
+    # one task is an anecdote, not a place: a value needs failures on MIN_GATE_TASKS tasks
+    assert MIN_GATE_TASKS == 2
+    assert derive_gate(seen.iloc[[0, 0, 0]], seen) == ""
+    # a boolean feature gates by its value; the narrowest counting feature wins
+    tested = pd.DataFrame({"task_id": [f"t{i}" for i in range(8)],
+                           "has_tests": [True] * 2 + [False] * 6,
+                           "category": ["py", "sh", "go", "rs"] * 2})
+    assert derive_gate(tested.head(2), tested) == "has_tests"
+    assert derive_gate(tested.iloc[2:4], tested) == ""  # 2 of 6 untested tasks: no lift
+    # missing values are never admitted
+    gapped = seen.assign(category=seen["category"].where(seen.index != 0))
+    assert parse(derive_gate(gapped.iloc[[0, 1, 2, 1, 2]], gapped)).mask(gapped.iloc[[0]]).sum() == 0
 
 
-def test_an_env_gate_derived_from_failures_admits_them(parent):
+def test_an_env_gate_derived_from_failures_admits_most_of_them(parent):
     agent = sim.preset("tiny")
     failures = failures_of(agent, SEED_HARNESS, run_seeds=range(6))
     evolver = RuleEvolver(seed=0, error_rate=0.0)
@@ -205,13 +228,47 @@ def test_an_env_gate_derived_from_failures_admits_them(parent):
                               vocabulary=Vocabulary.default(), n=6)
     gated = [p for p in patches if p.env_gate]
     assert gated
-    from gsme.envgate import parse
-
-    tasks = agent.tasks().set_index("task_id")
     for patch in gated:
-        failing = diagnoses.loc[diagnoses["why"] == patch.why, "task_id"].unique()
-        admitted = parse(patch.env_gate).mask(tasks.loc[failing].reset_index())
-        assert admitted.mean() >= 0.75
+        rows = diagnoses[diagnoses["why"] == patch.why]
+        assert parse(patch.env_gate).mask(rows).mean() >= GATE_COVER
+
+
+@pytest.mark.parametrize("breadth", [0.2, 0.33, 0.5])
+def test_the_breadth_knob_gives_the_breadth_it_says(breadth):
+    # SIMULATED. With a clean diagnosis of every failing train trial (3 runs), the gates of
+    # each suite's three commonest failure modes act on about `breadth` of the tasks, and
+    # only on the failure mode's home areas.
+    shares = []
+    for preset, suite_seed in (("tb2", 0), ("appworld", 1), ("swe-bench", 0)):
+        agent = sim.preset(preset, suite_seed=suite_seed, breadth=breadth)
+        failures = failures_of(agent, SEED_HARNESS, run_seeds=range(3), features=True)
+        diagnoses = RuleEvolver(seed=0, error_rate=0.0).diagnose(failures.drop(columns="truth"))
+        tasks = agent.tasks()
+        for why in diagnoses["why"].value_counts().index[:3]:
+            gate = derive_gate(diagnoses[diagnoses["why"] == why], diagnoses)
+            admitted = parse(gate).mask(tasks)
+            shares.append(admitted.mean())
+            if "area" in gate:  # an area gate admits only the failure mode's home areas
+                home = agent.suite.home[WHYS.index(why)]
+                assert home[tasks.loc[admitted, "area"].str[1:].astype(int).unique()].all()
+    print(f"SIMULATED breadth {breadth}: gates act on {np.mean(shares):.3f} of the tasks "
+          f"(per gate {np.round(shares, 2).tolist()})")
+    assert np.mean(shares) == pytest.approx(breadth, abs=0.05)
+
+
+def test_a_narrow_gate_that_misses_failing_tasks_gains_less():
+    # the simulated world is honest: the targeted fix helps only where its gate admits
+    agent = sim.preset("appworld", breadth=0.33)
+    why = agent.true_failure_shares({}, "train")["why"].iloc[0]
+    home = [f"a{a}" for a in np.flatnonzero(agent.suite.home[WHYS.index(why)])]
+    whole = shape.single_patch(TARGETED_FIX[why], why,
+                               env_gate=f"area in {json.dumps(home)}")
+    part = shape.single_patch(TARGETED_FIX[why], why, env_gate=f"area == {json.dumps(home[0])}"
+                              " and has_tests")
+    everywhere = shape.single_patch(TARGETED_FIX[why], why)
+    gains = [agent.true_effect(files, {}, "train") for files in (part, whole, everywhere)]
+    assert 0 < gains[0] < gains[1] <= gains[2]
+    assert gains[2] - gains[1] < 0.25 * gains[1]  # off its home a mode is rare
 
 
 def test_errors_name_the_argument(parent):

@@ -56,3 +56,79 @@ def test_profile_rates_are_normalised_and_checked():
     assert sum(profile.rates.values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="must name exactly"):
         Profile("x", "f", 0.0, {"looping": 1.0})
+
+
+def test_a_grown_suite_adds_train_tasks_and_keeps_every_original_one():
+    spec = PRESET_SPECS["tb2"]
+    base = build_suite(spec, suite_seed=2, breadth=0.33)
+    grown = build_suite(spec, suite_seed=2, breadth=0.33, grown=12)
+    n = spec.n_train + spec.n_test
+    assert len(grown.tasks) == n + 12
+    pd.testing.assert_frame_equal(grown.tasks.head(n), base.tasks)
+    for name in ("difficulty", "susceptibility", "out_of_reach"):
+        assert np.array_equal(getattr(grown, name)[:n], getattr(base, name)), name
+    assert np.array_equal(grown.home, base.home)
+    new = grown.tasks.tail(12)
+    assert (new["split"] == "train").all()
+    assert new["task_id"].tolist() == [f"tb2-{i:03d}" for i in range(n, n + 12)]
+    assert grown.out_of_reach[n:].sum() == round(spec.out_of_reach * 12)
+    # the new tasks follow the suite's own law: hard means above the suite's threshold
+    threshold = base.difficulty[base.tasks["hard"]].min()
+    assert (grown.difficulty[n:][new["hard"]] >= threshold).all()
+
+
+def test_a_grown_agent_runs_the_original_tasks_exactly_as_before():
+    from gsme.resources import SEED_HARNESS
+
+    before, after = sim.preset("tiny", suite_seed=1), sim.preset("tiny", suite_seed=1, grown=5)
+    assert after.name == "simulated:tiny/qwen-careless/grown5"
+    task = before.tasks().iloc[3].to_dict()
+    for repeat in range(4):
+        a = before.run(SEED_HARNESS, task, repeat=repeat, attempt=0, run_seed=7)
+        b = after.run(SEED_HARNESS, task, repeat=repeat, attempt=0, run_seed=7)
+        assert (a.passed, a.transcript, a.tokens) == (b.passed, b.transcript, b.tokens)
+    old = before.tasks()
+    assert old.equals(after.tasks().head(len(old)))
+    assert after.true_rates({}, "test").equals(before.true_rates({}, "test"))
+
+
+@pytest.mark.parametrize("breadth", [0.1, 0.33, 0.6])
+def test_breadth_confines_each_failure_mode_to_its_home_areas(breadth):
+    suite = build_suite(PRESET_SPECS["appworld"], suite_seed=0, breadth=breadth)
+    area = suite.tasks["area"].str[1:].astype(int).to_numpy()
+    n_areas = suite.home.shape[1]
+    assert np.bincount(area).max() - np.bincount(area).min() <= 1  # equal shares
+    assert suite.home.any(axis=0).all()  # every area is some failure mode's home
+    width = round(breadth * n_areas)
+    assert (suite.home.sum(axis=1) >= width).all()
+    if breadth * len(WHYS) >= 1:  # above the 1/7 floor every home has the breadth asked
+        assert (suite.home.mean(axis=1) == pytest.approx(breadth, abs=0.01))
+    home = suite.home[:, area].T
+    share_home = (suite.susceptibility * home).sum() / suite.susceptibility.sum()
+    assert share_home > 0.97
+
+
+def test_breadth_never_changes_the_baseline_pass_rates():
+    wide = sim.preset("swe-bench", suite_seed=3)
+    for breadth in (0.2, 0.5):
+        narrow = sim.preset("swe-bench", suite_seed=3, breadth=breadth)
+        assert narrow.name.endswith(f"/breadth{breadth:g}")
+        for split in ("train", "test"):
+            assert np.allclose(narrow.true_rates({}, split)["rate"],
+                               wide.true_rates({}, split)["rate"])
+    assert "area" not in wide.tasks().columns  # one area at breadth 1: no column
+
+
+def test_breadth_and_growth_are_config_keys_and_checked():
+    import pickle
+
+    from gsme.plugins import build_agent
+    from gsme.settings import ConfigError
+
+    agent = build_agent({"kind": "sim", "preset": "tiny", "breadth": 0.25, "grown": 3})
+    assert agent.name == "simulated:tiny/qwen-careless/breadth0.25/grown3"
+    assert pickle.loads(pickle.dumps(agent)).tasks().equals(agent.tasks())
+    with pytest.raises(ConfigError, match=r"breadth must be in \(0, 1\]"):
+        build_agent({"kind": "sim", "preset": "tiny", "breadth": 1.5})
+    with pytest.raises(ValueError, match="grown must be a whole number >= 0"):
+        build_suite(PRESET_SPECS["tiny"], suite_seed=0, grown=-1)

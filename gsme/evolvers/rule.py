@@ -10,19 +10,22 @@ mechanisms; like an LLM proposer it cannot tell them apart. Only the gates can.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
 
+from gsme.envgate import parse
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
 from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_patch
 from gsme.schema import task_features
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["GATE_SHARE", "KNOWN_WHYS", "MIN_GATE_TASKS", "SIGNATURES", "UNMATCHED", "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
+__all__ = ["GATE_COVER", "KNOWN_WHYS", "MIN_GATE_TASKS", "MIN_LIFT", "SIGNATURES", "UNMATCHED",
+           "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
@@ -41,8 +44,16 @@ SIGNATURES = (
 KNOWN_WHYS = tuple(why for why, _, _ in SIGNATURES)
 UNMATCHED = "wrong-answer"
 UNMATCHED_DEFINITION = "The agent finished but its answer was wrong, with no other visible cause."
-MIN_GATE_TASKS = 4  # fewer distinct failing tasks than this: no env gate is derived
-GATE_SHARE = 0.75  # a feature value must cover this share of the failing tasks to gate on it
+MIN_GATE_TASKS = 2
+"""Fewer distinct diagnosed failing tasks than this: no env gate is derived."""
+GATE_COVER = 0.6
+"""An env gate admits at least this share of the diagnosed failing trials it was derived from."""
+DENSITY_SHARE = 0.5
+"""A feature value enters an env gate when its density of diagnosed failures is at least
+this share of the densest value's."""
+MIN_LIFT = 1.5
+"""An env gate must admit this many times more of its failure mode's diagnosed trials (as a
+share) than of all diagnosed failing tasks; below it the failures do not concentrate."""
 
 
 class RuleEvolver(Evolver):
@@ -127,8 +138,10 @@ class RuleEvolver(Evolver):
         harness's lineage (its ``patches/`` manifests), nor in this batch, nor tried before
         in the run without being credited (``history``: a tried mechanism whose
         ``decision`` was not ``credit``), as an engineer reading the run's record would. A
-        label unknown to ``vocabulary`` is added to it first. The env gate is derived from
-        the features of the failing tasks (see :func:`derive_gate`). Every patch is checked
+        label unknown to ``vocabulary`` is added to it first. The env gate is as narrow as
+        the diagnosis: the feature values of the tasks whose failures were diagnosed with
+        the patch's failure mode, when they concentrate there (see :func:`derive_gate`;
+        the paper's env-gated patches). Every patch is checked
         with :func:`gsme.patches.validate_patch` against ``harness``. ``archive`` and
         ``log`` are not used: the rule evolver aims at the parent's own failures.
         Without ``vocabulary``, :meth:`Vocabulary.default` is used.
@@ -161,7 +174,8 @@ class RuleEvolver(Evolver):
                 template = options[int(self._rng.integers(len(options)))]
                 used.add(template.mechanism)
                 label = _known_label(why, vocabulary, self.name)
-                patch = self._build(template, label, diagnoses[diagnoses["why"] == why], files)
+                patch = self._build(template, label, diagnoses[diagnoses["why"] == why],
+                                    diagnoses, files)
                 try:
                     validate_patch(harness, patch)
                 except PatchError:
@@ -191,47 +205,100 @@ class RuleEvolver(Evolver):
         return (row.candidate, row.task_id, int(row.repeat), where, why, _evidence(text, match),
                 0.8 if len(found) == 1 else 0.5)
 
-    def _build(self, template, why: str, rows: pd.DataFrame, files) -> Patch:
+    def _build(self, template, why: str, rows: pd.DataFrame, seen: pd.DataFrame,
+               files) -> Patch:
         token = f"{int(self._rng.integers(16**6)):06x}"
         ident = f"{template.mechanism}-{token}"
         tasks = tuple(sorted(rows["task_id"].astype(str).unique()))
         named = tasks if template.mechanism == "train-task-hints" else ()
         return Patch(
             id=ident, where=template.where, why=why, mechanism=template.mechanism,
-            beacon=ident, env_gate=derive_gate(rows),
+            beacon=ident, env_gate=derive_gate(rows, seen),
             rationale=(f"{len(rows)} failing trial(s) on {len(tasks)} task(s) diagnosed "
                        f"{why}; proposed {template.mechanism} on the {template.where} lever."),
             changes=changes(template, files, beacon=ident, why=why, tasks=named),
             predicted_tasks=tasks)
 
 
-def derive_gate(rows: pd.DataFrame) -> str:
-    """An env gate from where failures concentrate; empty when they do not.
+def derive_gate(rows: pd.DataFrame, seen: pd.DataFrame) -> str:
+    """An env gate as narrow as the diagnosis: the feature values of the failures diagnosed.
 
-    Over the distinct failing tasks (at least :data:`MIN_GATE_TASKS`): a ``category``
-    shared by a share :data:`GATE_SHARE` of them gives ``category == "<value>"``; otherwise
-    the boolean feature true on the largest share (at least :data:`GATE_SHARE`) gives a
-    bare-name gate. Other columns are ignored.
+    ``rows`` are the diagnosed failing trials of one failure mode. For each task feature,
+    the candidate gate admits the fewest values of that feature, most diagnosed trials
+    first, each seen on at least :data:`MIN_GATE_TASKS` distinct tasks, that hold at least
+    :data:`GATE_COVER` of ``rows`` (``category == "py"``, ``area in ["a1", "a7"]``; for a
+    boolean feature ``has_tests`` or ``not has_tests``). A candidate counts only when the
+    failures concentrate there: its *lift*, the share of ``rows`` it admits over the share
+    of the distinct failing tasks of ``seen`` (every failure diagnosed, whatever its mode)
+    it admits, is at least :data:`MIN_LIFT`. The narrowest counting candidate wins: the
+    fewest of its feature's values seen in ``seen`` (as a share), then the higher lift,
+    then the shorter gate. No gate (``""``, every task) when none counts. Missing feature
+    values are never admitted.
+
+    Parameters
+    ----------
+    rows : DataFrame
+        ``task_id`` and task feature columns, one row per diagnosed failing trial.
+    seen : DataFrame
+        ``task_id`` and the same feature columns: every failure diagnosed (``rows``
+        among them).
+
+    Returns
+    -------
+    str
+        An env gate for :func:`gsme.envgate.parse`, or ``""`` (every task).
 
     Examples
     --------
-    >>> rows = pd.DataFrame({"task_id": list("abcd"), "category": ["py"] * 4})
-    >>> derive_gate(rows)
-    'category == "py"'
+    >>> seen = pd.DataFrame({"task_id": list("abcdefgh"), "category": list("ppppsstt")})
+    >>> derive_gate(seen.head(4), seen)
+    'category == "p"'
     """
-    tasks = rows.drop_duplicates("task_id")
-    if len(tasks) < MIN_GATE_TASKS:
-        return ""
-    if "category" in tasks.columns:
-        shares = tasks["category"].astype(str).value_counts(normalize=True)
-        if shares.iloc[0] >= GATE_SHARE:
-            return f'category == "{shares.index[0]}"'
-    flags = [c for c in task_features(tasks.columns) if tasks[c].dtype == bool]
-    if flags:
-        shares = tasks[flags].mean().sort_values(ascending=False, kind="stable")
-        if shares.iloc[0] >= GATE_SHARE:
-            return str(shares.index[0])
-    return ""
+    population = seen.drop_duplicates("task_id")
+    best, best_key = "", None
+    for column in task_features(rows.columns):
+        gate, n_values = _covering_gate(rows, population, column)
+        if not gate:
+            continue
+        admitted = parse(gate)
+        lift = admitted.mask(rows).mean() / max(admitted.mask(population).mean(), 1e-12)
+        key = (n_values / max(population[column].nunique(), 1), -lift, len(gate))
+        if lift >= MIN_LIFT and (best_key is None or key < best_key):
+            best, best_key = gate, key
+    return best
+
+
+def _covering_gate(rows: pd.DataFrame, population: pd.DataFrame, column: str) -> tuple[str, int]:
+    """The values of ``column`` where the failures of ``rows`` concentrate, as a gate and its
+    number of values; ``("", 0)`` when they admit less than :data:`GATE_COVER` of ``rows``,
+    or when the values are of mixed kinds.
+
+    A value is admitted when it holds at least :data:`MIN_GATE_TASKS` distinct tasks of
+    ``rows`` and its density (trials of ``rows`` per distinct failing task of
+    ``population`` with that value) is at least :data:`DENSITY_SHARE` of the densest one.
+    """
+    present = rows[["task_id", column]].dropna().reset_index(drop=True)
+    values = present[column].map(lambda v: v.item() if isinstance(v, np.generic) else v)
+    kinds = set(map(type, values))
+    if not (kinds <= {bool} or kinds <= {str} or kinds <= {int, float}):
+        return "", 0
+    tasks = present.groupby(values)["task_id"].nunique().to_dict()
+    trials = {v: n for v, n in values.value_counts().items() if tasks[v] >= MIN_GATE_TASKS}
+    if not trials:
+        return "", 0
+    failing = population[column].dropna().map(
+        lambda v: v.item() if isinstance(v, np.generic) else v).value_counts().to_dict()
+    density = {v: n / max(failing.get(v, 0), 1) for v, n in trials.items()}
+    top = max(density.values())
+    chosen = sorted((v for v in trials if density[v] >= DENSITY_SHARE * top), key=str)
+    if sum(trials[v] for v in chosen) < GATE_COVER * len(rows):
+        return "", 0
+    if kinds <= {bool}:
+        return ("", 0) if len(chosen) > 1 else (column if chosen[0] else f"not {column}", 1)
+    literals = sorted(json.dumps(v) for v in chosen)
+    gate = (f"{column} == {literals[0]}" if len(literals) == 1 else
+            f"{column} in [{', '.join(literals)}]")
+    return gate, len(literals)
 
 
 def _known_label(why: str, vocabulary, added_by: str) -> str:

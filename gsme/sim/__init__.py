@@ -23,7 +23,7 @@ from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
 from gsme.sim.catalogue import CATALOGUE, MIXES
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.shape import calibration
-from gsme.sim.suite import PRESET_SPECS
+from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS
 
 PRESETS = tuple(PRESET_SPECS)
 """Names of the simulated suite presets."""
@@ -31,7 +31,8 @@ PRESETS = tuple(PRESET_SPECS)
 
 def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
            infra_fault_rate: float | None = None, test_canary: str | None = None,
-           mix: str = "calibrated") -> SimAgent:
+           mix: str = "calibrated", breadth: float = DEFAULT_BREADTH,
+           grown: int = 0) -> SimAgent:
     """The simulated task agent of preset ``name``.
 
     Parameters
@@ -52,6 +53,12 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
     mix : str
         One of :data:`MIXES`: what patches truly do (default ``calibrated``: targeted
         fixes sized after the paper's credited gains); see :class:`gsme.sim.catalogue.Mix`.
+    breadth : float
+        The share of the visible ``area`` values each failure mode concentrates on, in
+        (0, 1]: how narrow a patch gated on its diagnosed failures is (see
+        :mod:`gsme.sim.suite`); default :data:`gsme.sim.suite.DEFAULT_BREADTH`.
+    grown : int
+        Train tasks added to the suite (a grown v2; the test split is unchanged).
 
     Examples
     --------
@@ -63,7 +70,7 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
         raise ValueError(f"name must be one of {list(PRESETS)}, got {name!r}")
     rate = DEFAULT_INFRA_FAULT_RATE if infra_fault_rate is None else infra_fault_rate
     return SimAgent(name, suite_seed=suite_seed, profile=profile, infra_fault_rate=rate,
-                    test_canary=test_canary, mix=mix)
+                    test_canary=test_canary, mix=mix, breadth=breadth, grown=grown)
 
 
 __all__ = ["CATALOGUE", "MIXES", "PRESETS", "PROFILES", "WHYS", "SimAgent", "calibration",

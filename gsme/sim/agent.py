@@ -28,7 +28,7 @@ from gsme.sim import transcripts
 from gsme.sim.catalogue import MIXES
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
-from gsme.sim.suite import PRESET_SPECS, build_suite
+from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS, build_suite
 
 __all__ = ["DEFAULT_INFRA_FAULT_RATE", "SimAgent"]
 
@@ -74,6 +74,15 @@ class SimAgent(TaskAgent):
         :data:`gsme.sim.catalogue.MIXES`). The baseline is the same in every mix. In a
         config: ``[agent] mix = "published"``. The agent's ``name`` ends in ``/<mix>``
         for any mix but ``calibrated``.
+    breadth : float
+        How concentrated each failure mode is on the visible ``area`` feature: the share of
+        areas it calls home, in (0, 1] (see :mod:`gsme.sim.suite`); an evolver gating a
+        patch on the areas of its diagnosed failures acts on about that share of tasks.
+        Default :data:`gsme.sim.suite.DEFAULT_BREADTH`. In a config:
+        ``[agent] breadth = 0.33``. The ``name`` says ``/breadth<b>`` when not the default.
+    grown : int
+        Train tasks added after the suite's own (a grown v2 of the benchmark; the test split
+        and every original task are unchanged). The ``name`` says ``/grown<n>`` when > 0.
 
     Examples
     --------
@@ -86,7 +95,8 @@ class SimAgent(TaskAgent):
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
-                 test_canary: str | None = None, mix: str = "calibrated"):
+                 test_canary: str | None = None, mix: str = "calibrated",
+                 breadth: float = DEFAULT_BREADTH, grown: int = 0):
         if preset not in PRESET_SPECS:
             raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
         spec = PRESET_SPECS[preset]
@@ -97,15 +107,17 @@ class SimAgent(TaskAgent):
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
         if mix not in MIXES:
             raise ValueError(f"mix must be one of {list(MIXES)}, got {mix!r}")
+        self.suite = build_suite(spec, suite_seed=suite_seed, breadth=breadth, grown=grown)
         self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary,
-                      mix)
-        self.suite = build_suite(spec, suite_seed=suite_seed)
+                      mix, float(breadth), int(grown))
         self.profile = PROFILES[profile]
         self.suite_seed = int(suite_seed)
         self.infra_fault_rate = float(infra_fault_rate)
         self.mix = mix
         self.name = f"simulated:{spec.name}/{profile}" + (
-            "" if mix == "calibrated" else f"/{mix}")
+            "" if mix == "calibrated" else f"/{mix}") + (
+            "" if breadth == DEFAULT_BREADTH else f"/breadth{breadth:g}") + (
+            f"/grown{grown}" if grown else "")
         tasks = self.suite.tasks.copy()
         if test_canary is not None:
             test = tasks["split"] == "test"
@@ -122,7 +134,8 @@ class SimAgent(TaskAgent):
         return _rebuild, self._args
 
     def tasks(self) -> pd.DataFrame:
-        """``task_id, split, category, has_tests, needs_tools, long_context, hard, content``."""
+        """``task_id, split, category, has_tests, needs_tools, long_context, hard, area,
+        content``."""
         return self._tasks.copy()
 
     def run(self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int,
@@ -269,9 +282,10 @@ class SimAgent(TaskAgent):
 
 
 def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary,
-             mix="calibrated") -> SimAgent:
+             mix="calibrated", breadth=DEFAULT_BREADTH, grown=0) -> SimAgent:
     return SimAgent(preset, profile=profile, suite_seed=suite_seed,
-                    infra_fault_rate=infra_fault_rate, test_canary=test_canary, mix=mix)
+                    infra_fault_rate=infra_fault_rate, test_canary=test_canary, mix=mix,
+                    breadth=breadth, grown=grown)
 
 
 def _uniforms(key: str, n: int) -> list[float]:

@@ -21,6 +21,30 @@ borderline. A suite reproduces that with two hidden layers per task:
   draw), so a small suite's level does not swing with its seed. The visible ``hard`` flag
   marks the top 35% by difficulty: in a bimodal suite those tasks almost never pass.
 
+Breadth. How concentrated each failure mode is on a visible feature. ``breadth`` is
+written as a fraction w/K with K at most :data:`MAX_AREAS` (:func:`areas`: 0.33 → 1/3,
+0.6 → 3/5); every task belongs to one of K visible ``area`` values (``a0`` ...,
+equal shares; no ``area`` column when K = 1), and every failure mode calls w of them
+*home*, placed so that every area is home to at least one mode. Off its home a mode keeps
+only :data:`OFF_HOME` of its susceptibility, so its failures sit on a share ``breadth``
+of the tasks, and an evolver that gates a patch on the areas of the failures it diagnosed
+(:func:`gsme.evolvers.rule.derive_gate`) acts on about that share, which is what borrowing
+saves trials on (:mod:`gsme.scoring`). The world stays honest: a patch gated narrower
+than its failure mode's home misses failing tasks and gains less. With seven failure
+modes and every task failing with one of them, a home is at least about 1/7 of the tasks
+whatever the knob says (0.1 gives homes of 1 or 2 areas of 10). A breadth changes which
+failure mode a failure shows, never a task's pass probability under the baseline (the
+shape below holds at every breadth); but a failure mode confined to a share b of the
+tasks can cause at most about that share of the failures, so at narrow breadths the
+dominant pathology's targeted fix gains less than the paper's Δ (at 0.33, 0.45–0.70× of
+it over the calibrated presets, against about 0.8× unconcentrated), which is why the
+default, :data:`DEFAULT_BREADTH`, is 1: the calibrated, unconcentrated world.
+
+Growth. ``grown=n`` adds n *train* tasks after the suite's own (a v2 of the benchmark):
+ids continue the numbering, they are drawn like the others from their own random stream,
+and every original task, the split and the homes stay exactly as they were, so a run's
+sealed test split is unchanged.
+
 The presets' ``difficulty_mean``, ``difficulty_sd`` and ``out_of_reach`` were set so that
 each baseline's shares of never-, always- and sometimes-passing tasks over 5 runs, and its
 run-to-run spread, lie within what the 13 real Terminal-Bench systems show, and that the
@@ -32,6 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from types import MappingProxyType
 
 import numpy as np
@@ -40,10 +65,18 @@ from scipy.special import ndtri as _ndtri
 
 from gsme.sim.profiles import WHYS
 
-__all__ = ["FLAGS", "HARD_QUANTILE", "PRESET_SPECS", "PresetSpec", "Suite", "build_suite"]
+__all__ = ["DEFAULT_BREADTH", "FLAGS", "HARD_QUANTILE", "MAX_AREAS", "OFF_HOME", "PRESET_SPECS",
+           "PresetSpec", "Suite", "areas", "build_suite"]
 
 FLAGS = ("has_tests", "needs_tools", "long_context")
 HARD_QUANTILE = 0.65  # tasks above this difficulty quantile carry the visible ``hard`` flag
+MAX_AREAS = 10
+"""Most values of the visible ``area`` feature (see :func:`areas`)."""
+OFF_HOME = 0.005
+"""The share of a failure mode's susceptibility it keeps on tasks outside its home areas."""
+DEFAULT_BREADTH = 1.0
+"""The default breadth: 1, the unconcentrated world the presets are calibrated in (every
+failure mode can occur on every task; see the module docstring for why not narrower)."""
 
 
 @dataclass(frozen=True)
@@ -131,12 +164,14 @@ _VERBS = ("fix the failing step", "produce the requested report", "find the miss
 
 @dataclass(frozen=True)
 class Suite:
-    """A simulated suite: public ``tasks`` plus hidden ``difficulty``, ``out_of_reach`` and
-    ``susceptibility``.
+    """A simulated suite: public ``tasks`` plus hidden ``difficulty``, ``out_of_reach``,
+    ``susceptibility`` and ``home``.
 
     ``out_of_reach[i]`` is True when task ``i`` is beyond the model (a capability gap);
     ``susceptibility[i, j]`` scales how prone task ``i`` is to failure mode ``WHYS[j]``;
-    ``index`` maps a task id to its row.
+    ``home[j, a]`` is True when area ``a`` is a home of failure mode ``WHYS[j]``;
+    ``index`` maps a task id to its row. ``breadth`` and ``grown`` are the knobs it was
+    built with (see the module docstring).
     """
 
     spec: PresetSpec
@@ -146,40 +181,145 @@ class Suite:
     susceptibility: np.ndarray
     index: Mapping[str, int]
     out_of_reach: np.ndarray
+    home: np.ndarray
+    breadth: float = DEFAULT_BREADTH
+    grown: int = 0
 
 
-def build_suite(spec: PresetSpec, *, suite_seed: int) -> Suite:
+def build_suite(spec: PresetSpec, *, suite_seed: int, breadth: float = DEFAULT_BREADTH,
+                grown: int = 0) -> Suite:
     """Draw the tasks of ``spec`` from ``suite_seed``: features, hidden parameters, stratified split.
+
+    Parameters
+    ----------
+    spec : PresetSpec
+    suite_seed : int
+        Fixes every task, the split and the failure modes' homes.
+    breadth : float
+        The share of the ``area`` values each failure mode calls home, in (0, 1]; see the
+        module docstring.
+    grown : int
+        Train tasks added after the suite's own (a grown v2 of the suite), >= 0.
 
     Examples
     --------
     >>> b = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
     >>> b.tasks["split"].value_counts().to_dict()
     {'train': 16, 'test': 8}
+    >>> build_suite(PRESET_SPECS["tiny"], suite_seed=0, grown=4).tasks["split"].value_counts().to_dict()
+    {'train': 20, 'test': 8}
     """
+    if not 0.0 < breadth <= 1.0:
+        raise ValueError(f"breadth must be in (0, 1], got {breadth!r}")
+    if isinstance(grown, bool) or not isinstance(grown, (int, np.integer)) or grown < 0:
+        raise ValueError(f"grown must be a whole number >= 0, got {grown!r}")
     rng = np.random.default_rng([suite_seed, 0x5EED])
     n = spec.n_train + spec.n_test
-    ids = [f"{spec.name}-{i:03d}" for i in range(n)]
     cats = rng.choice(len(spec.categories), size=n)
     flags = {f: rng.random(n) < p for f, p in spec.flags.items()}
     difficulty = _normal_quantiles(rng.normal(size=n), spec.difficulty_mean, spec.difficulty_sd)
-    hard = difficulty > np.quantile(difficulty, HARD_QUANTILE)
+    threshold = np.quantile(difficulty, HARD_QUANTILE)
+    hard = difficulty > threshold
     susceptibility = _susceptibility(rng, cats, len(spec.categories), flags, hard)
     verbs = rng.choice(len(_VERBS), size=n)
-    content = [spec.statement.format(verb=_VERBS[v], cat=spec.categories[c])
-               for v, c in zip(verbs, cats)]
     split = _stratified_split(rng, cats * 2 + hard, spec.n_test)
     out_of_reach = _out_of_reach(rng, difficulty, spec)  # drawn last: the rest is unchanged
+    n_areas, width = areas(breadth)
+    places = np.random.default_rng([suite_seed, 0xA2EA])  # areas and homes: their own stream
+    area = places.permutation(n) % n_areas
+    home = _homes(places, n_areas, width)
+    own = _Drawn(cats, flags, difficulty, hard, susceptibility, verbs, out_of_reach, area,
+                 np.where(split, "test", "train"))
+    drawn = own if not grown else _joined(own, _grown(spec, suite_seed, int(grown), threshold,
+                                                      n_areas))
+    susceptibility = drawn.susceptibility * np.where(home[:, drawn.area].T, 1.0, OFF_HOME)
+    ids = [f"{spec.name}-{i:03d}" for i in range(len(drawn.area))]
     tasks = pd.DataFrame({
         "task_id": ids,
-        "split": np.where(split, "test", "train"),
-        "category": [spec.categories[c] for c in cats],
-        **{f: flags[f] for f in FLAGS},
-        "hard": hard,
-        "content": content,
+        "split": drawn.split,
+        "category": [spec.categories[c] for c in drawn.cats],
+        **{f: drawn.flags[f] for f in FLAGS},
+        "hard": drawn.hard,
+        **({"area": [f"a{a}" for a in drawn.area]} if n_areas > 1 else {}),
+        "content": [spec.statement.format(verb=_VERBS[v], cat=spec.categories[c])
+                    for v, c in zip(drawn.verbs, drawn.cats)],
     })
-    return Suite(spec, suite_seed, tasks, difficulty, susceptibility,
-                 MappingProxyType({t: i for i, t in enumerate(ids)}), out_of_reach)
+    return Suite(spec, suite_seed, tasks, drawn.difficulty, susceptibility,
+                 MappingProxyType({t: i for i, t in enumerate(ids)}), drawn.out_of_reach,
+                 home, float(breadth), int(grown))
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """The per-task draws of a suite (or of its grown tasks), row-aligned."""
+
+    cats: np.ndarray
+    flags: Mapping[str, np.ndarray]
+    difficulty: np.ndarray
+    hard: np.ndarray
+    susceptibility: np.ndarray
+    verbs: np.ndarray
+    out_of_reach: np.ndarray
+    area: np.ndarray
+    split: np.ndarray
+
+
+def _grown(spec: PresetSpec, suite_seed: int, n: int, threshold: float,
+           n_areas: int) -> _Drawn:
+    """``n`` train tasks drawn like the suite's own, from their own stream.
+
+    Difficulties are the n normal quantiles (stratified, as for the suite); ``hard`` uses
+    the suite's own threshold; exactly ``round(out_of_reach * n)`` are out of reach.
+    """
+    rng = np.random.default_rng([suite_seed, 0x6207])
+    cats = rng.choice(len(spec.categories), size=n)
+    flags = {f: rng.random(n) < p for f, p in spec.flags.items()}
+    difficulty = _normal_quantiles(rng.normal(size=n), spec.difficulty_mean, spec.difficulty_sd)
+    hard = difficulty > threshold
+    susceptibility = _susceptibility(rng, cats, len(spec.categories), flags, hard)
+    verbs = rng.choice(len(_VERBS), size=n)
+    out_of_reach = _out_of_reach(rng, difficulty, spec)
+    area = rng.permutation(n) % n_areas
+    return _Drawn(cats, flags, difficulty, hard, susceptibility, verbs, out_of_reach, area,
+                  np.full(n, "train", dtype=object))
+
+
+def _joined(first: _Drawn, second: _Drawn) -> _Drawn:
+    """The rows of ``first`` followed by those of ``second``."""
+    return _Drawn(**{
+        name: ({f: np.concatenate([first.flags[f], second.flags[f]]) for f in first.flags}
+               if name == "flags" else
+               np.concatenate([getattr(first, name), getattr(second, name)]))
+        for name in _Drawn.__dataclass_fields__})
+
+
+def areas(breadth: float) -> tuple[int, int]:
+    """How many ``area`` values a suite of ``breadth`` has, and how many each failure mode
+    calls home: ``breadth`` as a fraction with a denominator of at most :data:`MAX_AREAS`.
+
+    Examples
+    --------
+    >>> areas(0.33), areas(0.6), areas(1.0)
+    ((3, 1), (5, 3), (1, 1))
+    """
+    share = Fraction(breadth).limit_denominator(MAX_AREAS)
+    return share.denominator, max(1, share.numerator)
+
+
+def _homes(rng, n_areas: int, width: int) -> np.ndarray:
+    """``home[j, a]``: the ``width`` home areas of each failure mode ``j``.
+
+    Modes sit at evenly spaced starts on a circle of the areas, in a random order, and
+    each covers ``width`` areas from its start, or up to the next mode's start when that
+    is further: every area is home to at least one mode.
+    """
+    n_modes = len(WHYS)
+    starts = np.arange(n_modes) * n_areas // n_modes
+    reach = np.maximum(width, np.diff(np.append(starts, n_areas)))
+    home = np.zeros((n_modes, n_areas), dtype=bool)
+    for slot, mode in enumerate(rng.permutation(n_modes)):
+        home[mode, (starts[slot] + np.arange(reach[slot])) % n_areas] = True
+    return home
 
 
 def _normal_quantiles(z: np.ndarray, mean: float, sd: float) -> np.ndarray:
