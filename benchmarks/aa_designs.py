@@ -34,11 +34,12 @@ wanted) runs for the default adaptive configuration on the A/A pairs of every n,
 ``gates.significance_gate`` decisions and trial counts must match.
 
     python benchmarks/aa_designs.py [--pairs 2000] [--power-pairs 1000] [--seed 0]
-                                    [--out results.json]
+                                    [--out results.json] [--quick]
 
 Targets: adaptive A/A false credit ≤ 2.5% within Monte Carlo error (the Clopper–Pearson
 interval reaches 2.5%) at every n; the "4 of 26" case never credited. Runs in about 80 s
 on 2 cores (``--workers``, default 2; several minutes on a machine shared with other jobs).
+``--quick``: 100 pairs, 50 power pairs, one process: seconds (intervals too wide to judge).
 """
 
 from __future__ import annotations
@@ -414,7 +415,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="processes (2)")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--quick", action="store_true",
+                        help="100 pairs, 50 power pairs, one process: seconds")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.pairs, args.power_pairs, args.workers = 100, 50, 1
     started = time.perf_counter()
     results = run(args.pairs, args.power_pairs, args.seed, args.workers)
     seconds = time.perf_counter() - started

@@ -2,13 +2,18 @@
 
 Runs ``SimAgent.run`` on every task of a preset, K repeats, a few seeds, on two harnesses:
 the seed harness and a copy carrying three gated patches (so manifests are read, gates
-masked and beacons checked). Prints trials per second (wall and CPU), then the time of a
-full cold-start baseline of ``tb2`` at K=3 (every task of both splits) and the same baseline
-turned into a validated trials frame with :func:`gsme.agents.to_trials`.
+masked and beacons checked), then the same trials through ``SimAgent.run_many`` (one call
+per harness and seed, on the harness's files: the path scoring takes). Prints trials per
+second (wall and CPU), then the time of a full cold-start baseline of ``tb2`` at K=3 (every
+task of both splits) and the same baseline turned into a validated trials frame with
+:func:`gsme.agents.to_trials`. The same trials through ``Run.score`` (planning and ledger
+included) are measured by ``benchmarks/bench_loop.py``.
 
     python benchmarks/bench_sim.py [--preset tb2] [--mix calibrated] [--seeds 20] [--k 3]
+                                   [--quick]
 
-Target on a 2-core machine: at least 10,000 simulated trials per second.
+Target on a 2-core machine: at least 10,000 simulated trials per second. ``--quick``: 2
+seeds, seconds.
 """
 
 from __future__ import annotations
@@ -50,6 +55,15 @@ def run_trials(agent, harness, rows, *, seeds, k):
     return out
 
 
+def run_many(agent, harness: Path, rows, *, seeds, k):
+    """The same trials through ``agent.run_many``, one call per seed; the trajectories."""
+    files = {p.relative_to(harness).as_posix(): p.read_text() for p in harness.rglob("*")
+             if p.is_file()}
+    trials = [(row, repeat, 0) for row in rows for repeat in range(k)]
+    return [traj for run_seed in seeds
+            for traj in agent.run_many(files, trials, run_seed=run_seed)]
+
+
 def timed(fn):
     wall, cpu = time.perf_counter(), time.process_time()
     result = fn()
@@ -62,18 +76,22 @@ def main(argv=None) -> None:
     parser.add_argument("--mix", default="calibrated", choices=list(sim.MIXES))
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="2 seeds: seconds")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.seeds = 2
 
     agent = sim.preset(args.preset, mix=args.mix)
     rows = agent.tasks().to_dict("records")
     print(f"agent: {agent.name} (SIMULATED), {len(rows)} tasks")
     with tempfile.TemporaryDirectory() as tmp:
-        for label, harness in (("seed harness", SEED_HARNESS),
+        for label, harness in (("seed harness", Path(SEED_HARNESS)),
                                ("3 gated patches", patched_harness(Path(tmp)))):
-            results, wall, cpu = timed(lambda h=harness: run_trials(
-                agent, h, rows, seeds=range(args.seeds), k=args.k))
-            print(f"{label:16s}: {len(results):,} trials in {wall:.2f} s wall "
-                  f"({len(results) / wall:,.0f} trials/s; {len(results) / cpu:,.0f}/s CPU)")
+            for way, fn in (("run", run_trials), ("run_many", run_many)):
+                results, wall, cpu = timed(lambda h=harness, f=fn: f(
+                    agent, h, rows, seeds=range(args.seeds), k=args.k))
+                print(f"{label:16s} {way:8s}: {len(results):,} trials in {wall:.2f} s wall "
+                      f"({len(results) / wall:,.0f} trials/s; {len(results) / cpu:,.0f}/s CPU)")
 
     tb2 = sim.preset("tb2")
     tb2_rows = tb2.tasks().to_dict("records")

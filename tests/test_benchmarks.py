@@ -1,0 +1,74 @@
+"""Benchmarks cannot rot: every script in ``benchmarks/`` runs its ``--quick`` mode to the
+end and prints its figures.
+
+The scripts are found, not listed: a new script without ``--quick`` (argparse exits 2)
+or without an entry in :data:`FIGURES` fails here.
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+NUMBER = r"[+-]?[\d,]+(?:\.\d+)?"
+
+FIGURES = {
+    "aa_designs.py": [
+        r"A/A false credit, %",
+        rf"adaptive / t\+exact6 \*\s+{NUMBER} \[",
+        r"power: % credited at a true gain",
+        r"mean child trials per candidate",
+        rf"adaptive default A/A at n=26: {NUMBER}%",
+        r"scoring loop equals the shared-frame evaluation: (met|MISSED)",
+    ],
+    "bench_gates.py": [
+        rf"credit\(\): best {NUMBER} s of 1",
+        (rf"CPU time best {NUMBER} s .*validating the trials frame at the boundary {NUMBER} s,"
+         rf" encoding its slots {NUMBER} s, the design's paired test {NUMBER} s"),
+        rf"Arrow\) text columns: CPU time best {NUMBER} s",
+        rf"ratio naive / credit\(\): {NUMBER}x",
+    ],
+    "bench_loop.py": [
+        (rf"no-op agent: {NUMBER} trials per run -> {NUMBER} best, {NUMBER} median .* ms per "
+         r"trial of orchestration"),
+        rf"through Run\.score -> {NUMBER} best, {NUMBER} median .* trials/s",
+        rf"simulator alone {NUMBER} best",
+        rf"Run\.score / simulator alone {NUMBER} best",
+    ],
+    "bench_sim.py": [
+        rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
+        rf"3 gated patches\s+run_many: {NUMBER} trials in {NUMBER} s wall",
+        rf"full tb2 baseline at K=3: {NUMBER} trials in {NUMBER} ms",
+    ],
+    "cost_estimate.py": [
+        r"Tokens per call",
+        rf"claude-haiku-4-5\s+claude-opus-4-8\s+\${NUMBER}\s+\${NUMBER}\s+\${NUMBER}",
+    ],
+    "evidence.py": [
+        r"Keep rules x proposal mixes",
+        rf"tiny\s+calibrated\s+greedy\s+{NUMBER}",
+        r"Targets \(issue 17\)",
+        r"3\. A/A",
+    ],
+}
+
+
+def _scripts() -> list[str]:
+    return sorted(p.name for p in BENCHMARKS.glob("*.py"))
+
+
+def test_every_script_has_its_figures_listed():
+    assert _scripts() == sorted(FIGURES), (
+        "a benchmark script was added or removed: list the figures its --quick prints")
+
+
+@pytest.mark.parametrize("script", _scripts())
+def test_quick_mode_runs_and_prints_its_figures(script, tmp_path):
+    done = subprocess.run([sys.executable, str(BENCHMARKS / script), "--quick"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, f"{script} --quick failed:\n{done.stderr[-3000:]}"
+    missing = [p for p in FIGURES.get(script, [r"(?!)"]) if not re.search(p, done.stdout)]
+    assert not missing, f"{script} --quick did not print {missing}:\n{done.stdout[-3000:]}"
