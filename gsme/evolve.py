@@ -44,12 +44,14 @@ class RoundResult:
     outcomes: pd.DataFrame
 
     def _repr_html_(self) -> str:
-        shown = ["candidate", "parent", "n_tasks", "delta_pp", "z", "p_value", "decision",
-                 "kept", "reason"]
+        shown = ["candidate", "parent", "n_tasks", "delta_pp", "z", "p_one_sided", "decision",
+                 "expected_delta_pp", "kept", "reason"]
         table = self.decisions[[c for c in shown if c in self.decisions.columns]]
+        kept = int(table["kept"].sum()) if "kept" in table else 0
+        credited = int((table["decision"] == "credit").sum()) if "decision" in table else 0
         return (f"<p><b>round {self.round}</b>: {len(self.candidates)} candidate(s) of "
-                f"<code>{self.parent}</code>, {int(table['kept'].sum()) if 'kept' in table else 0}"
-                f" kept, {len(self.archive)} elite(s) after it</p>"
+                f"<code>{self.parent}</code>: {kept} kept, {credited} credited; "
+                f"{len(self.archive)} elite(s) after it</p>"
                 + table.to_html(index=False, float_format=lambda v: f"{v:.3g}"))
 
 

@@ -383,7 +383,7 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
             # the cold start's K repeats: the adaptive design extends mixed tasks later
             shares = _baseline_shares(baseline[baseline["repeat"] < run.config.gate.k])
             chosen = policy.reported(run.archive(), run.trials(split="train"),
-                                     policy=run.config.policy)
+                                     policy=run.config.policy, k=run.config.gate.k)
             winner = _winner(run, chosen)
             true_gain = run.agent.true_effect(run.harness(chosen), run.harness(BASELINE),
                                               "train")

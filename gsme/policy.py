@@ -88,7 +88,7 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
 
     ``past`` and ``config`` are those of :func:`expected_effects`. The ``learned`` policy
     keeps a credited child always, and any other child whose decision measured an effect
-    when its expected true effect is above 0.
+    when its expected true effect is above ``config.worth_pp``.
 
     Returns
     -------
@@ -104,7 +104,8 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
     if policy == "gated":
         keep = credited
     elif policy == "learned":
-        keep = credited | (out["expected_delta_pp"].fillna(0).round(9) > 0).to_numpy()
+        worth = (config or KeepConfig()).worth_pp
+        keep = credited | (out["expected_delta_pp"].fillna(-np.inf).round(9) > worth).to_numpy()
     else:  # a tie computed as a sum of thirds can come out 1e-16 above 0: round first
         keep = (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
     out.insert(0, "kept", keep)
@@ -127,16 +128,16 @@ def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = No
     return screen(decisions, policy=policy, past=past, config=config)["kept"].to_numpy()
 
 
-def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str) -> str:
+def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str, k: int) -> str:
     """The harness ``policy`` reports (and seals): its id, the baseline when none.
 
-    ``peak`` reports the candidate with the highest mean per-task train rate among
-    ``trials`` (as ``rate_child`` counts); every other policy the archive's best elite.
+    ``peak`` reports the candidate with the highest mean per-task train rate over the first
+    ``k`` repeats of each task (:func:`gsme.stats.candidate_rates`: unbiased under the
+    adaptive design, which extends some tasks); every other policy the archive's best elite.
     """
     _check(policy)
     if policy == "peak":
-        rates = stats.task_rates(trials, split="train")
-        means = rates.groupby("candidate")["rate"].mean()
+        means = stats.candidate_rates(trials, k=k, split="train").set_index("candidate")["rate"]
         return str(means.idxmax()) if len(means) else BASELINE
     best = archive_lib.summary(archive)["best_candidate"].iloc[0]
     return BASELINE if best is None or pd.isna(best) else str(best)

@@ -519,7 +519,7 @@ class Run:
         sealing = self.events("sealing")
         if sealing.empty:
             chosen = policy.reported(self.archive(), self.trials(split="train"),
-                                     policy=self.config.policy)
+                                     policy=self.config.policy, k=self.config.gate.k)
             self._ledger.event("sealing", None, candidate=chosen)
         else:
             chosen = sealing["payload"].iloc[0]["candidate"]

@@ -155,6 +155,11 @@ class KeepConfig(BaseModel):
         The grid of effects the mix lives on: 0, ±step, ..., ±max (pp).
     se_floor_pp : float
         Smallest standard error a comparison is taken to have (pp).
+    worth_pp : float
+        Smallest expected true effect (pp) for which an uncredited child is kept. A change
+        measured on the train split carries what that split cannot show (fitting its tasks
+        rather than the task family, side effects elsewhere), so a child must be expected
+        to be worth at least this much to be kept on evidence weaker than a credit.
 
     Examples
     --------
@@ -171,6 +176,7 @@ class KeepConfig(BaseModel):
     grid_step_pp: float = Field(0.5, gt=0, allow_inf_nan=False)
     grid_max_pp: float = Field(40.0, gt=0, le=100)
     se_floor_pp: float = Field(0.5, gt=0, allow_inf_nan=False)
+    worth_pp: float = Field(0.0, ge=0, allow_inf_nan=False)
 
 
 class RunConfig(BaseModel):

@@ -68,6 +68,10 @@ def test_a_run_and_a_round_display_as_tables(tmp_path):
             assert text in page
         table = result._repr_html_()
         assert f"round {result.round}" in table and "<table" in table
+        kept, credited = int(result.decisions["kept"].sum()), int(
+            (result.decisions["decision"] == "credit").sum())
+        assert f"{kept} kept, {credited} credited" in table
+        assert "p_one_sided" in table and "expected_delta_pp" in table
         for name in result.decisions["candidate"]:
             assert name in table
 

@@ -143,12 +143,12 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
     dec = run.decisions()
     assert (dec["kept"] == (dec["delta_pp"].fillna(0).round(9) > 0)).all()
     chosen = policies.reported(run.archive(), run.trials(split="train"),
-                                          policy=policy)
+                                          policy=policy, k=run.config.gate.k)
     if policy == "peak":
         from gsme import stats
 
-        per_task = stats.task_rates(run.trials(split="train"), split="train")
-        rates = per_task.groupby("candidate")["rate"].mean()
+        first = stats.first_repeats(run.trials(split="train"), k=run.config.gate.k)
+        rates = stats.task_rates(first, split="train").groupby("candidate")["rate"].mean()
         assert rates[chosen] == rates.max()
 
 

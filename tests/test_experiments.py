@@ -166,7 +166,7 @@ def test_pathology_matching_names_the_first_credited_patch(tmp_path):
     assert (row["dominant_pathology"], row["dominant_share"]) == (top["pathology"],
                                                                    pytest.approx(top["share"]))
     assert row["selected"] == policy.reported(run.archive(), run.trials(split="train"),
-                                              policy="gated")
+                                              policy="gated", k=run.config.gate.k)
     credited = run.decisions().query("decision == 'credit'")
     if credited.empty:
         assert row["winner"] is None and not row["matched"]
