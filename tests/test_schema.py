@@ -123,3 +123,41 @@ def test_split_and_join_ids_round_trip():
     assert schema.split_ids(" a, b,,c ") == ["a", "b", "c"]
     assert schema.split_ids(None) == [] and schema.split_ids(float("nan")) == []
     assert schema.split_ids(schema.join_ids(["x", "y"])) == ["x", "y"]
+
+
+def _broken(trials, how):
+    """``trials`` broken one way: every check the trials contract makes."""
+    bad = trials.copy()
+    if how == "null candidate":
+        bad.loc[1, "candidate"] = None
+    elif how == "unknown split":
+        bad.loc[2, "split"] = "dev"
+    elif how == "negative repeat":
+        bad.loc[0, "repeat"] = -1
+    elif how == "duplicate key":
+        bad.loc[1, ["candidate", "task_id"]] = bad.loc[0, ["candidate", "task_id"]].tolist()
+    elif how == "null beacons":
+        bad.loc[3, "beacons"] = None
+    return bad
+
+
+@pytest.mark.parametrize("how", ["null candidate", "unknown split", "negative repeat",
+                                 "duplicate key", "null beacons"])
+@pytest.mark.parametrize("text", ["object", "str"])
+def test_the_fast_check_refuses_what_validation_refuses(trials, how, text):
+    frame = trials if text == "object" else trials.astype(
+        {c: "str" for c in ("candidate", "task_id", "split", "beacons")})
+    assert schema.conforms(frame, "trials")
+    bad = _broken(frame, how)
+    codes = {c: pd.factorize(bad[c]) for c in ("candidate", "task_id", "split")}
+    assert not schema.conforms(bad, "trials")
+    assert not schema.conforms(bad, "trials", codes=codes)
+    with pytest.raises(FrameError):
+        schema.validate(bad, "trials")
+
+
+def test_string_columns_are_validated_as_they_are_without_pandera(trials, monkeypatch):
+    arrow = trials.astype({c: "str" for c in ("candidate", "task_id", "split", "beacons")})
+    monkeypatch.setattr(schema, "_PANDERA", {})  # the slow path would raise KeyError
+    assert schema.validate(arrow, "trials") is arrow
+    assert arrow["candidate"].dtype != object  # nothing converted
