@@ -1,4 +1,4 @@
-"""The ``gsme`` command: demo, run, resume, status, report.
+"""The ``gsme`` command: demo, run, resume, status, report, compare, plan, grow.
 
 Bad input (a missing or invalid config, a damaged or busy run directory) gets one line on
 stderr and exit code 2, never a traceback; an interrupted command says how to resume and
@@ -153,6 +153,23 @@ def _parser(version: str) -> argparse.ArgumentParser:
                       help="designs to plan (default: both; adaptive is simulated)")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     plan.set_defaults(func=_plan)
+
+    grow = sub.add_parser("grow", help="add train tasks to a run (its benchmark grew), score "
+                                       "its candidates on them and re-gate its decisions")
+    grow.add_argument("dir", type=Path, help="the run directory (sealed or not; grown in "
+                                             "place, its test split and sealed result "
+                                             "untouched)")
+    grow.add_argument("--tasks", type=Path, required=True,
+                      help="CSV of the grown task table or of its new rows: task_id, split "
+                           "(new tasks: train) and the run's feature columns")
+    grow.add_argument("--agent", action="append", default=[], metavar="KEY=VALUE",
+                      help="change a key of the run's stored [agent] spec so the agent knows "
+                           "the new tasks, e.g. --agent grown=20 for a simulated suite "
+                           "(repeatable; the value is read as JSON, else as text)")
+    grow.add_argument("--quiet", action="store_true", help="no progress bars")
+    grow.add_argument("--json", action="store_true",
+                      help="print the re-gated decisions as JSON records")
+    grow.set_defaults(func=_grow)
     return parser
 
 
@@ -336,6 +353,60 @@ def _plan(args) -> int:
     with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
         print(table.set_index("design").T.to_string())
     return 0
+
+
+def _grow(args) -> int:
+    from gsme import plugins
+    from gsme.grow import grow, read_tasks
+    from gsme.run import Run
+    from gsme.settings import ConfigError
+
+    tasks = read_tasks(args.tasks)
+    spec, agent = None, None
+    if args.agent:
+        with Run.open(args.dir, read_only=True) as stored:
+            spec = dict(stored.agent_spec or {})
+        if not spec:
+            raise ConfigError(f"{args.dir} stores no agent spec (built in Python); grow it "
+                              "from Python (gsme.grow.grow)")
+        spec.update(_key_values(args.agent, "--agent"))
+        agent = plugins.build_agent(spec)
+    with Run.open(args.dir, agent=agent) as run:
+        table = grow(run, tasks, agent_spec=spec, progress=not args.quiet)
+        added = {t for ids in run.events("tasks_added")["payload"] for t in ids["task_ids"]}
+        trials = run.trials(split="train")
+        on_new = trials[trials["task_id"].isin(added)]
+        simulated, n_train = run.agent.simulated, len(run.tasks("train"))
+    shown = table[["candidate", "parent", "decision_before", "decision", "changed",
+                   "n_tasks", "delta_pp", "z"]]
+    if args.json:
+        print(shown.to_json(orient="records", double_precision=15))
+        return 0
+    if simulated:
+        print("SIMULATED results (embedded simulator)")
+    print(f"gsme grow: {args.dir} has {n_train} train tasks, {len(added)} added by growing; "
+          f"on them {int(on_new['borrowed_from'].isna().sum())} trials run, "
+          f"{int(on_new['borrowed_from'].notna().sum())} borrowed; "
+          f"{int(table['changed'].sum())} of {len(table)} decisions changed")
+    with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
+        print(shown.to_string(index=False))
+    return 0
+
+
+def _key_values(items: list[str], flag: str) -> dict:
+    """``KEY=VALUE`` arguments as a dict, each value read as JSON, else kept as text."""
+    from gsme.settings import ConfigError
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{flag} expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
 
 
 def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:

@@ -329,6 +329,11 @@ class Run:
         committed = self.events("candidates_committed")
         return bool((committed["round"] == round).any())
 
+    @property
+    def agent_spec(self) -> dict | None:
+        """The spec :meth:`open` rebuilds the agent from (None: built in Python)."""
+        return (self._ledger.get("agent") or {}).get("spec")
+
     # -- domain writes (the loop's steps) -----------------------------------------------
     def begin_round(self, round: int, *, parent: str) -> None:
         """Record that ``round`` starts and extends ``parent``."""
@@ -409,6 +414,48 @@ class Run:
     def record_budget_reached(self, round: int) -> None:
         self._writable()
         self._ledger.event("budget_reached", round, spent=self.trials_spent())
+
+    def add_tasks(self, tasks: pd.DataFrame, *, agent_spec: dict | None = None) -> list[str]:
+        """Add train tasks to the run (its benchmark grew); return the ids added.
+
+        ``tasks`` holds the run's task columns; rows whose ``task_id`` the run has are left
+        as they are, every other row must be a ``train`` task: the test split, committed
+        by hash when the run was created, never changes. Allowed on a sealed run, whose
+        sealed result stays as it is (see :mod:`gsme.grow`). ``agent_spec`` replaces the
+        stored agent spec (an agent that knows the new tasks). The addition is recorded
+        (event ``tasks_added``) before the task table is written, so a process killed in
+        between completes it when called again.
+
+        Raises
+        ------
+        RunError
+            Read-only run, columns that differ from the run's, a new task outside the
+            train split or a repeated new id (named).
+        """
+        if self.read_only:
+            raise RunError(f"run {self.path} is open read-only")
+        fresh = tasks[~tasks["task_id"].astype(str).isin(self._tasks["task_id"])]
+        if sorted(tasks.columns) != sorted(self._tasks.columns):
+            raise RunError(f"new tasks need exactly the run's columns {list(self._tasks.columns)}, "
+                           f"got {list(tasks.columns)}")
+        bad = fresh.loc[fresh["split"] != "train", "task_id"].tolist()
+        if bad or fresh["task_id"].duplicated().any():
+            raise RunError(f"new tasks must be train tasks with distinct ids (the test split "
+                           f"is sealed); got {bad or fresh['task_id'].tolist()}")
+        refuse_credentials(agent_spec, "[agent]")
+        ids = fresh["task_id"].astype(str).tolist()
+        added = self.events("tasks_added")
+        if ids and (added.empty or added["payload"].iloc[-1]["task_ids"] != ids):
+            self._ledger.event("tasks_added", None, task_ids=ids, agent_spec=agent_spec)
+        if agent_spec is not None:
+            self._ledger.put("agent", {**self._ledger.get("agent"), "spec": agent_spec,
+                                       "name": self.agent.name})
+        if ids:
+            grown = pd.concat([self._tasks, fresh.astype({"task_id": str})[self._tasks.columns]],
+                              ignore_index=True)
+            self._ledger.put("tasks", grown.to_json(orient="split", index=False))
+            self._tasks = grown
+        return ids
 
     def discard(self, candidate: str) -> None:
         """Remove a candidate that was never scored (its branch and row)."""
