@@ -82,7 +82,10 @@ PATCH_ITEM = {
         "why": _line(64, description="a vocabulary label"),
         "mechanism": _line(120, description="a short name for what the patch does"),
         "env_gate": {"type": "string", "maxLength": 500, "pattern": _ONE_LINE,
-                     "description": "predicate over task features; empty for every task"},
+                     "description": "predicate over task features: the feature values "
+                                    "shared by the failing tasks diagnosed with this why "
+                                    "(e.g. category in [\"a\", \"b\"]); empty only when "
+                                    "those failures span every kind of task"},
         "beacon": _line(64, description="lowercase slug that appears verbatim in the added "
                                         "text"),
         "rationale": _text(2000),
