@@ -231,29 +231,25 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
         raise KeyError(f"unknown candidate(s) {unknown}; the run has "
                        f"{list(candidates['candidate'])}")
     mine = trials[trials["candidate"].isin(slots["candidate"].unique())]
-    state = gates.validity_gate(mine, config=config.gate) if len(mine) else None
-    if state is not None:
-        slots = slots.merge(state[["candidate", "task_id", "split", "repeat", "needs_rerun",
-                                   "next_attempt"]],
-                            on=["candidate", "task_id", "split", "repeat"], how="left")
-    else:
-        slots = slots.assign(needs_rerun=np.nan, next_attempt=np.nan)
-    missing = slots[slots["needs_rerun"].isna()].drop(columns=["needs_rerun", "next_attempt"])
-    rerun = slots[slots["needs_rerun"] == True]
+    state = (gates.validity_gate(mine, config=config.gate) if len(mine) else
+             pd.DataFrame(columns=[*schema.SLOT_KEY, "needs_rerun", "next_attempt"]))
+    known, ids = _slot_ids(state, slots)
+    at = pd.Index(known).get_indexer(ids)  # each wanted slot's row in the state, -1: none
+    needs = np.zeros(len(slots), dtype=bool)
+    needs[at >= 0] = state["needs_rerun"].to_numpy(bool)[at[at >= 0]]
+    rerun = slots[needs].assign(attempt=state["next_attempt"].to_numpy()[at[needs]])
+    missing = slots[at < 0]
     borrowed = pd.DataFrame()
     if config.borrow and len(missing) and len(trials):
         borrowed = _lend(trials, candidates, tasks, missing)
         if len(borrowed):
-            got = borrowed[["candidate", "task_id", "split", "repeat"]].assign(_got=True)
-            missing = missing.merge(got, how="left", on=["candidate", "task_id", "split",
-                                                         "repeat"])
-            missing = missing[missing["_got"].isna()].drop(columns="_got")
+            lent, left = _slot_ids(borrowed, missing)
+            missing = missing[~np.isin(left, lent)]
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     specs = [TrialSpec(c, t, s, int(r), 0, beacons.get(c) or None) for c, t, s, r in
-             missing[["candidate", "task_id", "split", "repeat"]].itertuples(index=False)]
+             missing[schema.SLOT_KEY].itertuples(index=False)]
     specs += [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None) for c, t, s, r, a in
-              rerun[["candidate", "task_id", "split", "repeat", "next_attempt"]]
-              .itertuples(index=False)]
+              rerun[[*schema.SLOT_KEY, "attempt"]].itertuples(index=False)]
     return Plan(specs=specs, borrowed=borrowed)
 
 
@@ -343,34 +339,69 @@ def _text(values) -> pd.Series:
 def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
     """One row per wanted slot: ``candidate, task_id, split, repeat``."""
     repeats = wanted["repeats"].to_numpy(np.int64)
-    out = wanted.loc[wanted.index.repeat(repeats), ["candidate", "task_id", "split"]]
-    out = out.reset_index(drop=True)
-    out["repeat"] = np.concatenate([np.arange(n) for n in repeats]) if len(repeats) else []
-    return out.astype({"repeat": np.int64})
+    out = wanted.iloc[np.repeat(np.arange(len(wanted)), repeats)]
+    out = out[["candidate", "task_id", "split"]].reset_index(drop=True)
+    out["repeat"] = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+    return out
+
+
+def _slot_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
+    """One integer per slot (``candidate, task_id, split, repeat``), the same in every frame."""
+    both = pd.concat([f[schema.SLOT_KEY] for f in frames], ignore_index=True)
+    codes = [pd.factorize(both[c])[0] for c in schema.SLOT_KEY[:3]]
+    repeat = both["repeat"].to_numpy(np.int64)
+    dims = [int(c.max(initial=0)) + 1 for c in codes] + [int(repeat.max(initial=0)) + 1]
+    ids = np.ravel_multi_index((*codes, repeat), dims) if len(both) else repeat
+    return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
 
 
 def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
-    """Rows lent to ``missing`` slots by candidates that behave identically there."""
-    acting = behaviour(candidates, tasks)
-    ok = trials["infra_ok"].to_numpy(bool)
-    valid = trials.loc[ok, schema.SLOT_KEY + ["attempt"]].assign(_row=np.flatnonzero(ok))
-    valid = valid.sort_values("attempt", kind="stable").drop_duplicates(schema.SLOT_KEY)
-    donors = valid.drop(columns="attempt").merge(acting, on=["candidate", "task_id"])
-    wanted = missing[schema.SLOT_KEY].merge(acting, on=["candidate", "task_id"])
-    offers = wanted.merge(donors.rename(columns={"candidate": "donor"}),
-                          on=["task_id", "split", "repeat", "acting"])
-    offers = offers[offers["donor"] != offers["candidate"]]
-    if offers.empty:
+    """Rows lent to ``missing`` slots by candidates that behave identically there.
+
+    A slot borrows the first valid trial of the same task, split and repeat from a
+    candidate whose acting patches there are the same (:func:`behaviour`), preferring its
+    parents in order, then its other ancestors, then any other by name. Slots and trials
+    are matched on integer keys, not by merging frames.
+    """
+    names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
+    ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
+    acting, _ = pd.factorize(behaviour(candidates, tasks)["acting"])
+    acting = acting.reshape(len(names), len(ids))
+    size = int(max(trials["repeat"].max(), missing["repeat"].max())) + 1
+
+    def keys(frame):
+        """Positions of ``frame``'s rows on known candidates and tasks, with their candidate
+        codes and their (task, split, repeat, acting) keys."""
+        cand, task = names.get_indexer(frame["candidate"]), ids.get_indexer(frame["task_id"])
+        split = pd.Index(schema.SPLITS).get_indexer(frame["split"])
+        at = np.flatnonzero((cand >= 0) & (task >= 0) & (split >= 0))
+        cand, task, split = cand[at], task[at], split[at]
+        repeat = frame["repeat"].to_numpy(np.int64)[at]
+        return at, cand, ((task * len(schema.SPLITS) + split) * size + repeat) * (
+            acting.max(initial=0) + 1) + acting[cand, task]
+
+    rows, donor, donor_key = keys(trials)
+    first = _first_valid(trials, rows, donor, donor_key)
+    rows, donor, donor_key = rows[first], donor[first], donor_key[first]
+    wanted, borrower, wanted_key = keys(missing)
+    lo = np.searchsorted(donor_key, wanted_key, side="left")
+    count = np.searchsorted(donor_key, wanted_key, side="right") - lo
+    slot = np.repeat(np.arange(len(wanted)), count)  # every (slot, offer) pair
+    offer = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
+    other = donor[offer] != borrower[slot]
+    slot, offer = slot[other], offer[other]
+    if not len(slot):
         return pd.DataFrame()
-    rank = _donor_rank(candidates)
-    offers = offers.assign(_rank=[rank.get((c, d), len(rank) + 1) for c, d in
-                                  zip(offers["candidate"], offers["donor"])])
-    offers = offers.sort_values(["_rank", "donor"], kind="stable")
-    offers = offers.drop_duplicates(schema.SLOT_KEY)
-    out = trials.iloc[offers["_row"].to_numpy()].reset_index(drop=True)
-    lender = out["borrowed_from"].where(out["borrowed_from"].notna(), offers["donor"].to_numpy())
-    out = out.assign(candidate=_text(offers["candidate"]), attempt=0,
-                     borrowed_from=lender.astype(object))
+    rank = _donor_rank(candidates, names)[borrower[slot], donor[offer]]
+    by_name = np.argsort(np.argsort(names.to_numpy()))[donor[offer]]
+    best = np.lexsort((by_name, rank, slot))
+    best = best[np.r_[True, slot[best][1:] != slot[best][:-1]]]
+    best = best[np.lexsort((slot[best], by_name[best], rank[best]))]
+    out = trials.iloc[rows[offer[best]]].reset_index(drop=True)
+    lender = out["borrowed_from"].where(out["borrowed_from"].notna(),
+                                        names.to_numpy()[donor[offer[best]]])
+    out = out.assign(candidate=_text(missing["candidate"].to_numpy()[wanted[slot[best]]]),
+                     attempt=0, borrowed_from=lender.astype(object))
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     own = [set(schema.split_ids(beacons.get(c))) for c in out["candidate"]]
     out["activated"] = [bool(mine & set(schema.split_ids(b))) for mine, b in
@@ -378,11 +409,23 @@ def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
     return out
 
 
-def _donor_rank(candidates: pd.DataFrame) -> dict[tuple[str, str], int]:
-    """Preference of donors per borrower: its parents in order, then its other ancestors."""
+def _first_valid(trials, rows, cand, key) -> np.ndarray:
+    """Which of ``rows`` (with candidate codes and keys) are their slot's first valid
+    attempt, sorted by ``key`` (stable)."""
+    ok = trials["infra_ok"].to_numpy(bool)[rows]
+    attempt = trials["attempt"].to_numpy(np.int64)[rows]
+    order = np.lexsort((attempt, cand, key))
+    order = order[ok[order]]
+    same = (key[order][1:] == key[order][:-1]) & (cand[order][1:] == cand[order][:-1])
+    return order[np.r_[True, ~same]] if len(order) else order
+
+
+def _donor_rank(candidates: pd.DataFrame, names: pd.Index) -> np.ndarray:
+    """Preference of donors per borrower (row: borrower, column: donor, by ``names``): its
+    parents in order, then its other ancestors, then every other candidate alike."""
     parents = {c: schema.split_ids(p) for c, p in zip(candidates["candidate"],
                                                       candidates["parents"])}
-    rank = {}
+    rank = np.full((len(names), len(names)), len(names), dtype=np.int64)
     for name, own in parents.items():
         order, queue = [], list(own)
         while queue:
@@ -390,7 +433,9 @@ def _donor_rank(candidates: pd.DataFrame) -> dict[tuple[str, str], int]:
             if here not in order:
                 order.append(here)
                 queue += parents.get(here, [])
-        rank.update({(name, d): i for i, d in enumerate(order)})
+        known = [(i, d) for i, d in enumerate(order) if d in names]
+        for i, d in known:
+            rank[names.get_loc(name), names.get_loc(d)] = i
     return rank
 
 
