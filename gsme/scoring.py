@@ -91,7 +91,7 @@ class Snapshot:
             return False
         if found.keys() != self._encoded.keys() or folders != self._folders:
             return False
-        return all(found[rel] is not None and _read(found[rel]) == data
+        return all(found[rel] is not None and _holds(found[rel], data)
                    and os.access(found[rel], os.X_OK) == (rel in self.executables)
                    for rel, data in self._encoded.items())
 
@@ -125,9 +125,14 @@ def _tree(root: str) -> tuple[dict[str, str | None], set[str]]:
     return found, folders
 
 
-def _read(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read()
+def _holds(path: str, data: bytes) -> bool:
+    """True when the regular file at ``path`` holds exactly ``data`` (one read, no buffer
+    objects: a copy is checked before every trial that reuses it)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, len(data) + 1) == data
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
