@@ -2,6 +2,7 @@
 order with their contracted dtypes."""
 
 import sqlite3
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -75,3 +76,17 @@ def test_an_int_column_with_nulls_reads_as_nullable_integers(ledger):
     frame = ledger.frame("candidates")
     assert str(frame["round"].dtype) == "Int64" and frame["round"].isna().tolist() == [False,
                                                                                       True]
+
+
+def test_transcripts_read_back_whether_stored_as_text_or_compressed(ledger):
+    long = "Wait, let me reconsider. " * 200
+    ledger.add_trials(_rows(["t1"], transcript="short") + _rows(["t2"], transcript=long))
+    assert ledger.transcript("train/c/t1/r0a0") == "short"
+    assert ledger.transcript("train/c/t2/r0a0") == long
+    with sqlite3.connect(ledger.path) as db:  # a ledger written before short ones were text
+        db.execute("UPDATE transcripts SET text = ? WHERE ref = ?",
+                   (zlib.compress(b"short"), "train/c/t1/r0a0"))
+        stored = dict(db.execute("SELECT ref, typeof(text) FROM transcripts").fetchall())
+    db.close()
+    assert stored == {"train/c/t1/r0a0": "blob", "train/c/t2/r0a0": "blob"}
+    assert ledger.transcript("train/c/t1/r0a0") == "short"
