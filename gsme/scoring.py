@@ -252,9 +252,9 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
             missing = missing[~np.isin(left, lent)]
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     specs = [TrialSpec(c, t, s, int(r), 0, beacons.get(c) or None) for c, t, s, r in
-             missing[schema.SLOT_KEY].itertuples(index=False)]
+             zip(*(missing[k].to_numpy() for k in schema.SLOT_KEY))]
     specs += [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None) for c, t, s, r, a in
-              rerun[[*schema.SLOT_KEY, "attempt"]].itertuples(index=False)]
+              zip(*(rerun[k].to_numpy() for k in [*schema.SLOT_KEY, "attempt"]))]
     return Plan(specs=specs, borrowed=borrowed)
 
 
@@ -344,19 +344,21 @@ def _text(values) -> pd.Series:
 def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
     """One row per wanted slot: ``candidate, task_id, split, repeat``."""
     repeats = wanted["repeats"].to_numpy(np.int64)
-    out = wanted.iloc[np.repeat(np.arange(len(wanted)), repeats)]
-    out = out[["candidate", "task_id", "split"]].reset_index(drop=True)
+    rows = np.repeat(np.arange(len(wanted)), repeats)
+    out = {c: _text(wanted[c].to_numpy(dtype=object)[rows]) for c in schema.SLOT_KEY[:3]}
     out["repeat"] = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
-    return out
+    return pd.DataFrame(out)
 
 
 def _slot_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
     """One integer per slot (``candidate, task_id, split, repeat``), the same in every frame."""
-    both = pd.concat([f[schema.SLOT_KEY] for f in frames], ignore_index=True)
-    codes = [pd.factorize(both[c])[0] for c in schema.SLOT_KEY[:3]]
-    repeat = both["repeat"].to_numpy(np.int64)
+    def column(name, dtype):
+        return np.concatenate([f[name].to_numpy(dtype=dtype) for f in frames])
+
+    codes = [pd.factorize(column(c, object))[0] for c in schema.SLOT_KEY[:3]]
+    repeat = column("repeat", np.int64)
     dims = [int(c.max(initial=0)) + 1 for c in codes] + [int(repeat.max(initial=0)) + 1]
-    ids = np.ravel_multi_index((*codes, repeat), dims) if len(both) else repeat
+    ids = np.ravel_multi_index((*codes, repeat), dims) if len(repeat) else repeat
     return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
 
 
