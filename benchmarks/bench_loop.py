@@ -105,16 +105,18 @@ def main(argv=None) -> None:
           f"orchestration (ledger writes included; CPU {spread(cpu_per_trial, '{:.3f}')} ms; "
           f"target <= {ORCHESTRATION_TARGET_MS} ms)")
 
-    scored, alone = [], []
+    scored, scored_cpu, alone = [], [], []
     for i in range(args.repeats):
         with Run.create(root / f"sim-{i}", agent=sim.preset(args.preset), config=config) as run:
-            n, wall, _ = time_score(run)
+            n, wall, cpu = time_score(run)
             n_alone, wall_alone = time_simulator(run)
         scored.append(n / wall)
+        scored_cpu.append(n / cpu)
         alone.append(n_alone / wall_alone)
     ratios = [s / a for s, a in zip(scored, alone, strict=True)]
     print(f"simulated {args.preset}: {n} trials per run through Run.score -> "
-          f"{spread(scored, '{:,.0f}', max)} trials/s (target >= {SIMULATED_TARGET:,}); "
+          f"{spread(scored, '{:,.0f}', max)} trials/s (per CPU second "
+          f"{spread(scored_cpu, '{:,.0f}', max)}; target >= {SIMULATED_TARGET:,}); "
           f"simulator alone {spread(alone, '{:,.0f}', max)} trials/s; Run.score / simulator "
           f"alone {spread(ratios, '{:.2f}', max)}")
     if args.quick:

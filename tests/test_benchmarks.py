@@ -34,7 +34,8 @@ FIGURES = {
     "bench_loop.py": [
         (rf"no-op agent: {NUMBER} trials per run -> {NUMBER} best, {NUMBER} median .* ms per "
          r"trial of orchestration"),
-        rf"through Run\.score -> {NUMBER} best, {NUMBER} median .* trials/s",
+        (rf"through Run\.score -> {NUMBER} best, {NUMBER} median .* trials/s \(per CPU second "
+         rf"{NUMBER} best"),
         rf"simulator alone {NUMBER} best",
         rf"Run\.score / simulator alone {NUMBER} best",
     ],
@@ -42,6 +43,12 @@ FIGURES = {
         rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
         rf"3 gated patches\s+run_many: {NUMBER} trials in {NUMBER} s wall",
         rf"full tb2 baseline at K=3: {NUMBER} trials in {NUMBER} ms",
+    ],
+    "borrowing.py": [
+        r"SIMULATED borrowing",
+        rf"\n\s+0\.33\s+{NUMBER}%\s+{NUMBER}%\s+\d+/\d+",
+        r"paper \(growing benchmarks\): 67% fewer child trials",
+        r"target at acting share <= 33%.*: (met|MISSED)",
     ],
     "cost_estimate.py": [
         r"Tokens per call",
