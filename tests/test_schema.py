@@ -114,7 +114,8 @@ def test_decisions_and_archive_contracts_check_their_vocabularies():
         schema.validate(bad, "decisions")
     archive = pd.DataFrame({"where": ["prompt", "prompt"], "why": ["looping"] * 2,
                             "candidate": ["c1", "c2"], "rate": [0.5, 0.6],
-                            "delta_pp": [1.0, 2.0], "z": [2.0, 2.5], "round": [1, 2]})
+                            "delta_pp": [1.0, 2.0], "z": [2.0, 2.5], "round": [1, 2],
+                            "credited": [True, False]})
     with pytest.raises(FrameError, match=r"\['where', 'why'\] must be unique"):
         schema.validate(archive, "archive")
 
