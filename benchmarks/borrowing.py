@@ -18,7 +18,7 @@ the rule evolver, through the ordinary loop. Two parts, printed side by side:
     by the child itself), beside the paper's 67% and 14 of 14.
 
     python benchmarks/borrowing.py [--seeds 10] [--rounds 4] [--workers 2]
-    python benchmarks/borrowing.py --quick     # tb2, 1 seed, 2 rounds: seconds
+    python benchmarks/borrowing.py --quick     # tb2, 1 seed, 1 round: seconds
 
 The full run takes about 15 minutes on 2 cores.
 """
@@ -66,16 +66,19 @@ class _Memory:
                 row.update(infra_ok=False, passed=False, error=error)
 
 
-def full_scoring(run: Run, *, relent: pd.Series) -> pd.DataFrame:
+def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFrame:
     """The run's decisions with the borrowed trials marked in ``relent`` run by the child
-    itself instead (in memory; the ledger is untouched)."""
+    itself instead (in memory; the ledger is untouched). ``redraw`` > 0 runs them with
+    another run seed: a second, independent full scoring (the noise floor of agreement)."""
     trials = run.trials(split="train")
     own = trials[~relent].drop(columns="round")
     candidates, tasks = run.candidates(), run.tasks()
     children = candidates[candidates["kind"] != "baseline"]
     pairs = pd.DataFrame({"candidate": children["candidate"],
                           "parent": [p.split(",")[0] for p in children["parents"]]})
-    sink, no_borrow = _Memory(), run.config.model_copy(update={"borrow": False})
+    sink = _Memory()
+    no_borrow = run.config.model_copy(update={"borrow": False,
+                                              "run_seed": run.config.run_seed + redraw})
     for _ in range(64):
         current = pd.concat([own, pd.DataFrame(sink.rows, columns=own.columns)],
                             ignore_index=True).astype(own.dtypes.to_dict())
@@ -84,7 +87,7 @@ def full_scoring(run: Run, *, relent: pd.Series) -> pd.DataFrame:
         if not todo.specs:
             break
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
-                        config=run.config, tasks=tasks, progress=False)
+                        config=no_borrow, tasks=tasks, progress=False)
     decided = candidates[candidates["candidate"].isin(run.decisions()["candidate"])]
     return gates.credit(current, decided, split="train", config=run.config.gate)
 
@@ -93,6 +96,17 @@ def _agreement(borrowed: pd.DataFrame, full: pd.DataFrame) -> tuple[int, int]:
     mine = borrowed.set_index("candidate")["decision"]
     theirs = full.set_index("candidate")["decision"].loc[mine.index]
     return int((mine == theirs).sum()), len(mine)
+
+
+def _compared(prefix: str, borrowed: pd.DataFrame, run: Run, relent: pd.Series) -> dict:
+    """Agreement of ``borrowed`` decisions with full scoring, and of two full scorings."""
+    full = full_scoring(run, relent=relent)
+    again = full_scoring(run, relent=relent, redraw=1_000_003)
+    agree, decisions = _agreement(borrowed, full)
+    return {f"{prefix}agree": agree, f"{prefix}decisions": decisions,
+            f"{prefix}floor": _agreement(full, again)[0],
+            f"{prefix}credits": int((borrowed["decision"] == "credit").sum()),
+            f"{prefix}credits_full": int((full["decision"] == "credit").sum())}
 
 
 def one_run(args) -> dict:
@@ -110,8 +124,7 @@ def one_run(args) -> dict:
         acting = [envgate.parse(g or "").mask(tasks).mean() for g in mutations["env_gate"]]
         trials = run.trials(split="train")
         child = trials[trials["round"] >= 1]
-        agree, decisions = _agreement(run.decisions(),
-                                      full_scoring(run, relent=trials["borrowed_from"].notna()))
+        evolved = _compared("", run.decisions(), run, trials["borrowed_from"].notna())
     grown = PRESET_SPECS[preset].n_train // 2
     spec = {**spec, "grown": grown}
     with Run.open(path, agent=sim.preset(preset, suite_seed=seed, breadth=breadth,
@@ -121,44 +134,52 @@ def one_run(args) -> dict:
         trials = run.trials(split="train")
         new = ~trials["task_id"].isin(old)
         new_child = trials[new & (trials["candidate"] != "baseline")]
-        relent = new & trials["borrowed_from"].notna()
-        grown_agree, grown_decisions = _agreement(regated, full_scoring(run, relent=relent))
+        grown = _compared("grown_", regated, run, new & trials["borrowed_from"].notna())
     return {"preset": preset, "breadth": breadth, "seed": seed,
             "acting": float(np.mean(acting)) if acting else np.nan,
             "child_slots": len(child), "borrowed": int(child["borrowed_from"].notna().sum()),
-            "agree": agree, "decisions": decisions,
-            "grown_child_slots": len(new_child),
-            "grown_borrowed": int(new_child["borrowed_from"].notna().sum()),
-            "grown_agree": grown_agree, "grown_decisions": grown_decisions,
+            **evolved, "grown_child_slots": len(new_child),
+            "grown_borrowed": int(new_child["borrowed_from"].notna().sum()), **grown,
             "changed_by_growth": int(regated["changed"].sum())}
 
 
 # ------------------------------------------------------------------------- report
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per breadth: part (a) and part (b) side by side."""
+    """One row per breadth: part (a) and part (b) side by side (sums over runs)."""
     g = runs.groupby("breadth")
-    return pd.DataFrame({
-        "runs": g.size(),
-        "acting_share": g["acting"].mean(),
-        "saved": g["borrowed"].sum() / g["child_slots"].sum(),
-        "agree": g["agree"].sum(), "decisions": g["decisions"].sum(),
-        "grown_saved": g["grown_borrowed"].sum() / g["grown_child_slots"].sum(),
-        "grown_agree": g["grown_agree"].sum(), "grown_decisions": g["grown_decisions"].sum(),
-        "changed_by_growth": g["changed_by_growth"].sum(),
-    }).reset_index()
+    sums = g[[c for c in runs.columns if c.endswith(("agree", "decisions", "floor", "credits",
+                                                     "credits_full"))]
+             + ["changed_by_growth"]].sum()
+    return sums.assign(
+        runs=g.size(), acting_share=g["acting"].mean(),
+        saved=g["borrowed"].sum() / g["child_slots"].sum(),
+        grown_saved=g["grown_borrowed"].sum() / g["grown_child_slots"].sum()).reset_index()
+
+
+def _share(n: int, d: int) -> str:
+    return f"{n:4d}/{d:<4d} {n / max(d, 1):6.1%}"
 
 
 def report(summary: pd.DataFrame, settings: str) -> str:
     lines = [f"SIMULATED borrowing ({settings})", "",
-             ("breadth  acting  (a) saved  agree with full      (b) grown: saved  agree "
-              "with full      changed by growth")]
+             ("(a) evolution: child trials saved by borrowing, decisions equal to full scoring "
+              "(every borrowed slot run by the child), and two full scorings' agreement (the "
+              "noise floor: the borrowed slots drawn again)"),
+             ("breadth  acting    saved  equal to full        full vs full       credits "
+              "borrowed/full")]
     for r in summary.itertuples():
-        lines.append(
-            f"{r.breadth:7.2f}  {r.acting_share:6.1%}  {r.saved:9.1%}  "
-            f"{r.agree:4d}/{r.decisions:<4d} {r.agree / max(r.decisions, 1):6.1%}"
-            f"      {r.grown_saved:16.1%}  {r.grown_agree:4d}/{r.grown_decisions:<4d} "
-            f"{r.grown_agree / max(r.grown_decisions, 1):6.1%}      {r.changed_by_growth:d}")
+        lines.append(f"{r.breadth:7.2f}  {r.acting_share:6.1%}  {r.saved:7.1%}  "
+                     f"{_share(r.agree, r.decisions)}  {_share(r.floor, r.decisions)}  "
+                     f"{r.credits:5d}/{r.credits_full:<5d}")
+    lines += ["", ("(b) growing benchmark (half as many train tasks again): child trials saved "
+                   "on the new tasks, re-gated decisions equal to full scoring of them"),
+              ("breadth  acting    saved  equal to full        full vs full       changed by "
+               "growth")]
+    for r in summary.itertuples():
+        lines.append(f"{r.breadth:7.2f}  {r.acting_share:6.1%}  {r.grown_saved:7.1%}  "
+                     f"{_share(r.grown_agree, r.grown_decisions)}  "
+                     f"{_share(r.grown_floor, r.grown_decisions)}  {r.changed_by_growth:5d}")
     lines += ["", (f"paper (growing benchmarks): {PAPER_SAVED:.0%} fewer child trials, "
                    f"{PAPER_AGREE[0]}/{PAPER_AGREE[1]} decisions identical")]
     narrow = summary[summary["acting_share"].round(3) <= 0.335]  # 33%, as printed
@@ -166,7 +187,7 @@ def report(summary: pd.DataFrame, settings: str) -> str:
         met = r.saved >= TARGET_SAVED and r.agree / max(r.decisions, 1) >= TARGET_AGREE
         lines.append(f"target at acting share <= 33% (breadth {r.breadth:g}, acting "
                      f"{r.acting_share:.1%}): >= {TARGET_SAVED:.0%} saved with >= "
-                     f"{TARGET_AGREE:.0%} agreement: {'met' if met else 'MISSED'} "
+                     f"{TARGET_AGREE:.0%} equal to full scoring: {'met' if met else 'MISSED'} "
                      f"({r.saved:.1%}, {r.agree / max(r.decisions, 1):.1%})")
     if narrow.empty:
         lines.append("target at acting share <= 33%: no breadth reached it: MISSED")
@@ -179,11 +200,11 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=4, help="evolution rounds per run")
     parser.add_argument("--workers", type=int, default=2, help="processes")
     parser.add_argument("--quick", action="store_true",
-                        help="tb2 only, 1 seed, 2 rounds: a smoke run in seconds")
+                        help="tb2 only, 1 seed, 1 round: a smoke run in seconds")
     args = parser.parse_args(argv)
     presets = PRESETS
     if args.quick:
-        presets, args.seeds, args.rounds, args.workers = ("tb2",), 1, 2, 1
+        presets, args.seeds, args.rounds, args.workers = ("tb2",), 1, 1, 1
     started = time.time()
     root = tempfile.mkdtemp(prefix="gsme-borrowing-")
     jobs = [(p, b, s, args.rounds, root) for p in presets for b in BREADTHS
