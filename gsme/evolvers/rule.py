@@ -4,7 +4,10 @@ It is the default evolver of the embedded (simulated) setup: no network, no API 
 diagnosis reads only transcript text, matching known pathology signatures, and is wrong on
 purpose at a configurable rate, because real diagnosis is far from perfect. Its proposals
 come from :mod:`gsme.evolvers.templates`, which mixes working, useless, harmful and overfit
-mechanisms; like an LLM proposer it cannot tell them apart. Only the gates can.
+mechanisms; like an LLM proposer it cannot tell them apart. Only the gates can. Each
+patch is env-gated as narrowly as its diagnosis: on the feature values where the failures
+diagnosed with its failure mode concentrate (:func:`derive_gate`), so that it acts where
+those failures occur and a child borrows its parent's trials everywhere else.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_
 from gsme.schema import task_features
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["GATE_COVER", "KNOWN_WHYS", "MIN_GATE_TASKS", "MIN_LIFT", "SIGNATURES", "UNMATCHED",
+__all__ = ["DENSITY_SHARE", "GATE_COVER", "KNOWN_WHYS", "MIN_GATE_TASKS", "MIN_LIFT", "SIGNATURES", "UNMATCHED",
            "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
@@ -45,7 +48,8 @@ KNOWN_WHYS = tuple(why for why, _, _ in SIGNATURES)
 UNMATCHED = "wrong-answer"
 UNMATCHED_DEFINITION = "The agent finished but its answer was wrong, with no other visible cause."
 MIN_GATE_TASKS = 2
-"""Fewer distinct diagnosed failing tasks than this: no env gate is derived."""
+"""A feature value enters an env gate only when failures were diagnosed on at least this
+many distinct tasks with it (one task is an anecdote, not a place)."""
 GATE_COVER = 0.6
 """An env gate admits at least this share of the diagnosed failing trials it was derived from."""
 DENSITY_SHARE = 0.5
