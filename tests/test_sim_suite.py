@@ -132,3 +132,29 @@ def test_breadth_and_growth_are_config_keys_and_checked():
         build_agent({"kind": "sim", "preset": "tiny", "breadth": 1.5})
     with pytest.raises(ValueError, match="grown must be a whole number >= 0"):
         build_suite(PRESET_SPECS["tiny"], suite_seed=0, grown=-1)
+
+
+def test_narrow_breadths_shrink_the_dominant_fix_which_is_why_the_default_is_unconcentrated():
+    # SIMULATED. A failure mode confined to a third of the tasks causes fewer of the
+    # failures, so the targeted fix of the dominant one gains less than the paper's Δ
+    # sizes it; the calibrated world (tests/test_sim_calibration.py) is the default.
+    from gsme.sim import shape
+    from gsme.sim.suite import DEFAULT_BREADTH
+
+    assert DEFAULT_BREADTH == 1.0
+
+    def effect(name, breadth):
+        gains = []
+        for seed in shape.EFFECT_SUITE_SEEDS:
+            agent = sim.preset(name, suite_seed=seed, breadth=breadth)
+            why = agent.true_failure_shares({}, "train")["why"].iloc[0]
+            fix = shape.single_patch(shape.TARGETED_FIX[why], why)
+            gains.append(agent.true_effect(fix, {}, "train"))
+        return np.mean(gains) / shape.published_train_delta()[name]
+
+    for name in ("appworld", "omni-math"):
+        wide, narrow = effect(name, 1.0), effect(name, 0.33)
+        print(f"SIMULATED {name}: targeted fix / published Δ = {wide:.2f} at breadth 1, "
+              f"{narrow:.2f} at 0.33")
+        assert shape.EFFECT_BAND[0] <= wide <= shape.EFFECT_BAND[1]
+        assert narrow < wide - 0.2
