@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import itertools
 import json
 import sys
 import tempfile
@@ -166,7 +167,7 @@ def learning_curve(chains: pd.DataFrame, table: pd.DataFrame, *, bins=(0, 1, 30,
             .groupby(["preset", "mix"])["true_sealed_delta_pp"].max().rename("best"))
     runs = chains.join(best, on=["preset", "mix"])
     runs["regret_pp"] = runs["best"] - runs["true_sealed_delta_pp"]
-    labels = [f"{a}-{b - 1}" if b < 10**9 else f"{a}+" for a, b in zip(bins[:-1], bins[1:])]
+    labels = [f"{a}-{b - 1}" if b < 10**9 else f"{a}+" for a, b in itertools.pairwise(bins)]
     runs["history_bin"] = pd.cut(runs["history"], bins=list(bins), right=False, labels=labels)
     return (runs.groupby(["mix", "history_bin"], observed=True)
             .agg(runs=("regret_pp", "size"), history=("history", "mean"),
@@ -247,10 +248,10 @@ def main(argv=None) -> int:
 def render(result: dict) -> str:
     """The printed report: every table of ``result``."""
     s = result["settings"]
-    lines = ["SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
-             "true effects from its ground truth)",
-             f"{s['seeds']} seeds x {s['rounds']} rounds per row; presets {s['presets']}; "
-             f"{s['seconds'] / 60:.1f} min on {s['workers']} processes", "",
+    lines = [("SIMULATED evidence (embedded simulator calibrated to real Terminal-Bench runs; "
+             "true effects from its ground truth)"),
+             (f"{s['seeds']} seeds x {s['rounds']} rounds per row; presets {s['presets']}; "
+             f"{s['seconds'] / 60:.1f} min on {s['workers']} processes"), "",
              "1-2. Keep rules x proposal mixes: true sealed delta (pp) of the reported harness"]
     table = pd.DataFrame(result["grid"])
     shown = table.assign(
@@ -264,15 +265,15 @@ def render(result: dict) -> str:
     with pd.option_context("display.width", 250, "display.max_columns", 30,
                            "display.float_format", "{:.2f}".format):
         lines.append(shown[columns].to_string(index=False))
-        lines += ["", "Targets (issue 17): learned >= max(greedy, paper gate) - 3.0 pp in a "
+        lines += ["", ("Targets (issue 17): learned >= max(greedy, paper gate) - 3.0 pp in a "
                   "first run, - 1.0 pp with >= 60 comparisons of history; within 0.5 pp of "
-                  "the baseline in >= 95% of runs on ineffective and harmful",
+                  "the baseline in >= 95% of runs on ineffective and harmful"),
                   pd.DataFrame(result["targets"]).to_string(index=False), "",
-                  "Learning curve: regret (pp) of learned runs against max(greedy, paper "
-                  "gate), by comparisons of history",
+                  ("Learning curve: regret (pp) of learned runs against max(greedy, paper "
+                  "gate), by comparisons of history"),
                   pd.DataFrame(result["learning_curve"]).to_string(index=False)]
-    lines += ["", f"3. A/A (null mix, preset {result['aa_preset']}): sealed test credits the "
-              "selected harness, % [Clopper-Pearson 95%]"]
+    lines += ["", (f"3. A/A (null mix, preset {result['aa_preset']}): sealed test credits the "
+              "selected harness, % [Clopper-Pearson 95%]")]
     for rule, r in result["aa"].items():
         c, gate = r["sealed_credit"], r["gate_credit"]
         lines.append(f"   {rule:8s} sealed credit {100 * c['rate']:.2f} [{100 * c['ci_low']:.2f}, "

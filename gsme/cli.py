@@ -82,8 +82,13 @@ def _parser(version: str) -> argparse.ArgumentParser:
                       help="children proposed per round (default: 3)")
     demo.add_argument("--seed", type=int, default=0,
                       help="seeds the simulated suite, the run and the evolver (default: 0)")
-    demo.add_argument("--policy", default="gated", choices=POLICIES,
-                      help="how children are kept (default: gated, the paper's gates)")
+    demo.add_argument("--policy", default=None, choices=POLICIES,
+                      help="which children are kept: gated (credited by the paper's gates), "
+                           "greedy (any train gain), peak, learned (expected gain under the "
+                           "proposal mix learned so far) (default: the library's)")
+    demo.add_argument("--learn-from", type=Path, default=None, metavar="CSV",
+                      help="a comparisons file of earlier runs the learned policy learns from; "
+                           "this run's comparisons are appended when it is sealed")
     demo.add_argument("--gate", default=None, choices=["fixed", "adaptive"],
                       help="the significance gate's design (default: the library's)")
     demo.add_argument("--out", type=Path, default=None,
@@ -182,7 +187,10 @@ def _demo(args) -> int:
     gate = {} if args.gate is None else {"design": args.gate}
     try:
         schedule = Schedule(**updates)
-        config = RunConfig(run_seed=args.seed, policy=args.policy, gate=gate)
+        learn_from = None if args.learn_from is None else str(args.learn_from.resolve())
+        chosen = {k: v for k, v in (("policy", args.policy), ("learn_from", learn_from))
+                  if v is not None}
+        config = RunConfig(run_seed=args.seed, gate=gate, **chosen)
     except ValidationError as err:
         raise ConfigError(describe(err, table="demo")) from None
     out = args.out or Path(tempfile.mkdtemp(prefix=f"gsme-demo-{args.preset}-"))

@@ -24,7 +24,7 @@ from gsme.evolvers.mechanism import MechanismEvolver
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.schema import BASELINE, POLICIES
-from gsme.settings import GateConfig, RunConfig, Schedule
+from gsme.settings import GateConfig, KeepConfig, RunConfig, Schedule
 from gsme.sim.audit import audit_decisions
 from gsme.sim.catalogue import CATALOGUE
 
@@ -51,7 +51,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
                   mix: str | None = None, policy: str = "gated",
                   gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
                   recombinations: int = 1, learn_from: str | None = None,
-                  finalize: bool = True, progress: bool = False) -> Run:
+                  keep: KeepConfig | None = None, finalize: bool = True,
+                  progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
 
     The agent is ``gsme.sim.preset(preset, suite_seed=seed, profile=profile)``, the evolver
@@ -81,6 +82,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     learn_from : str, optional
         A comparisons file the run learns from and appends to when sealed
         (:class:`~gsme.settings.RunConfig` ``learn_from``).
+    keep : KeepConfig, optional
+        The ``learned`` policy's settings; default :class:`~gsme.settings.KeepConfig`.
     finalize : bool
         Score the sealed test split once at the end (:meth:`gsme.run.Run.finalize`).
     progress : bool
@@ -105,7 +108,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
                      config=RunConfig(run_seed=seed, policy=policy, gate=gate,
-                                      learn_from=learn_from),
+                                      learn_from=learn_from, keep=keep or KeepConfig()),
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
                      agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
