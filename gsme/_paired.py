@@ -44,11 +44,25 @@ def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
     is (no copy); anything else goes through :func:`gsme.schema.as_trials` (defaults,
     dtype coercion).
     """
+    return _checked(trials)[0]
+
+
+def checked_slots(trials: pd.DataFrame) -> Slots:
+    """Validate ``trials`` at a public boundary (:func:`checked_trials`) and reduce it to its
+    slots (:func:`encode_slots`), factorizing the key's text columns once for both."""
+    return _encode(*_checked(trials))
+
+
+def _checked(trials: pd.DataFrame):
+    """The checked frame of :func:`checked_trials` and the codes of its key's text columns."""
     if isinstance(trials, pd.DataFrame) and _in_contract_dtypes(trials):
-        if schema.conforms(trials, "trials", codes=_text_codes(trials)):
-            return trials
-        return schema.validate(trials, "trials")
-    return schema.as_trials(trials)
+        codes = _text_codes(trials)
+        if schema.conforms(trials, "trials", codes=codes):
+            return trials, codes
+        trials = schema.validate(trials, "trials")
+    else:
+        trials = schema.as_trials(trials)
+    return trials, _text_codes(trials)
 
 
 def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
@@ -60,16 +74,23 @@ def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
     return out
 
 
+_CONTRACT_DTYPES = {"int": np.dtype("int64"), "float": np.dtype("float64"),
+                    "bool": np.dtype("bool")}
+
+
 def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
-    expected = {"int": "int64", "float": "float64", "bool": "bool"}
+    dtypes = frame.dtypes
+    if not dtypes.index.is_unique:
+        return False
+    dtypes = dtypes.to_dict()
     for column in schema.FRAMES["trials"].columns:
-        if column.name not in frame.columns:
+        dtype = dtypes.get(column.name)
+        if dtype is None:
             return False
-        dtype = frame[column.name].dtype
         if column.kind == "text":
             if not (dtype == object or pd.api.types.is_string_dtype(dtype)):
                 return False
-        elif str(dtype) != expected[column.kind]:
+        elif dtype != _CONTRACT_DTYPES[column.kind]:
             return False
     return True
 
@@ -137,7 +158,10 @@ class Slots:
 
 def encode_slots(trials: pd.DataFrame) -> Slots:
     """Reduce a validated trials frame to its slots (see :class:`Slots`)."""
-    text = _text_codes(trials)
+    return _encode(trials, _text_codes(trials))
+
+
+def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) -> Slots:
     (cand, candidates), (split, splits), (task, tasks) = (
         text[name] for name in ("candidate", "split", "task_id"))
     repeat = trials["repeat"].to_numpy(np.int64)
@@ -149,9 +173,7 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
     sorted_key = key[order]
     starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]]) if len(key) else key
     ends = np.r_[starts, len(key)][1:]
-    # a slot is scored by its first valid attempt; one without shows its first attempt
-    valid_at = np.flatnonzero(infra_ok[order])
-    first_valid = np.r_[valid_at, len(key)][np.searchsorted(valid_at, starts)]
+    first_valid = _first_valid(infra_ok[order], starts)
     valid = first_valid < ends
     rows = order[np.where(valid, first_valid, starts)]
     source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object)[rows],
@@ -172,6 +194,18 @@ def encode_slots(trials: pd.DataFrame) -> Slots:
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
         source=source,
     )
+
+
+def _first_valid(ok: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Position of each slot's first valid attempt in rows sorted by slot and attempt (``ok``:
+    the sorted rows' ``infra_ok``; ``starts``: each slot's first row), past the end when
+    none is. A slot is scored by it; one without shows its first attempt."""
+    first = starts.copy()
+    late = ~ok[starts]  # the first attempt failed: look further (rare)
+    if late.any():
+        valid_at = np.flatnonzero(ok)
+        first[late] = np.r_[valid_at, len(ok)][np.searchsorted(valid_at, starts[late])]
+    return first
 
 
 def _by_slot_and_attempt(key: np.ndarray, attempt: np.ndarray, n_keys: int) -> np.ndarray:
@@ -289,14 +323,14 @@ def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code:
     return np.where(absent, 0, lo), np.where(absent, 0, hi)
 
 
-def describe(paired: Paired) -> pd.DataFrame:
+def describe(paired: Paired) -> dict[str, np.ndarray]:
     """Per pair: the paired-task summary the significance test needs.
 
     Returns
     -------
-    DataFrame
-        One row per pair: ``n_tasks`` (tasks with a valid repeat on both sides),
-        ``n_dropped`` (tasks with trials on either side that could not be paired),
+    dict of ndarray
+        Columns by name, one entry per pair: ``n_tasks`` (tasks with a valid repeat on both
+        sides), ``n_dropped`` (tasks with trials on either side that could not be paired),
         ``n_changed`` (paired tasks whose rate differs), ``k`` (most valid repeats of any
         paired task), ``looks`` (1), ``rate_parent``, ``rate_child`` (mean per-task rates,
         fractions), ``mean_d`` and ``sd_d`` (mean and ddof=1 sd of the per-task
@@ -307,30 +341,30 @@ def describe(paired: Paired) -> pd.DataFrame:
     rate_parent = paired.parent_passed / paired.parent_valid
     diff = np.round(rate_child - rate_parent, 12)  # equal differences compare equal
     n = np.bincount(pair, minlength=n_pairs)
+    equal = np.zeros(n_pairs, dtype=bool)  # all of a pair's differences are equal
+    k = np.zeros(n_pairs, dtype=np.int64)
+    if len(pair):  # ``pair`` is sorted: each pair's entries are one block
+        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        present = pair[starts]
+        equal[present] = np.minimum.reduceat(diff, starts) == np.maximum.reduceat(diff, starts)
+        k[present] = np.maximum.reduceat(np.maximum(paired.child_valid, paired.parent_valid),
+                                         starts)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_d = np.bincount(pair, diff, minlength=n_pairs) / n
         squares = np.bincount(pair, (diff - mean_d[pair]) ** 2, minlength=n_pairs)
         sd_d = np.where(n >= 2, np.sqrt(squares / (n - 1)), np.nan)
-        low = np.full(n_pairs, np.inf)
-        high = np.full(n_pairs, -np.inf)
-        np.minimum.at(low, pair, diff)
-        np.maximum.at(high, pair, diff)
-        sd_d = np.where((n >= 2) & (low == high), 0.0, sd_d)
-        k = np.zeros(n_pairs, dtype=np.int64)
-        np.maximum.at(k, pair, np.maximum(paired.child_valid, paired.parent_valid))
-        return pd.DataFrame(
-            {
-                "n_tasks": n.astype(np.int64),
-                "n_dropped": (paired.n_either - n).astype(np.int64),
-                "n_changed": np.bincount(pair, diff != 0, minlength=n_pairs).astype(np.int64),
-                "k": k,
-                "looks": np.ones(n_pairs, dtype=np.int64),
-                "rate_parent": np.bincount(pair, rate_parent, minlength=n_pairs) / n,
-                "rate_child": np.bincount(pair, rate_child, minlength=n_pairs) / n,
-                "mean_d": mean_d,
-                "sd_d": sd_d,
-            }
-        )
+        sd_d = np.where((n >= 2) & equal, 0.0, sd_d)
+        return {
+            "n_tasks": n.astype(np.int64),
+            "n_dropped": (paired.n_either - n).astype(np.int64),
+            "n_changed": np.bincount(pair, diff != 0, minlength=n_pairs).astype(np.int64),
+            "k": k,
+            "looks": np.ones(n_pairs, dtype=np.int64),
+            "rate_parent": np.bincount(pair, rate_parent, minlength=n_pairs) / n,
+            "rate_child": np.bincount(pair, rate_child, minlength=n_pairs) / n,
+            "mean_d": mean_d,
+            "sd_d": sd_d,
+        }
 
 
 # ------------------------------------------------------------------------------ the test
@@ -343,45 +377,34 @@ def two_sided_p(z, df=None, reference: str = "normal"):
     return 2.0 * sps.norm.sf(z)
 
 
-def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_level=None,
-                     config: GateConfig) -> pd.DataFrame:
-    """Add the one-look significance test to :func:`describe` output.
+def significance(described: dict[str, np.ndarray], paired: Paired, *,
+                 config: GateConfig) -> dict[str, np.ndarray]:
+    """The one-look significance test of every pair of :func:`describe` output.
 
     The statistic is z = mean(d) / (sd(d) / √n) (Student's paired t). Its one-sided p-values
     come from the reference of ``config`` (normal, or t with n − 1 df), or from the exact
     sign-flip distribution of the task differences when fewer than ``config.exact_below``
     tasks changed (also, whatever ``exact_below``, when every difference is equal and
-    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum). The
-    rule compares these p-values with the levels, whichever reference gave them: ``credit``
-    exactly when n ≥ ``config.min_tasks``, some task changed and ``p_one_sided`` ≤ ``level``.
+    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum).
+    :func:`decide` compares these p-values with the levels of each pair's look.
 
     Parameters
     ----------
-    described : DataFrame
+    described : dict of ndarray
         :func:`describe` of ``paired``.
     paired : Paired
-    level : float or ndarray
-        Nominal one-sided level of each pair's look: ``credit`` when the upper p is at most
-        it (and n ≥ ``config.min_tasks``).
-    cull_level : float or ndarray, optional
-        The same for ``cull`` and the lower p; default ``level`` (0: never cull).
     config : GateConfig
 
     Returns
     -------
-    DataFrame
+    dict of ndarray
         The input's columns except ``mean_d, sd_d``, with ``delta_pp``, ``se_pp``, ``z``,
-        ``p_value`` (two-sided), ``p_one_sided`` (upper: the p of a gain, which ``credit``
-        compares with ``level``), ``p_lower`` (which ``cull`` compares with
-        ``cull_level``), ``exact`` (bool), ``decision`` (credit / cull / inconclusive) and
-        ``reason``.
+        ``p_value`` (two-sided), ``p_one_sided`` (upper: the p of a gain), ``p_lower``,
+        ``exact`` (bool) and ``reason``.
     """
-    n = described["n_tasks"].to_numpy(np.float64)
-    changed = described["n_changed"].to_numpy(np.int64)
-    mean, sd = described["mean_d"].to_numpy(), described["sd_d"].to_numpy()
-    level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
-    cull_level = level if cull_level is None else np.broadcast_to(
-        np.asarray(cull_level, dtype=np.float64), n.shape)
+    n = described["n_tasks"].astype(np.float64)
+    changed = described["n_changed"]
+    mean, sd = described["mean_d"], described["sd_d"]
     df = np.where(n >= 2, n - 1, np.nan)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         se = sd / np.sqrt(n)
@@ -405,22 +428,38 @@ def add_significance(described: pd.DataFrame, paired: Paired, *, level, cull_lev
         p_up[exact], p_low[exact], p[exact] = e_up, e_low, e_two
     z = np.where(unchanged, 0.0, z)
     p, p_up, p_low = (np.where(unchanged, 1.0, a) for a in (p, p_up, p_low))
+    out = {name: a for name, a in described.items() if name not in ("mean_d", "sd_d")}
+    out.update(delta_pp=100.0 * mean, se_pp=100.0 * se, z=z, p_value=p, p_one_sided=p_up,
+               p_lower=p_low, exact=exact | flipped,
+               reason=_reasons(n, changed, config, unchanged, flipped, exact))
+    return out
+
+
+def decide(tested: dict[str, np.ndarray], *, level, cull_level=None,
+           config: GateConfig) -> np.ndarray:
+    """Each pair's decision at its look, from :func:`significance` output.
+
+    ``credit`` exactly when n ≥ ``config.min_tasks``, some task changed and ``p_one_sided``
+    is at most ``level``; else ``cull`` when ``p_lower`` is at most ``cull_level`` (default
+    ``level``; 0: never cull); else ``inconclusive``. Levels are nominal one-sided levels,
+    one per pair or one for all, whichever reference gave the p-values.
+
+    Returns
+    -------
+    ndarray of object
+        ``credit``, ``cull`` or ``inconclusive``, one per pair.
+    """
+    n = tested["n_tasks"]
+    level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
+    cull_level = level if cull_level is None else np.broadcast_to(
+        np.asarray(cull_level, dtype=np.float64), n.shape)
+    unchanged = (n >= 1) & (tested["n_changed"] == 0)
     tolerance = 1.0 + 1e-12  # exact p-values are dyadic; a level equal to one still passes
-    up = (p_up <= level * tolerance) & ~unchanged
-    down = (p_low <= cull_level * tolerance) & ~unchanged
+    up = (tested["p_one_sided"] <= level * tolerance) & ~unchanged
+    down = (tested["p_lower"] <= cull_level * tolerance) & ~unchanged
     enough = n >= config.min_tasks
     decision = np.where(enough & up, "credit", np.where(enough & down, "cull", "inconclusive"))
-    out = described.drop(columns=["mean_d", "sd_d"])
-    out["delta_pp"] = 100.0 * mean
-    out["se_pp"] = 100.0 * se
-    out["z"] = z
-    out["p_value"] = p
-    out["p_one_sided"] = p_up
-    out["p_lower"] = p_low
-    out["exact"] = exact | flipped
-    out["decision"] = text(decision)
-    out["reason"] = text(_reasons(n, changed, config, unchanged, flipped, exact))
-    return out
+    return decision.astype(object)
 
 
 def _reasons(n, changed, config: GateConfig, unchanged, flipped, exact) -> np.ndarray:
@@ -554,8 +593,16 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     paired = pair_tasks(slots, count_tasks(slots), child, parent, split)
-    tested = add_significance(describe(paired), paired, level=config.alpha, config=config)
-    tested.insert(0, "candidate", text(child))
-    tested.insert(1, "parent", text(parent))
-    tested.insert(2, "split", text([split] * len(child)))
-    return tested[PAIRED_COLUMNS]
+    tested = significance(describe(paired), paired, config=config)
+    tested["decision"] = decide(tested, level=config.alpha, config=config)
+    return paired_frame(child, parent, split, tested)
+
+
+def paired_frame(child, parent, split: str, tested: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The :data:`PAIRED_COLUMNS` frame of tested pairs: one row per ``child, parent``, the
+    statistics from :func:`significance` columns and a ``decision`` (:func:`decide`)."""
+    columns = {"candidate": text(child), "parent": text(parent),
+               "split": text([split] * len(child))}
+    for name in PAIRED_COLUMNS[3:]:
+        columns[name] = text(tested[name]) if name in ("decision", "reason") else tested[name]
+    return pd.DataFrame(columns)

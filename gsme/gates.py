@@ -52,7 +52,7 @@ def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> 
     [{'attempts': 2, 'valid': False, 'needs_rerun': True}]
     """
     config = _paired.gate_config(config)
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     needs_rerun = ~slots.valid & (slots.attempts <= config.max_reruns)
     return pd.DataFrame(
         {
@@ -112,7 +112,7 @@ def activation_gate(
     """
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     schema.validate(candidates, "candidates")
     return _activation(slots, candidates, split, config.min_activations)
 
@@ -165,7 +165,7 @@ def significance_gate(
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     _check_pairs(pairs)
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     return sequential.compare(slots, pairs, split=split, config=config)
 
 
@@ -218,7 +218,7 @@ def credit(
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     min_activations, max_dropped_frac = config.min_activations, config.max_dropped_frac
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     schema.validate(candidates, "candidates")
     pairs = _parent_pairs(candidates)
     tested = sequential.compare(slots, pairs, split=split, config=config)

@@ -396,7 +396,12 @@ def _text_conforms(values: pd.Series, column: Column, coded) -> bool:
     if column.isin is not None:
         allowed = values.isin(column.isin)
         return bool((allowed | values.isna() if column.nullable else allowed).all())
-    return column.nullable or not values.isna().any()
+    return column.nullable or _all_strings(values) or not values.isna().any()
+
+
+def _all_strings(values: pd.Series) -> bool:
+    """True when every value is a str (so none is missing): a quicker test than ``isna``."""
+    return values.dtype == object and pd.api.types.infer_dtype(values, skipna=False) == "string"
 
 
 def _key_unique(frame: pd.DataFrame, key: list[str], codes) -> bool:

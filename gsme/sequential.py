@@ -113,13 +113,8 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
     1     2        6    2.5114
     2     3        9    1.9930
     """
-    config = _paired.gate_config(config)
-    repeats = look_repeats(config)
+    repeats, bounds, _ = _planned(_paired.gate_config(config))
     fractions = repeats / repeats[-1]
-    if len(repeats) == 1:
-        bounds = np.array([config.z_crit])
-    else:
-        bounds = np.array(spending_boundaries(config.z_crit, tuple(fractions.tolist())))
     return pd.DataFrame({
         "look": np.arange(1, len(repeats) + 1, dtype=np.int64),
         "repeats": repeats,
@@ -129,6 +124,22 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
         "alpha_spent": obf_spending(config.alpha, fractions) if len(repeats) > 1
         else np.array([config.alpha]),
     })
+
+
+@functools.lru_cache(maxsize=128)
+def _planned(config: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per planned look: repeats of the extended tasks, efficacy boundary and its nominal
+    one-sided level (read-only arrays, computed once per config)."""
+    repeats = look_repeats(config)
+    if len(repeats) == 1:
+        bounds = np.array([config.z_crit])
+    else:
+        bounds = np.array(spending_boundaries(config.z_crit,
+                                              tuple((repeats / repeats[-1]).tolist())))
+    planned = (repeats, bounds, sps.norm.sf(bounds))
+    for a in planned:
+        a.flags.writeable = False
+    return planned
 
 
 def obf_spending(alpha: float, fraction):
@@ -208,16 +219,23 @@ def _continuation(low: float, high: float, points: int, density):
 
 # ------------------------------------------------------------------------------ the panel
 
+_COUNTS = ("slots", "valid", "passed", "pending")
+
+
 @dataclass(frozen=True)
 class _Panel:
-    """Dense per (pair, task, look) prefix counts of both sides, and the identical tasks.
+    """Dense per (candidate, task, look) prefix counts of the pairs' candidates.
 
-    ``child[name]`` and ``parent[name]`` for name in slots, valid, passed, pending are
-    (pairs, tasks, looks) counts of the side's slots with repeat below the look's count.
+    ``counts[name]`` for name in :data:`_COUNTS` is an (involved candidates + 1, tasks,
+    looks) array counting a candidate's slots (valid, passed, waiting for a re-run) with
+    repeat below the look's count; its last row, all zero, stands for a candidate without
+    trials. ``child`` and ``parent`` are each pair's rows; ``identical`` (pairs, tasks) says
+    the child's trials there are the parent's own.
     """
 
-    child: dict
-    parent: dict
+    counts: dict
+    child: np.ndarray
+    parent: np.ndarray
     identical: np.ndarray
     tasks: np.ndarray
 
@@ -235,7 +253,8 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
     local_cand[involved] = np.arange(len(involved))
     on_split = (slots.split == split_code) & (local_cand[slots.cand] >= 0)
     if task_ids is None:
-        task_codes = np.unique(slots.task[on_split])
+        task_codes = np.flatnonzero(np.bincount(slots.task[on_split],
+                                                minlength=len(slots.tasks)))
         names = slots.tasks.to_numpy()[task_codes]
     else:
         names = np.asarray(task_ids, dtype=object)
@@ -249,15 +268,15 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
     key = (lc * n_tasks + lt) * n_looks + lb
     size = (n_cand + 1) * n_tasks * n_looks  # a last all-zero row for absent candidates
 
-    def prefix(weights):
-        counts = np.bincount(key, weights, minlength=size).astype(np.int64)
+    def prefix(counted):
+        counts = np.bincount(key if counted is None else key[counted[keep]], minlength=size)
         return np.cumsum(counts.reshape(n_cand + 1, n_tasks, n_looks), axis=2)
 
-    arrays = {
+    counts = {
         "slots": prefix(None),
-        "valid": prefix(slots.valid[keep]),
-        "passed": prefix(slots.passed[keep]),
-        "pending": prefix(slots.needs_rerun(config.max_reruns)[keep]),
+        "valid": prefix(slots.valid),
+        "passed": prefix(slots.passed),
+        "pending": prefix(slots.needs_rerun(config.max_reruns)),
     }
     first = keep & (slots.repeat < config.k)
     source = np.full((n_cand + 1, n_tasks, config.k), -1, dtype=np.int64)
@@ -268,12 +287,8 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
     c_src, p_src = source[c_local], source[p_local]
     has = c_src >= 0
     identical = has.any(axis=2) & (~has | (c_src == p_src)).all(axis=2)
-    return _Panel(
-        child={name: a[c_local] for name, a in arrays.items()},
-        parent={name: a[p_local] for name, a in arrays.items()},
-        identical=identical,
-        tasks=names,
-    )
+    return _Panel(counts=counts, child=c_local, parent=p_local, identical=identical,
+                  tasks=names)
 
 
 def _codes(slots: _paired.Slots, names) -> np.ndarray:
@@ -287,7 +302,7 @@ def _codes(slots: _paired.Slots, names) -> np.ndarray:
 class _Replay:
     """Every planned look of every pair (arrays are (pairs, looks) unless noted)."""
 
-    tested: pd.DataFrame  # add_significance rows, look-major: row = look * n_pairs + pair
+    tested: dict  # significance and decision columns, look-major: look * n_pairs + pair
     extended: np.ndarray  # (pairs, tasks)
     complete: np.ndarray  # all wanted slots present and settled (for wanted)
     available: np.ndarray  # the look's extended repeats are all present (for credit)
@@ -299,48 +314,77 @@ class _Replay:
     bounds: np.ndarray  # (looks,)
 
 
+class _Reader:
+    """Each pair's counts per task at a given look level, for the child or the parent."""
+
+    def __init__(self, panel: _Panel):
+        n_tasks, n_looks = panel.counts["slots"].shape[1:]
+        self._flat = {name: a.reshape(-1) for name, a in panel.counts.items()}
+        cells = np.arange(n_tasks) * n_looks
+        self._first = {side: rows[:, None] * (n_tasks * n_looks) + cells
+                       for side, rows in (("child", panel.child), ("parent", panel.parent))}
+
+    def at(self, side: str, level) -> dict[str, np.ndarray]:
+        """(pairs, tasks) counts of ``side`` at look ``level`` (0-based, per pair and task)."""
+        index = self._first[side] + level
+        return {name: a[index] for name, a in self._flat.items()}
+
+
 def _replay(panel: _Panel, config: GateConfig) -> _Replay:
-    plan = boundaries(config)
-    repeats, bounds = plan["repeats"].to_numpy(), plan["boundary"].to_numpy()
+    """Replay every planned look of every pair from the panel.
+
+    A look whose counts equal look 1's on every task of a pair (none of its extended tasks
+    has more repeats yet) has look 1's statistics: they are computed once and only its
+    decision is taken at its own level.
+    """
+    repeats, bounds, levels = _planned(config)
     n_looks = len(repeats)
-    c, p = panel.child, panel.parent
-    n_pairs = len(panel.identical)
-    pooled_passed = c["passed"][..., 0] + p["passed"][..., 0]
-    pooled_valid = c["valid"][..., 0] + p["valid"][..., 0]
-    extended = ((c["valid"][..., 0] > 0) & (p["valid"][..., 0] > 0) & (pooled_passed > 0)
+    n_pairs, n_tasks = panel.identical.shape
+    reader = _Reader(panel)
+    first = reader.at("child", 0), reader.at("parent", 0)
+    c, p = first
+    pooled_passed = c["passed"] + p["passed"]
+    pooled_valid = c["valid"] + p["valid"]
+    extended = ((c["valid"] > 0) & (p["valid"] > 0) & (pooled_passed > 0)
                 & (pooled_passed < pooled_valid) & ~panel.identical & (n_looks > 1))
     parts, n_either = [], []
     complete = np.zeros((n_pairs, n_looks), dtype=bool)
     available = np.ones((n_pairs, n_looks), dtype=bool)
     child_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
     parent_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
+    tested_row = np.tile(np.arange(n_pairs), n_looks)  # each (look, pair): its test's row
+    n_tested = 0
     for j in range(n_looks):  # a handful of looks; everything inside is vectorised
-        level = np.where(extended, j, 0)[..., None]
-        at = {side: {name: np.take_along_axis(a, level, axis=2)[..., 0]
-                     for name, a in arrays.items()} for side, arrays in (("c", c), ("p", p))}
-        need = repeats[level[..., 0]]
-        complete[:, j] = ((at["c"]["slots"] == need) & (at["p"]["slots"] == need)
-                          & (at["c"]["pending"] + at["p"]["pending"] == 0)).all(axis=1)
+        moved = np.ones(n_pairs, dtype=bool)
         if j:
-            available[:, j] = (~extended | ((at["c"]["slots"] == need)
-                                            & (at["p"]["slots"] == need))).all(axis=1)
-        child_trials[:, j] = at["c"]["slots"].sum(axis=1)
-        parent_trials[:, j] = at["p"]["slots"].sum(axis=1)
-        n_either.append(((at["c"]["slots"] + at["p"]["slots"]) > 0).sum(axis=1))
-        pair, task = np.nonzero((at["c"]["valid"] > 0) & (at["p"]["valid"] > 0))
-        parts.append((j * n_pairs + pair, at["c"]["valid"][pair, task],
-                      at["c"]["passed"][pair, task], at["p"]["valid"][pair, task],
-                      at["p"]["passed"][pair, task]))
-    paired = _paired.Paired(n_looks * n_pairs, *(np.concatenate(a) for a in zip(*parts)),
+            level = np.where(extended, j, 0)
+            c, p = reader.at("child", level), reader.at("parent", level)
+            moved = _moved(c, first[0]) | _moved(p, first[1])
+        need = repeats[j] if j == 0 else repeats[level]
+        present = (c["slots"] == need) & (p["slots"] == need)
+        complete[:, j] = (present & (c["pending"] + p["pending"] == 0)).all(axis=1)
+        if j:
+            available[:, j] = (~extended | present).all(axis=1)
+        child_trials[:, j] = c["slots"].sum(axis=1)
+        parent_trials[:, j] = p["slots"].sum(axis=1)
+        rank = n_tested + np.cumsum(moved) - 1  # the test row of each moved pair
+        tested_row[j * n_pairs + np.flatnonzero(moved)] = rank[moved]
+        n_tested += int(moved.sum())
+        n_either.append(((c["slots"] + p["slots"]) > 0).sum(axis=1)[moved])
+        at = np.flatnonzero((c["valid"] > 0) & (p["valid"] > 0) & moved[:, None])
+        parts.append((rank[at // max(n_tasks, 1)], c["valid"].ravel()[at],
+                      c["passed"].ravel()[at], p["valid"].ravel()[at], p["passed"].ravel()[at]))
+    paired = _paired.Paired(n_tested, *(np.concatenate(a) for a in zip(*parts)),
                             n_either=np.concatenate(n_either).astype(np.int64))
+    stats = _paired.significance(_paired.describe(paired), paired, config=config)
+    tested = {name: a[tested_row] for name, a in stats.items()}
     cull_level = np.r_[np.full(n_pairs, config.alpha), np.zeros((n_looks - 1) * n_pairs)]
-    tested = _paired.add_significance(_paired.describe(paired), paired,
-                                      level=np.repeat(sps.norm.sf(bounds), n_pairs),
-                                      cull_level=cull_level, config=config)
+    tested["decision"] = _paired.decide(tested, level=np.repeat(levels, n_pairs),
+                                        cull_level=cull_level, config=config)
     tested["looks"] = np.repeat(np.arange(1, n_looks + 1), n_pairs).astype(np.int64)
-    z = tested["z"].to_numpy().reshape(n_looks, n_pairs).T
-    decided = (tested["decision"].to_numpy() != "inconclusive").reshape(n_looks, n_pairs).T
-    n = tested["n_tasks"].to_numpy().reshape(n_looks, n_pairs).T
+    z = tested["z"].reshape(n_looks, n_pairs).T
+    decided = (tested["decision"] != "inconclusive").reshape(n_looks, n_pairs).T
+    n = tested["n_tasks"].reshape(n_looks, n_pairs).T
     last = np.arange(n_looks)[None, :] == n_looks - 1
     final = last | ~extended.any(axis=1)[:, None] | (n < config.min_tasks)
     futile = np.zeros_like(final)
@@ -349,6 +393,12 @@ def _replay(panel: _Panel, config: GateConfig) -> _Replay:
             futile = ~final & (z < config.futility_z)
     return _Replay(tested, extended, complete, available, decided | final | futile,
                    futile & ~decided, child_trials, parent_trials, repeats, bounds)
+
+
+def _moved(counts: dict, first: dict) -> np.ndarray:
+    """Per pair: do a side's slot, valid or passed counts differ from look 1's on any task?"""
+    return ((counts["slots"] != first["slots"]) | (counts["valid"] != first["valid"])
+            | (counts["passed"] != first["passed"])).any(axis=1)
 
 
 def _stopping_look(replay: _Replay) -> np.ndarray:
@@ -363,9 +413,8 @@ def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
     n_pairs = len(replay.stop)
     n_looks = len(replay.repeats)
     row = look * n_pairs + pairs_index
-    tested = replay.tested
-    decision = tested["decision"].to_numpy(dtype=object)[row].copy()
-    stat_reason = tested["reason"].to_numpy(dtype=object)[row]
+    decision = replay.tested["decision"][row]
+    stat_reason = replay.tested["reason"][row]
     stopped = replay.stop[pairs_index, look]
     futile = replay.futile[pairs_index, look]
     of = (look + 1).astype(str).astype(object) + f" of {n_looks}"
@@ -402,13 +451,10 @@ def compare(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
     replay = _replay(_panel(slots, child, parent, split, config), config)
     look = _stopping_look(replay)
     index = np.arange(len(child))
-    out = replay.tested.iloc[look * len(child) + index].reset_index(drop=True)
-    out["decision"], out["reason"] = (_paired.text(a) for a in
-                                      _look_reasons(replay, look, index, config))
-    out.insert(0, "candidate", _paired.text(child))
-    out.insert(1, "parent", _paired.text(parent))
-    out.insert(2, "split", _paired.text([split] * len(child)))
-    return out[_paired.PAIRED_COLUMNS]
+    row = look * len(child) + index
+    tested = {name: a[row] for name, a in replay.tested.items()}
+    tested["decision"], tested["reason"] = _look_reasons(replay, look, index, config)
+    return _paired.paired_frame(child, parent, split, tested)
 
 
 # ------------------------------------------------------------------------------ public
@@ -460,7 +506,7 @@ def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     return looks_of_slots(slots, pairs, split=split, config=config)
 
 
@@ -488,7 +534,7 @@ def looks_of_slots(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
     last = look == stop[index]
     decision = np.where(last & replay.stop[index, look], decision, "continue").astype(object)
     reason = np.where(last, reason, None).astype(object)
-    rows = replay.tested.iloc[look * n_pairs + index].reset_index(drop=True)
+    row = look * n_pairs + index
     out = pd.DataFrame({
         "candidate": _paired.text(child[index]),
         "parent": _paired.text(parent[index]),
@@ -500,9 +546,9 @@ def looks_of_slots(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
         "parent_trials": replay.parent_trials[index, look],
     })
     for name in LOOK_COLUMNS[8:LOOK_COLUMNS.index("boundary")]:
-        out[name] = rows[name].to_numpy()
+        out[name] = replay.tested[name][row]
     out["boundary"] = replay.bounds[look]
-    out["level"] = sps.norm.sf(replay.bounds[look])
+    out["level"] = _planned(config)[2][look]
     out["decision"] = _paired.text(decision)
     out["reason"] = _paired.text(reason)
     return out[LOOK_COLUMNS]
@@ -547,7 +593,7 @@ def decided_repeats(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     panel = _panel(slots, child, parent, split, config)
@@ -629,27 +675,25 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
     schema.require(pairs, ["candidate", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
     ids = tasks.loc[tasks["split"] == split, "task_id"].to_numpy(dtype=object)
+    if not pd.Index(ids).is_unique:
+        raise schema.FrameError(f"tasks column 'task_id' repeats ids on split {split!r}: "
+                                f"{sorted(pd.Index(ids)[pd.Index(ids).duplicated()])[:10]}")
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     has_parent = pd.notna(parent)
-    names = list(dict.fromkeys([*child, *parent[has_parent]]))
-    flat = pd.DataFrame({
-        "candidate": _paired.text(np.repeat(np.asarray(names, dtype=object), len(ids))),
-        "task_id": _paired.text(np.tile(ids, len(names))),
-        "repeats": np.full(len(names) * len(ids), config.k, dtype=np.int64),
-    })
+    names = np.asarray(list(dict.fromkeys([*child, *parent[has_parent]])), dtype=object)
+    repeats = np.full((len(names), len(ids)), config.k, dtype=np.int64)
     if config.design == "adaptive" and split == "train" and has_parent.any() and len(ids):
-        slots = _paired.encode_slots(_paired.checked_trials(trials))
+        slots = _paired.checked_slots(trials)
         child, parent = child[has_parent], parent[has_parent]
         replay = _replay(_panel(slots, child, parent, split, config, task_ids=ids), config)
         look = np.argmax(~replay.complete | replay.stop, axis=1)
-        repeats = replay.repeats[np.where(replay.extended, look[:, None], 0)].ravel()
-        more = pd.DataFrame({
-            "candidate": _paired.text(np.repeat(np.r_[child, parent], len(ids))),
-            "task_id": _paired.text(np.tile(ids, 2 * len(child))),
-            "repeats": np.tile(repeats, 2),
-        })
-        flat = pd.concat([flat, more], ignore_index=True)
-        flat = flat.groupby(["candidate", "task_id"], sort=False, as_index=False)["repeats"].max()
-    flat.insert(2, "split", _paired.text([split] * len(flat)))
-    return flat[["candidate", "task_id", "split", "repeats"]]
+        extended = replay.repeats[np.where(replay.extended, look[:, None], 0)]
+        sides = pd.Index(names, dtype=object).get_indexer(np.r_[child, parent])
+        np.maximum.at(repeats, sides, np.tile(extended, (2, 1)))  # a parent: its most wanted
+    return pd.DataFrame({
+        "candidate": _paired.text(np.repeat(names, len(ids))),
+        "task_id": _paired.text(np.tile(ids, len(names))),
+        "split": _paired.text([split] * repeats.size),
+        "repeats": repeats.ravel(),
+    })

@@ -71,7 +71,7 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     """
     if split is not None:
         _paired.check_choice("split", split, schema.SPLITS)
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = _paired.checked_slots(trials)
     counts = _paired.count_tasks(slots)
     out = _paired.decode_tasks(slots, counts.key)
     out["n_slots"] = counts.n_slots.astype(np.int64)
@@ -235,16 +235,17 @@ def paired_test(
     config = _paired.gate_config(config)
     if parent == child:
         raise ValueError(f"parent and child must differ, both are {child!r}")
-    trials = _paired.checked_trials(trials)
-    on_split = trials.loc[trials["split"] == split, "candidate"]
+    slots = _paired.checked_slots(trials)
+    on_split = slots.candidates[np.unique(
+        slots.cand[slots.split == slots.splits.get_indexer([split])[0]])]
     for role, name in (("parent", parent), ("child", child)):
-        if not (on_split == name).any():
-            known = sorted(on_split.unique())[:20]
+        if name not in on_split:
+            known = sorted(on_split)[:20]
             raise ValueError(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    return _paired.compare(_paired.encode_slots(trials), pairs, split=split, config=config)
+    return _paired.compare(slots, pairs, split=split, config=config)
 
 
 def paired_tasks(
