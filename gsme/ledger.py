@@ -11,11 +11,13 @@ written is simply run again on resume. Every SQL statement gsme runs is in this 
 
 from __future__ import annotations
 
+import bisect
 import json
 import operator
 import os
 import sqlite3
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -59,6 +61,7 @@ class Ledger:
             self._check()
         except sqlite3.DatabaseError as err:
             raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
+        self._trials: _Read | None = None
 
     def close(self) -> None:
         self._db.close()
@@ -103,18 +106,26 @@ class Ledger:
     def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
         """Turn the trials with these keys into infrastructure failures (with ``error``)."""
         where = " AND ".join(f'"{c}" = ?' for c in schema.TRIAL_KEY)
+        self._trials = None  # rows change in place: the next read reads them all
         with self._transaction():
             self._db.executemany(
                 f"UPDATE trials SET infra_ok = 0, passed = 0, error = ? WHERE {where}",
                 [(error, *key) for key in keys])
 
     def frame(self, table: str, **equal) -> pd.DataFrame:
-        """Rows of ``table`` whose columns equal the given values (None: no filter)."""
+        """Rows of ``table`` whose columns equal the given values (None: no filter).
+
+        Trials are kept between reads (:meth:`_all_trials`): a read fetches only the rows
+        written since the last one, so reading a growing trials table pass after pass
+        costs what was added, not the whole table.
+        """
         cols = _names(table)
         clauses = {k: v for k, v in equal.items() if v is not None}
         unknown = sorted(set(clauses) - set(cols))
         if unknown:
             raise ValueError(f"table {table} has no column(s) {unknown}")
+        if table == "trials":
+            return _where(self._all_trials(), clauses)
         sql = f"SELECT {_quoted(cols)} FROM {table}"
         if clauses:
             sql += " WHERE " + " AND ".join(f'"{c}" = ?' for c in clauses)
@@ -123,9 +134,31 @@ class Ledger:
         data = self._db.execute(sql, tuple(_to_sql(v) for v in clauses.values())).fetchall()
         if key:
             _sort(data, [cols.index(c) for c in key])
-        values = list(zip(*data)) if data else [()] * len(cols)
-        return pd.DataFrame({col.name: _typed(column, col, table)
-                             for col, column in zip(_TABLES[table], values, strict=True)})
+        return _frame_of(table, data)
+
+    def _all_trials(self) -> pd.DataFrame:
+        """Every trial in key order (the frame is shared: callers get a shallow copy).
+
+        The rows read are kept with the highest rowid among them; the next read fetches
+        only rows with a higher one (SQLite gives a new row, a replacing one included, a
+        rowid above every other) and merges them in key order. Everything is read again
+        when another connection committed since (``PRAGMA data_version``), when this one
+        changed rows in place (:meth:`mark_infra_failed`) or when a new row replaces a
+        key already read. The file stays the only source of truth: nothing is kept across
+        processes.
+        """
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        known = self._trials
+        if known is not None and known.version == version:
+            data = self._db.execute(
+                f"SELECT {_quoted(_names('trials'))}, rowid FROM trials WHERE rowid > ?",
+                (known.rowid,)).fetchall()
+            self._trials = known.merged(data) if data else known
+        if self._trials is None or self._trials.version != version:
+            data = self._db.execute(
+                f"SELECT {_quoted(_names('trials'))}, rowid FROM trials").fetchall()
+            self._trials = _Read.of(data, version)
+        return self._trials.frame
 
     def count_trials(self, *, borrowed: bool | None = None, candidate: str | None = None) -> int:
         """Trials in the ledger: all, only those run (``borrowed=False``) or only borrowed."""
@@ -277,6 +310,70 @@ def _sort(rows: list[tuple], positions: list[int]) -> None:
         rows.sort(key=operator.itemgetter(*positions))
     except TypeError:  # a NULL among the key's values
         rows.sort(key=lambda row: [(row[i] is not None, row[i]) for i in positions])
+
+
+_TRIAL_KEY = operator.itemgetter(*(_names("trials").index(c) for c in _KEYS["trials"]))
+
+
+@dataclass(frozen=True)
+class _Read:
+    """Trials read so far: the frame in key order, its keys (sorted), the highest rowid
+    read and the ``data_version`` of the connection when they were read."""
+
+    frame: pd.DataFrame
+    keys: list
+    rowid: int
+    version: int
+
+    @classmethod
+    def of(cls, data: list[tuple], version: int) -> _Read:
+        """From rows of the trials table's columns followed by their rowid."""
+        _sort(data, [_names("trials").index(c) for c in _KEYS["trials"]])
+        rowid = max((row[-1] for row in data), default=0)
+        return cls(_frame_of("trials", data), [_TRIAL_KEY(row) for row in data], rowid,
+                   version)
+
+    def merged(self, data: list[tuple]) -> _Read | None:
+        """These rows and ``data`` (newer rows, with their rowid) in key order; None when a
+        newer row replaced a key already read (or a key holds a NULL, which only a full
+        read orders)."""
+        _sort(data, [_names("trials").index(c) for c in _KEYS["trials"]])
+        keys = [_TRIAL_KEY(row) for row in data]
+        try:
+            at = np.array([bisect.bisect_left(self.keys, key) for key in keys], dtype=np.int64)
+            every = sorted(self.keys + keys)
+        except TypeError:  # None beside a value
+            return None
+        if any(i < len(self.keys) and self.keys[i] == key for i, key in zip(at, keys)):
+            return None
+        old, new = len(self.keys), len(keys)
+        fresh = np.zeros(old + new, dtype=bool)
+        fresh[at + np.arange(new)] = True
+        order = np.empty(old + new, dtype=np.int64)
+        order[fresh] = old + np.arange(new)
+        order[~fresh] = np.arange(old)
+        added = _frame_of("trials", data)
+        frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
+            order).reset_index(drop=True)
+        rowid = max(self.rowid, max(row[-1] for row in data))
+        return _Read(frame, every, rowid, self.version)
+
+
+def _frame_of(table: str, data: list[tuple]) -> pd.DataFrame:
+    """A frame of ``table`` from rows of its columns (any further item of a row ignored)."""
+    values = list(zip(*data)) if data else [()] * len(_TABLES[table])
+    return pd.DataFrame({col.name: _typed(column, col, table)
+                         for col, column in zip(_TABLES[table], values)})
+
+
+def _where(frame: pd.DataFrame, equal: dict) -> pd.DataFrame:
+    """The rows of ``frame`` whose columns equal the given values, as a new frame."""
+    if not equal:
+        return frame.copy(deep=False)
+    keep = np.ones(len(frame), dtype=bool)
+    for name, value in equal.items():
+        keep &= frame[name].to_numpy() == _to_sql(value)
+    return frame[keep].reset_index(drop=True)
 
 
 def _to_sql(value):

@@ -90,3 +90,48 @@ def test_transcripts_read_back_whether_stored_as_text_or_compressed(ledger):
     db.close()
     assert stored == {"train/c/t1/r0a0": "blob", "train/c/t2/r0a0": "blob"}
     assert ledger.transcript("train/c/t1/r0a0") == "short"
+
+
+def _fresh(ledger) -> pd.DataFrame:
+    """What a new connection reads: every trial, from the file alone."""
+    other = Ledger(ledger.path, read_only=True)
+    try:
+        return other.frame("trials")
+    finally:
+        other.close()
+
+
+def test_trials_read_pass_after_pass_are_what_the_file_holds(ledger, tmp_path):
+    rng = np.random.default_rng(0)
+    tasks = [f"t{i}" for i in rng.permutation(12)]
+    ledger.frame("trials")  # an empty table read first
+    for batch, candidate in enumerate(["m", "b", "z", "a"]):
+        ledger.add_trials(_rows(tasks[batch * 3:], candidate=candidate))
+        pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    borrowed = ledger.frame("trials", candidate="b").assign(candidate="c", borrowed_from="b")
+    ledger.append("trials", borrowed)
+    pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    replaced = ledger.frame("trials", candidate="z").head(2).assign(passed=True, tokens=9.0)
+    ledger.append("trials", replaced)  # equal keys: the rows are replaced
+    pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    ledger.mark_infra_failed([("a", tasks[9], "train", 0, 0)], "health check failed")
+    pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    writer = Ledger(ledger.path)  # another connection writes: this one reads it all again
+    writer.add_trials(_rows(["t0", "t1"], candidate="y"))
+    writer.close()
+    got = ledger.frame("trials")
+    pd.testing.assert_frame_equal(got, _fresh(ledger))
+    assert len(got) == ledger.count_trials() and not got["infra_ok"].all()
+    assert (got.loc[got["candidate"] == "z", "tokens"].head(2) == 9.0).all()
+    mine = ledger.frame("trials", candidate="a", split="train")
+    expected = got[(got["candidate"] == "a") & (got["split"] == "train")].reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, expected)
+
+
+def test_a_frame_read_is_the_callers_to_change(ledger):
+    ledger.add_trials(_rows(["t1", "t2"]))
+    first = ledger.frame("trials")
+    first["passed"] = ~first["passed"]
+    first["extra"] = 1
+    again = ledger.frame("trials")
+    assert "extra" not in again and again["passed"].tolist() == [True, False]
