@@ -68,11 +68,11 @@ def test_growing_borrows_from_ancestors_and_runs_only_where_gates_fire(copy):
         on_new = trials[trials["task_id"].isin(new_ids)]
         acting = scoring.behaviour(candidates, run.tasks()).set_index(["candidate", "task_id"])
     assert len(new_ids) == 10
-    # what was there is untouched; nothing is scored twice
-    old = trials[~trials["task_id"].isin(new_ids)]
-    pd.testing.assert_frame_equal(
-        old[KEY + ["passed"]].sort_values(KEY, ignore_index=True),
-        before[before["split"] == "train"][KEY + ["passed"]].sort_values(KEY, ignore_index=True))
+    # every trial that was there is untouched (the adaptive design may want more repeats
+    # of an old task on the grown split, never a slot again); nothing is scored twice
+    kept = before[before["split"] == "train"].merge(trials, on=KEY, how="left",
+                                                    suffixes=("", "_after"))
+    assert (kept["passed"] == kept["passed_after"]).all()
     assert not trials.duplicated(KEY).any()
     # the baseline runs every new task itself
     base = on_new[on_new["candidate"] == BASELINE]

@@ -195,16 +195,23 @@ def test_config_templates_write_valid_toml_or_nothing():
 
 
 def test_env_gates_are_the_feature_values_of_the_diagnosed_failures():
-    # 12 failing tasks seen, four categories of three; one failure mode's 5 trials
-    seen = pd.DataFrame({"task_id": [f"t{i}" for i in range(12)],
-                         "category": ["py"] * 3 + ["sh"] * 3 + ["go"] * 3 + ["rs"] * 3,
-                         "has_tests": [True, False] * 6})
+    # 18 failing tasks seen, six categories of three; one failure mode's 5 trials
+    seen = pd.DataFrame({"task_id": [f"t{i}" for i in range(18)],
+                         "category": [c for c in ("py", "sh", "go", "rs", "c", "js")
+                                      for _ in range(3)],
+                         "has_tests": [True, False] * 9})
     mode = seen.iloc[[0, 1, 2, 0, 4]]  # py on three tasks (4 trials), sh once
     assert derive_gate(mode, seen) == 'category == "py"'
     two = seen.iloc[[0, 1, 3, 4, 5, 9]]  # py and sh both on >= 2 tasks: 5 of 6 trials
     assert derive_gate(two, seen) == 'category in ["py", "sh"]'
     # the same failures everywhere do not concentrate: no gate, the patch acts everywhere
     assert derive_gate(seen, seen) == ""
+    # few tasks need a stronger concentration than many (MIN_LIFT + LIFT_PER_TASK / tasks):
+    # 3 of 4 failing tasks in py, 8 of 20 seen in py: lift 1.875 < 2.0; 6 of 8: >= 1.75
+    wide = pd.DataFrame({"task_id": [f"w{i}" for i in range(20)],
+                         "category": ["py"] * 8 + ["sh", "go", "rs", "c"] * 3})
+    assert derive_gate(wide.iloc[[0, 1, 2, 8]], wide) == ""
+    assert derive_gate(wide.iloc[[0, 1, 2, 3, 4, 5, 8, 9]], wide) == 'category == "py"'
     # one task is an anecdote, not a place: a value needs failures on MIN_GATE_TASKS tasks
     assert MIN_GATE_TASKS == 2
     assert derive_gate(seen.iloc[[0, 0, 0]], seen) == ""

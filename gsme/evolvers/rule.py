@@ -27,8 +27,9 @@ from gsme.patches import Patch, PatchError, lever_files, read_patches, validate_
 from gsme.schema import task_features
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["DENSITY_SHARE", "GATE_COVER", "KNOWN_WHYS", "MIN_GATE_TASKS", "MIN_LIFT", "SIGNATURES", "UNMATCHED",
-           "UNMATCHED_DEFINITION", "RuleEvolver", "derive_gate"]
+__all__ = ["DENSITY_SHARE", "GATE_COVER", "KNOWN_WHYS", "LIFT_PER_TASK", "MIN_GATE_TASKS",
+           "MIN_LIFT", "SIGNATURES", "UNMATCHED", "UNMATCHED_DEFINITION", "RuleEvolver",
+           "derive_gate"]
 
 # (why, lever its fix belongs to, signature): checked in order, the first match wins.
 SIGNATURES = (
@@ -56,8 +57,11 @@ DENSITY_SHARE = 0.5
 """A feature value enters an env gate when its density of diagnosed failures is at least
 this share of the densest value's."""
 MIN_LIFT = 1.5
-"""An env gate must admit this many times more of its failure mode's diagnosed trials (as a
-share) than of all diagnosed failing tasks; below it the failures do not concentrate."""
+LIFT_PER_TASK = 2.0
+"""An env gate derived from the failures of n distinct tasks must admit at least
+``MIN_LIFT + LIFT_PER_TASK / n`` times more of its failure mode's diagnosed trials (as a
+share) than of all diagnosed failing tasks; below it the failures do not concentrate (a
+few tasks need a stronger concentration: small samples look concentrated by chance)."""
 
 
 class RuleEvolver(Evolver):
@@ -234,7 +238,8 @@ def derive_gate(rows: pd.DataFrame, seen: pd.DataFrame) -> str:
     boolean feature ``has_tests`` or ``not has_tests``). A candidate counts only when the
     failures concentrate there: its *lift*, the share of ``rows`` it admits over the share
     of the distinct failing tasks of ``seen`` (every failure diagnosed, whatever its mode)
-    it admits, is at least :data:`MIN_LIFT`. The narrowest counting candidate wins: the
+    it admits, is at least ``MIN_LIFT + LIFT_PER_TASK / n`` for failures on n distinct
+    tasks (:data:`MIN_LIFT`, :data:`LIFT_PER_TASK`). The narrowest counting candidate wins: the
     fewest of its feature's values seen in ``seen`` (as a share), then the higher lift,
     then the shorter gate. No gate (``""``, every task) when none counts. Missing feature
     values are never admitted.
@@ -259,6 +264,7 @@ def derive_gate(rows: pd.DataFrame, seen: pd.DataFrame) -> str:
     'category == "p"'
     """
     population = seen.drop_duplicates("task_id")
+    n_tasks = max(rows["task_id"].nunique(), 1)
     best, best_key = "", None
     for column in task_features(rows.columns):
         gate, n_values = _covering_gate(rows, population, column)
@@ -267,7 +273,7 @@ def derive_gate(rows: pd.DataFrame, seen: pd.DataFrame) -> str:
         admitted = parse(gate)
         lift = admitted.mask(rows).mean() / max(admitted.mask(population).mean(), 1e-12)
         key = (n_values / max(population[column].nunique(), 1), -lift, len(gate))
-        if lift >= MIN_LIFT and (best_key is None or key < best_key):
+        if lift >= MIN_LIFT + LIFT_PER_TASK / n_tasks and (best_key is None or key < best_key):
             best, best_key = gate, key
     return best
 
