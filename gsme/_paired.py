@@ -69,7 +69,8 @@ def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
     """``pandas.factorize`` of the key's text columns, as they are (no conversion)."""
     out = {}
     for name in ("candidate", "split", "task_id"):
-        code, uniques = pd.factorize(trials[name])
+        values = trials[name]
+        code, uniques = pd.factorize(values.to_numpy() if values.dtype == object else values)
         out[name] = code, pd.Index(np.asarray(uniques, dtype=object), dtype=object)
     return out
 
@@ -134,6 +135,7 @@ class Slots:
     ``source`` codes (into ``sources``, which starts with ``candidates``) the candidate that
     really ran the scoring attempt: ``borrowed_from`` when the row was borrowed, else the
     slot's own candidate. Two slots with the same source and repeat are the same trial.
+    ``row`` is the position in the trials frame of the row shown (the scoring attempt).
     """
 
     candidates: pd.Index
@@ -150,10 +152,30 @@ class Slots:
     passed: np.ndarray
     activated: np.ndarray
     source: np.ndarray
+    row: np.ndarray
 
     def needs_rerun(self, max_reruns: int) -> np.ndarray:
         """Slots without a valid attempt that may still be re-run (the validity gate's rule)."""
         return ~self.valid & (self.attempts <= max_reruns)
+
+    def locate(self, candidate, split, task_id, repeat) -> np.ndarray:
+        """Index of the slot of each (candidate, split, task_id, repeat) given by name (arrays
+        of one length), -1 where the trials have none."""
+        codes = [names.get_indexer(pd.Index(np.asarray(values, dtype=object), dtype=object))
+                 for names, values in ((self.candidates, candidate), (self.splits, split),
+                                       (self.tasks, task_id))]
+        repeat = np.asarray(repeat, dtype=np.int64)
+        dims = (len(self.candidates), len(self.splits), len(self.tasks),
+                int(self.repeat.max(initial=-1)) + 1)
+        known = np.flatnonzero(np.logical_and.reduce([c >= 0 for c in codes])
+                               & (repeat >= 0) & (repeat < dims[3]))
+        keys = np.ravel_multi_index((self.cand, self.split, self.task, self.repeat), dims)
+        wanted = np.ravel_multi_index((*(c[known] for c in codes), repeat[known]), dims)
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        out = np.full(len(repeat), -1, dtype=np.int64)
+        if len(keys):  # slots are sorted by their key
+            out[known] = np.where(keys[at] == wanted, at, -1)
+        return out
 
 
 def encode_slots(trials: pd.DataFrame) -> Slots:
@@ -193,6 +215,7 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
         passed=trials["passed"].to_numpy(bool)[rows] & valid,
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
         source=source,
+        row=rows,
     )
 
 

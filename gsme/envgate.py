@@ -409,8 +409,14 @@ def _kind(value) -> str:
 
 
 def _column(name: str, values: pd.Series, gate: EnvGate) -> _Col:
+    if isinstance(values.dtype, np.dtype) and values.dtype.kind in "biuf":  # NumPy: as it is
+        data = values.to_numpy()
+        na = np.isnan(data) if data.dtype.kind == "f" else np.zeros(len(data), dtype=bool)
+        if data.dtype.kind == "b":
+            return _Col("bool", data.astype(bool), na)
+        return _Col("number", np.where(na, 0.0, data.astype(float)), na)
     na = values.isna().to_numpy(dtype=bool)
-    present = values[~na]
+    present = values.to_numpy(dtype=object)[~na]
     if pd.api.types.is_bool_dtype(values.dtype):
         kind = "bool"
     elif pd.api.types.is_numeric_dtype(values.dtype):

@@ -53,7 +53,7 @@ def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> 
     """
     config = _paired.gate_config(config)
     slots = _paired.checked_slots(trials)
-    needs_rerun = ~slots.valid & (slots.attempts <= config.max_reruns)
+    needs_rerun = slots.needs_rerun(config.max_reruns)
     return pd.DataFrame(
         {
             "candidate": _paired.text(slots.candidates.to_numpy()[slots.cand]),

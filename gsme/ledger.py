@@ -81,8 +81,8 @@ class Ledger:
         """Append ``frame``'s rows to ``table`` in one transaction (replacing equal keys)."""
         if frame.empty:
             return
-        cols = _names(table)
-        rows = [tuple(_to_sql(v) for v in row) for row in frame[cols].itertuples(index=False)]
+        columns = [[_to_sql(v) for v in frame[c].tolist()] for c in _names(table)]
+        rows = list(zip(*columns))
         with self._transaction():
             self._db.executemany(_insert(table), rows)
 

@@ -362,23 +362,27 @@ def conforms(frame: pd.DataFrame, kind: str, *,
     """
     contract = _frame(kind)
     codes = codes or {}
-    return (all(c.name in frame.columns for c in contract.columns)
-            and all(_column_conforms(frame[c.name], c, codes.get(c.name))
+    if not frame.columns.is_unique:
+        return False
+    dtypes = dict(zip(frame.columns.tolist(), frame.dtypes.tolist()))
+    return (all(c.name in dtypes for c in contract.columns)
+            and all(_column_conforms(frame, c, dtypes[c.name], codes.get(c.name))
                     for c in contract.columns)
             and _key_unique(frame, list(contract.key), codes))
 
 
-def _column_conforms(values: pd.Series, column: Column, coded) -> bool:
-    if not _holds(values.dtype, column.kind):
+def _column_conforms(frame: pd.DataFrame, column: Column, dtype, coded) -> bool:
+    """One column's checks; its values are read only by a check that needs them."""
+    if not _holds(dtype, column.kind):
         return False
-    if column.kind == "text" and not _text_conforms(values, column, coded):
+    if column.kind == "text" and not _text_conforms(frame, column, coded):
         return False
-    if column.kind == "int" and column.ge is not None and len(values) and (
-            values.to_numpy().min() < column.ge):
+    if column.kind == "int" and column.ge is not None and len(frame) and (
+            frame[column.name].to_numpy().min() < column.ge):
         return False
-    if column.kind == "float" and not column.nullable and values.isna().any():
+    if column.kind == "float" and not column.nullable and frame[column.name].isna().any():
         return False
-    return not (column.unique and values.duplicated().any())
+    return not (column.unique and frame[column.name].duplicated().any())
 
 
 def _holds(dtype, kind: str) -> bool:
@@ -388,15 +392,18 @@ def _holds(dtype, kind: str) -> bool:
     return dtype == _DTYPES[kind]
 
 
-def _text_conforms(values: pd.Series, column: Column, coded) -> bool:
+def _text_conforms(frame: pd.DataFrame, column: Column, coded) -> bool:
     if coded is not None:
         code, uniques = coded
         return ((column.nullable or not len(code) or code.min() >= 0)
-                and (column.isin is None or bool(pd.Index(uniques).isin(column.isin).all())))
+                and (column.isin is None or all(u in column.isin for u in uniques)))
+    if column.nullable and column.isin is None:
+        return True
+    values = frame[column.name]
     if column.isin is not None:
         allowed = values.isin(column.isin)
         return bool((allowed | values.isna() if column.nullable else allowed).all())
-    return column.nullable or _all_strings(values) or not values.isna().any()
+    return _all_strings(values) or not values.isna().any()
 
 
 def _all_strings(values: pd.Series) -> bool:
@@ -408,20 +415,7 @@ def _key_unique(frame: pd.DataFrame, key: list[str], codes) -> bool:
     """True when no two rows share the values of the ``key`` columns (one int per row)."""
     if len(key) < 2 or len(frame) < 2:
         return True
-    parts, sizes = [], []
-    for name in key:
-        values = frame[name]
-        if name in codes:
-            code, uniques = codes[name]
-            code, size = code + 1, len(uniques) + 1  # a missing value (-1) is a value here
-        elif values.dtype == np.int64 and values.to_numpy().min() >= 0:
-            code = values.to_numpy()
-            size = int(code.max()) + 1
-        else:
-            code, uniques = pd.factorize(values, use_na_sentinel=False)
-            size = len(uniques)
-        parts.append(code)
-        sizes.append(size)
+    parts, sizes = zip(*(_key_part(frame, name, codes) for name in key))
     cells = math.prod(sizes)
     if cells >= 2**62:
         return not frame.duplicated(key).any()
@@ -430,6 +424,19 @@ def _key_unique(frame: pd.DataFrame, key: list[str], codes) -> bool:
         return int(np.bincount(flat).max()) <= 1
     flat = np.sort(flat)
     return not (flat[1:] == flat[:-1]).any()
+
+
+def _key_part(frame: pd.DataFrame, name: str, codes) -> tuple[np.ndarray, int]:
+    """A key column as integer codes and their count (a missing value is a value here)."""
+    if name in codes:
+        code, uniques = codes[name]
+        return code + 1, len(uniques) + 1
+    values = frame[name]
+    if values.dtype == np.int64 and values.to_numpy().min() >= 0:
+        code = values.to_numpy()
+        return code, int(code.max()) + 1
+    code, uniques = pd.factorize(values, use_na_sentinel=False)
+    return code, len(uniques)
 
 
 def _frame(kind: str) -> Frame:

@@ -37,7 +37,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from gsme import envgate, gates, schema
+from gsme import _paired, envgate, schema
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
 from gsme.settings import RunConfig
 
@@ -179,30 +179,36 @@ def behaviour(candidates: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
         sorted, comma-separated ids of the mutations whose patches act (empty: none).
     """
     schema.validate(candidates, "candidates")
-    rows = candidates.set_index("candidate")
+    names = candidates["candidate"].to_numpy(dtype=object)
+    return pd.DataFrame({
+        "candidate": _text(np.repeat(names, len(tasks))),
+        "task_id": _text(np.tile(tasks["task_id"].to_numpy(dtype=object), len(names))),
+        "acting": _text(_acting(candidates, tasks).ravel()),
+    })
+
+
+def _acting(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
+    """The ``acting`` column of :func:`behaviour` as a (candidates, tasks) array."""
+    names = candidates["candidate"].tolist()
+    kinds = dict(zip(names, candidates["kind"]))
+    parents = dict(zip(names, candidates["parents"].map(schema.split_ids)))
     lineage: dict[str, frozenset] = {}
 
     def patches(name: str) -> frozenset:
         if name not in lineage:
-            row = rows.loc[name]
-            own = {name} if row["kind"] == "mutation" else set()
+            own = {name} if kinds[name] == "mutation" else set()
             lineage[name] = frozenset(own).union(
-                *(patches(p) for p in schema.split_ids(row["parents"]) if p in rows.index))
+                *(patches(p) for p in parents[name] if p in kinds))
         return lineage[name]
 
-    masks = {name: envgate.parse(rows.loc[name, "env_gate"] or "").mask(tasks)
-             for name in rows.index[rows["kind"] == "mutation"]}
-    acting = []
-    for name in rows.index:
-        here = np.full(len(tasks), "", dtype=object)
+    masks = {name: envgate.parse(gate or "").mask(tasks)
+             for name, gate in zip(names, candidates["env_gate"])
+             if kinds[name] == "mutation"}
+    acting = np.full((len(names), len(tasks)), "", dtype=object)
+    for here, name in zip(acting, names):
         for m in sorted(patches(name)):
-            here = np.where(masks[m], np.where(here == "", m, here + "," + m), here)
-        acting.append(here)
-    return pd.DataFrame({
-        "candidate": _text(np.repeat(rows.index.to_numpy(dtype=object), len(tasks))),
-        "task_id": _text(np.tile(tasks["task_id"].to_numpy(dtype=object), len(rows))),
-        "acting": _text(np.concatenate(acting) if acting else []),
-    })
+            here[:] = np.where(masks[m], np.where(here == "", m, here + "," + m), here)
+    return acting
 
 
 def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
@@ -230,31 +236,27 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
         behaving candidate (``borrowed_from`` names the candidate that ran the trial).
     """
     schema.require(wanted, ["candidate", "task_id", "split", "repeats"], "wanted")
-    slots = _expand(wanted)
-    unknown = sorted(set(slots["candidate"]) - set(candidates["candidate"]))
+    want = _expand(wanted)
+    unknown = sorted(set(want["candidate"]) - set(candidates["candidate"]))
     if unknown:
         raise KeyError(f"unknown candidate(s) {unknown}; the run has "
                        f"{list(candidates['candidate'])}")
-    mine = trials[trials["candidate"].isin(slots["candidate"].unique())]
-    state = (gates.validity_gate(mine, config=config.gate) if len(mine) else
-             pd.DataFrame(columns=[*schema.SLOT_KEY, "needs_rerun", "next_attempt"]))
-    known, ids = _slot_ids(state, slots)
-    at = pd.Index(known).get_indexer(ids)  # each wanted slot's row in the state, -1: none
-    needs = np.zeros(len(slots), dtype=bool)
-    needs[at >= 0] = state["needs_rerun"].to_numpy(bool)[at[at >= 0]]
-    rerun = slots[needs].assign(attempt=state["next_attempt"].to_numpy()[at[needs]])
-    missing = slots[at < 0]
+    slots = _paired.checked_slots(trials)
+    at = slots.locate(want["candidate"], want["split"], want["task_id"], want["repeat"])
+    needs = np.zeros(len(at), dtype=bool)  # the validity gate's rule: re-run, or not yet
+    needs[at >= 0] = slots.needs_rerun(config.gate.max_reruns)[at[at >= 0]]
+    attempt = np.zeros(len(at), dtype=np.int64)
+    attempt[needs] = slots.last_attempt[at[needs]] + 1
+    missing = at < 0
     borrowed = pd.DataFrame()
-    if config.borrow and len(missing) and len(trials):
-        borrowed = _lend(trials, candidates, tasks, missing)
-        if len(borrowed):
-            lent, left = _slot_ids(borrowed, missing)
-            missing = missing[~np.isin(left, lent)]
+    if config.borrow and missing.any() and len(trials):
+        borrowed, lent = _lend(trials, slots, candidates, tasks,
+                               {k: v[missing] for k, v in want.items()})
+        missing[np.flatnonzero(missing)[lent]] = False
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
-    specs = [TrialSpec(c, t, s, int(r), 0, beacons.get(c) or None) for c, t, s, r in
-             zip(*(missing[k].to_numpy() for k in schema.SLOT_KEY))]
-    specs += [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None) for c, t, s, r, a in
-              zip(*(rerun[k].to_numpy() for k in [*schema.SLOT_KEY, "attempt"]))]
+    specs = [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None)
+             for rows in (missing, needs)
+             for c, t, s, r, a in zip(*(want[k][rows] for k in schema.SLOT_KEY), attempt[rows])]
     return Plan(specs=specs, borrowed=borrowed)
 
 
@@ -341,56 +343,49 @@ def _text(values) -> pd.Series:
     return pd.Series(np.asarray(values, dtype=object), dtype=object)
 
 
-def _expand(wanted: pd.DataFrame) -> pd.DataFrame:
-    """One row per wanted slot: ``candidate, task_id, split, repeat``."""
+def _expand(wanted: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One entry per wanted slot: arrays ``candidate, task_id, split, repeat``."""
     repeats = wanted["repeats"].to_numpy(np.int64)
     rows = np.repeat(np.arange(len(wanted)), repeats)
-    out = {c: _text(wanted[c].to_numpy(dtype=object)[rows]) for c in schema.SLOT_KEY[:3]}
+    out = {c: wanted[c].to_numpy(dtype=object)[rows] for c in schema.SLOT_KEY[:3]}
     out["repeat"] = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
-    return pd.DataFrame(out)
+    return out
 
 
-def _slot_ids(*frames: pd.DataFrame) -> list[np.ndarray]:
-    """One integer per slot (``candidate, task_id, split, repeat``), the same in every frame."""
-    def column(name, dtype):
-        return np.concatenate([f[name].to_numpy(dtype=dtype) for f in frames])
-
-    codes = [pd.factorize(column(c, object))[0] for c in schema.SLOT_KEY[:3]]
-    repeat = column("repeat", np.int64)
-    dims = [int(c.max(initial=0)) + 1 for c in codes] + [int(repeat.max(initial=0)) + 1]
-    ids = np.ravel_multi_index((*codes, repeat), dims) if len(repeat) else repeat
-    return np.split(ids, np.cumsum([len(f) for f in frames])[:-1])
-
-
-def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
-    """Rows lent to ``missing`` slots by candidates that behave identically there.
+def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.ndarray]:
+    """Rows lent to ``missing`` slots by candidates that behave identically there, and the
+    positions of the slots they are lent to.
 
     A slot borrows the first valid trial of the same task, split and repeat from a
     candidate whose acting patches there are the same (:func:`behaviour`), preferring its
     parents in order, then its other ancestors, then any other by name. Slots and trials
-    are matched on integer keys, not by merging frames.
+    are matched on integer keys (the trials' ``slots``), not by merging frames.
     """
     names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
     ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
-    acting, _ = pd.factorize(behaviour(candidates, tasks)["acting"])
+    acting, _ = pd.factorize(_acting(candidates, tasks).ravel())
     acting = acting.reshape(len(names), len(ids))
-    size = int(max(trials["repeat"].max(), missing["repeat"].max())) + 1
+    size = int(max(slots.repeat.max(initial=0), missing["repeat"].max(initial=0))) + 1
 
-    def keys(frame):
-        """Positions of ``frame``'s rows on known candidates and tasks, with their candidate
-        codes and their (task, split, repeat, acting) keys."""
-        cand, task = names.get_indexer(frame["candidate"]), ids.get_indexer(frame["task_id"])
-        split = pd.Index(schema.SPLITS).get_indexer(frame["split"])
+    def keyed(cand, task, split, repeat):
+        """Entries on known candidates, tasks and splits: their positions, candidate codes
+        and (task, split, repeat, acting) keys."""
         at = np.flatnonzero((cand >= 0) & (task >= 0) & (split >= 0))
-        cand, task, split = cand[at], task[at], split[at]
-        repeat = frame["repeat"].to_numpy(np.int64)[at]
+        cand, task, split, repeat = cand[at], task[at], split[at], repeat[at]
         return at, cand, ((task * len(schema.SPLITS) + split) * size + repeat) * (
             acting.max(initial=0) + 1) + acting[cand, task]
 
-    rows, donor, donor_key = keys(trials)
-    first = _first_valid(trials, rows, donor, donor_key)
-    rows, donor, donor_key = rows[first], donor[first], donor_key[first]
-    wanted, borrower, wanted_key = keys(missing)
+    splits = pd.Index(schema.SPLITS)
+    donors, donor, donor_key = keyed(  # every valid slot, by key then candidate
+        names.get_indexer(slots.candidates)[slots.cand], ids.get_indexer(slots.tasks)[slots.task],
+        splits.get_indexer(slots.splits)[slots.split], slots.repeat)
+    valid = slots.valid[donors]
+    donors, donor, donor_key = donors[valid], donor[valid], donor_key[valid]
+    order = np.lexsort((donor, donor_key))
+    donors, donor, donor_key = donors[order], donor[order], donor_key[order]
+    wanted, borrower, wanted_key = keyed(
+        names.get_indexer(missing["candidate"]), ids.get_indexer(missing["task_id"]),
+        splits.get_indexer(missing["split"]), missing["repeat"])
     lo = np.searchsorted(donor_key, wanted_key, side="left")
     count = np.searchsorted(donor_key, wanted_key, side="right") - lo
     slot = np.repeat(np.arange(len(wanted)), count)  # every (slot, offer) pair
@@ -398,33 +393,22 @@ def _lend(trials, candidates, tasks, missing) -> pd.DataFrame:
     other = donor[offer] != borrower[slot]
     slot, offer = slot[other], offer[other]
     if not len(slot):
-        return pd.DataFrame()
+        return pd.DataFrame(), np.zeros(0, dtype=np.int64)
     rank = _donor_rank(candidates, names)[borrower[slot], donor[offer]]
     by_name = np.argsort(np.argsort(names.to_numpy()))[donor[offer]]
     best = np.lexsort((by_name, rank, slot))
     best = best[np.r_[True, slot[best][1:] != slot[best][:-1]]]
     best = best[np.lexsort((slot[best], by_name[best], rank[best]))]
-    out = trials.iloc[rows[offer[best]]].reset_index(drop=True)
+    out = trials.iloc[slots.row[donors[offer[best]]]].reset_index(drop=True)
     lender = out["borrowed_from"].where(out["borrowed_from"].notna(),
                                         names.to_numpy()[donor[offer[best]]])
-    out = out.assign(candidate=_text(missing["candidate"].to_numpy()[wanted[slot[best]]]),
+    out = out.assign(candidate=_text(missing["candidate"][wanted[slot[best]]]),
                      attempt=0, borrowed_from=lender.astype(object))
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     own = [set(schema.split_ids(beacons.get(c))) for c in out["candidate"]]
     out["activated"] = [bool(mine & set(schema.split_ids(b))) for mine, b in
                         zip(own, out["beacons"])]
-    return out
-
-
-def _first_valid(trials, rows, cand, key) -> np.ndarray:
-    """Which of ``rows`` (with candidate codes and keys) are their slot's first valid
-    attempt, sorted by ``key`` (stable)."""
-    ok = trials["infra_ok"].to_numpy(bool)[rows]
-    attempt = trials["attempt"].to_numpy(np.int64)[rows]
-    order = np.lexsort((attempt, cand, key))
-    order = order[ok[order]]
-    same = (key[order][1:] == key[order][:-1]) & (cand[order][1:] == cand[order][:-1])
-    return order[np.r_[True, ~same]] if len(order) else order
+    return out, wanted[slot[best]]
 
 
 def _donor_rank(candidates: pd.DataFrame, names: pd.Index) -> np.ndarray:
@@ -586,8 +570,10 @@ atexit.register(_COPIES.clear)
 
 
 def _task_records(tasks: pd.DataFrame) -> dict[str, dict]:
-    """Each task's row as a dict (``task_id`` and its features), by task id."""
-    return {record["task_id"]: record for record in tasks.to_dict("records")}
+    """Each task's row as a dict (``task_id`` and its features, Python scalars), by task id."""
+    names = tasks.columns.tolist()
+    records = (dict(zip(names, row)) for row in zip(*(tasks[c].tolist() for c in names)))
+    return {record["task_id"]: record for record in records}
 
 
 def _healthy(agent: TaskAgent) -> bool:

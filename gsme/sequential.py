@@ -292,10 +292,11 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
 
 
 def _codes(slots: _paired.Slots, names) -> np.ndarray:
-    names = pd.Series(np.asarray(names, dtype=object), dtype=object)
-    codes = slots.candidates.get_indexer(pd.Index(names.where(names.notna(), None),
-                                                  dtype=object))
-    return np.where(names.isna().to_numpy(), -1, codes).astype(np.int64)
+    """Each candidate's code in ``slots``, -1 when it has no trials or is missing (None)."""
+    names = np.asarray(names, dtype=object)
+    codes = slots.candidates.get_indexer(pd.Index(names, dtype=object)).astype(np.int64)
+    codes[pd.isna(names)] = -1
+    return codes
 
 
 @dataclass(frozen=True)
@@ -674,7 +675,7 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
     config = _paired.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
-    ids = tasks.loc[tasks["split"] == split, "task_id"].to_numpy(dtype=object)
+    ids = tasks["task_id"].to_numpy(dtype=object)[tasks["split"].to_numpy(dtype=object) == split]
     if not pd.Index(ids).is_unique:
         raise schema.FrameError(f"tasks column 'task_id' repeats ids on split {split!r}: "
                                 f"{sorted(pd.Index(ids)[pd.Index(ids).duplicated()])[:10]}")

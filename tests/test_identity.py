@@ -1,0 +1,139 @@
+"""Making the loop cheaper changed no result: digests pinned with the code before it.
+
+Two kinds of check, each a SHA-256 of frames written as CSV (floats to 10 significant
+digits, rows in the order the library returns them):
+
+* the gates, the scoring plan and the statistics on synthetic trials (infrastructure
+  failures and re-runs, borrowed rows, extended repeats, env-gated mutations): they depend
+  on gsme's statistics and scoring only;
+* whole simulated runs (fixed and adaptive designs; presets tiny, tb2 and swe-bench;
+  policies greedy and gated): their trials, decisions and sealed results. These also
+  depend on the simulator and the rule evolver, so a deliberate change there changes them.
+
+A change meant to alter results re-pins them: ``python tests/test_identity.py`` prints
+the digests of the code as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from gsme import experiments, gates, scoring, sequential, stats
+from gsme.settings import GateConfig, RunConfig
+
+DESIGNS = {
+    "fixed": GateConfig(design="fixed"),
+    "adaptive": GateConfig(),
+    "adaptive-normal-exact": GateConfig(reference="normal", exact_below=12, futility_z=None),
+}
+RUNS = [("tiny", "fixed", "greedy"), ("tiny", "adaptive", "gated"),
+        ("tb2", "adaptive", "greedy"), ("tb2", "fixed", "gated"),
+        ("swe-bench", "adaptive", "gated"), ("swe-bench", "fixed", "greedy")]
+
+PINNED_GATES = {"fixed": "9b411aea1f52d4b9", "adaptive": "a36b6c8d68373892",
+                "adaptive-normal-exact": "389b2cfd43da1595", "rates": "4c3bec677de5ad5f"}
+PINNED_RUNS = {"tiny-fixed-greedy": "df1ef64cf5af02f3", "tiny-adaptive-gated": "78c71802f39a8c12",
+               "tb2-adaptive-greedy": "4fb09721e2113e86", "tb2-fixed-gated": "28b68c765c713d66",
+               "swe-bench-adaptive-gated": "3e8864c952827153",
+               "swe-bench-fixed-greedy": "b81e9f442ecec2cd"}
+
+
+def digest(*frames: pd.DataFrame) -> str:
+    """SHA-256 of the frames' values (text as written to CSV, floats to 10 digits)."""
+    h = hashlib.sha256()
+    for frame in frames:
+        h.update(frame.to_csv(index=False, float_format="%.10g").encode())
+    return h.hexdigest()[:16]
+
+
+def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Trials, candidates and tasks of a small run with every kind of row."""
+    rng = np.random.default_rng(seed)
+    n_cand, n_train, n_test = 12, 24, 6
+    names = ["baseline"] + [f"m{i:02d}" for i in range(1, n_cand)]
+    parent = [None] + [names[int(rng.integers(0, i))] for i in range(1, n_cand)]
+    gate = [None] + [str(rng.choice(["", "hard", "not hard", 'category == "a"']))
+                     for _ in range(1, n_cand)]
+    candidates = pd.DataFrame({
+        "candidate": names, "parents": [p or "" for p in parent],
+        "kind": ["baseline"] + ["mutation"] * (n_cand - 1),
+        "where": [None] + ["prompt"] * (n_cand - 1), "why": None, "patch_id": None,
+        "beacon": [None] + [f"b{i}" for i in range(1, n_cand)], "env_gate": gate,
+        "commit": None, "branch": None, "round": np.arange(n_cand), "rationale": None,
+    })
+    ids = [f"t{j:02d}" for j in range(n_train + n_test)]
+    tasks = pd.DataFrame({"task_id": ids, "split": ["train"] * n_train + ["test"] * n_test,
+                          "category": rng.choice(["a", "b"], len(ids)),
+                          "hard": rng.random(len(ids)) < 0.4})
+    rows = []
+    for c, name in enumerate(names[:-2]):  # the last two are not scored yet
+        effect = rng.normal(0, 0.15)
+        for j, task in enumerate(ids):
+            split = tasks["split"][j]
+            if split == "test" and c > 1:
+                continue
+            extra = 6 if rng.random() < 0.3 else 0
+            for repeat in range(3 + extra):
+                lent = c > 0 and rng.random() < 0.15
+                for attempt in range(3):
+                    ok = rng.random() > 0.1
+                    rows.append({"candidate": name, "task_id": task, "split": split,
+                                 "repeat": repeat, "attempt": attempt,
+                                 "passed": ok and rng.random() < 0.5 + effect,
+                                 "infra_ok": ok, "activated": c > 0 and rng.random() < 0.5,
+                                 "beacons": f"b{c}" if c else "", "tokens": rng.random(),
+                                 "borrowed_from": parent[c] if lent else None})
+                    if ok or rng.random() < 0.02:  # else re-run; a few wait for theirs
+                        break
+    return pd.DataFrame(rows), candidates, tasks
+
+
+def gate_digests() -> dict[str, str]:
+    trials, candidates, tasks = synthetic()
+    children = candidates[candidates["kind"] != "baseline"]
+    pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
+    out = {}
+    for name, config in DESIGNS.items():
+        wanted = sequential.wanted(trials, pairs, tasks, split="train", config=config)
+        plan = scoring.plan(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
+        specs = pd.DataFrame([vars(s) for s in plan.specs])
+        out[name] = digest(
+            gates.credit(trials, candidates, config=config),
+            sequential.looks(trials, pairs, config=config),
+            sequential.decided_repeats(trials, pairs, config=config),
+            gates.validity_gate(trials, config=config),
+            stats.paired_test(trials, parent="baseline", child="m01", config=config),
+            wanted, specs, plan.borrowed)
+    out["rates"] = digest(stats.task_rates(trials), scoring.behaviour(candidates, tasks))
+    return out
+
+
+def run_digest(preset: str, design: str, policy: str, root) -> str:
+    run = experiments.simulated_run(preset, root=root, seed=1, rounds=3, policy=policy,
+                                    gate=DESIGNS[design])
+    try:
+        return digest(run.trials(), run.decisions(), run.sealed_result)
+    finally:
+        run.close()
+
+
+def test_gates_plans_and_statistics_are_those_pinned():
+    assert gate_digests() == PINNED_GATES
+
+
+@pytest.mark.parametrize("preset,design,policy", RUNS)
+def test_simulated_runs_end_with_the_pinned_trials_decisions_and_sealed_result(
+        preset, design, policy, tmp_path):
+    pinned = PINNED_RUNS[f"{preset}-{design}-{policy}"]
+    assert run_digest(preset, design, policy, tmp_path) == pinned
+
+
+if __name__ == "__main__":  # print the digests of the code as it is, to pin them
+    print("PINNED_GATES =", gate_digests())
+    print("PINNED_RUNS =", {f"{p}-{d}-{q}": run_digest(p, d, q, tempfile.mkdtemp())
+                            for p, d, q in RUNS})
