@@ -17,7 +17,7 @@ the rule evolver, through the ordinary loop. Two parts, printed side by side:
     decisions equal to full scoring of the new tasks (every borrowed new-task slot re-run
     by the child itself), beside the paper's 67% and 14 of 14.
 
-    python benchmarks/borrowing.py [--seeds 10] [--rounds 4] [--workers 2]
+    python benchmarks/borrowing.py [--seeds 10] [--rounds 4] [--workers 2] [--max-failures N]
     python benchmarks/borrowing.py --quick     # tb2, 1 seed, 1 round: seconds
 
 The full run takes about 15 minutes on 2 cores.
@@ -111,11 +111,12 @@ def _compared(prefix: str, borrowed: pd.DataFrame, run: Run, relent: pd.Series) 
 
 def one_run(args) -> dict:
     """Evolve one simulated run at a breadth, measure (a), grow it, measure (b)."""
-    preset, breadth, seed, rounds, root = args
+    preset, breadth, seed, rounds, root, max_failures = args
     spec = {"kind": "sim", "preset": preset, "suite_seed": seed, "breadth": breadth}
     path = Path(root) / f"{preset}-b{breadth}-s{seed}"
     with Run.create(path, agent=sim.preset(preset, suite_seed=seed, breadth=breadth),
-                    evolver=RuleEvolver(seed=seed), config=RunConfig(run_seed=seed),
+                    evolver=RuleEvolver(seed=seed),
+                    config=RunConfig(run_seed=seed, **max_failures),
                     schedule=Schedule(rounds=rounds), agent_spec=spec,
                     evolver_spec={"kind": "rule", "seed": seed}) as run:
         evolve.evolve(run, progress=False)
@@ -199,6 +200,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, default=10, help="suite/run seeds per preset")
     parser.add_argument("--rounds", type=int, default=4, help="evolution rounds per run")
     parser.add_argument("--workers", type=int, default=2, help="processes")
+    parser.add_argument("--max-failures", type=int, default=None,
+                        help="failing trials the evolver reads per round (default: the run "
+                             "config's); more of them give narrower gates")
     parser.add_argument("--quick", action="store_true",
                         help="tb2 only, 1 seed, 1 round: a smoke run in seconds")
     args = parser.parse_args(argv)
@@ -207,7 +211,8 @@ def main(argv=None) -> int:
         presets, args.seeds, args.rounds, args.workers = ("tb2",), 1, 1, 1
     started = time.time()
     root = tempfile.mkdtemp(prefix="gsme-borrowing-")
-    jobs = [(p, b, s, args.rounds, root) for p in presets for b in BREADTHS
+    reads = {} if args.max_failures is None else {"max_failures": args.max_failures}
+    jobs = [(p, b, s, args.rounds, root, reads) for p in presets for b in BREADTHS
             for s in range(args.seeds)]
     if args.workers > 1:
         with cf.ProcessPoolExecutor(args.workers) as pool:
@@ -215,7 +220,9 @@ def main(argv=None) -> int:
     else:
         runs = pd.DataFrame([one_run(job) for job in jobs])
     settings = (f"presets {', '.join(presets)}; {args.seeds} seed(s) x {args.rounds} rounds "
-                f"per breadth; adaptive gate; {time.time() - started:.0f} s")
+                f"per breadth; adaptive gate; evolver reads "
+                f"{args.max_failures or RunConfig().max_failures} failures per round; "
+                f"{time.time() - started:.0f} s")
     print(report(table(runs), settings))
     return 0
 
