@@ -48,7 +48,7 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  mix: str | None = None, policy: str = "gated",
+                  mix: str | None = None, policy: str | None = None,
                   gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
                   recombinations: int = 1, learn_from: str | None = None,
                   keep: KeepConfig | None = None, finalize: bool = True,
@@ -73,8 +73,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
     mix : str, optional
         The simulator's proposal mix (:data:`gsme.sim.MIXES`); default ``calibrated``.
-    policy : {"gated", "greedy", "peak"}
-        The crediting policy.
+    policy : {"gated", "greedy", "peak", "learned"}, optional
+        The keep rule; default :class:`~gsme.settings.RunConfig`'s.
     gate : GateConfig, optional
         The gate's settings; default :class:`~gsme.settings.GateConfig`.
     rounds, children, recombinations : int
@@ -104,11 +104,13 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     world = {} if mix is None else {"mix": mix}
     agent = sim.preset(preset, suite_seed=seed, profile=profile, **world)
     profile_name = agent.profile.name
-    label = "-".join([preset, profile_name, *world.values(), policy, gate.design, f"s{seed}"])
+    config = RunConfig(run_seed=seed, gate=gate, learn_from=learn_from, keep=keep or KeepConfig(),
+                       **({} if policy is None else {"policy": policy}))
+    label = "-".join([preset, profile_name, *world.values(), config.policy, gate.design,
+                      f"s{seed}"])
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
-                     config=RunConfig(run_seed=seed, policy=policy, gate=gate,
-                                      learn_from=learn_from, keep=keep or KeepConfig()),
+                     config=config,
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
                      agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
@@ -150,8 +152,9 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
     root = _root(root, "preset_table")
     rows = []
     for name in tqdm(list(presets), desc="presets", disable=not progress):
-        with simulated_run(name, root=root, seed=seed, rounds=rounds, children=children,
-                           recombinations=recombinations, gate=gate) as run:
+        with simulated_run(name, root=root, seed=seed, policy="gated", rounds=rounds,
+                           children=children, recombinations=recombinations,
+                           gate=gate) as run:
             rows.append(report.run_table(run).assign(run_dir=str(run.path)))
     table = pd.concat(rows, ignore_index=True)
     table.insert(0, "preset", pd.Series(list(presets), dtype=object))
@@ -379,9 +382,9 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
     grid = [(p, int(s)) for p in profiles for s in seeds]
     rows = []
     for name, seed in tqdm(grid, desc=f"{preset}: profile × seed", disable=not progress):
-        with simulated_run(preset, root=root, seed=seed, profile=name, rounds=rounds,
-                           gate=gate, children=children, recombinations=recombinations,
-                           finalize=False) as run:
+        with simulated_run(preset, root=root, seed=seed, profile=name, policy="gated",
+                           rounds=rounds, gate=gate, children=children,
+                           recombinations=recombinations, finalize=False) as run:
             baseline = run.trials(split="train", candidate=BASELINE)
             # the cold start's K repeats: the adaptive design extends mixed tasks later
             shares = _baseline_shares(baseline[baseline["repeat"] < run.config.gate.k])

@@ -14,7 +14,8 @@ sealed (:meth:`gsme.run.Run.finalize`), and by notebooks that compare policies.
 * ``greedy`` — what prior systems do: any child whose train rate rose is kept.
 * ``peak`` — like greedy, and the reported harness is the best train rate ever scored.
 * ``learned`` — a child is kept when it is credited, or when its expected true effect is
-  positive under the mix of proposal effects learned from every comparison available: the
+  worth keeping (above ``KeepConfig.worth_pp``, a quarter of a point) under the mix of
+  proposal effects learned from every comparison available: the
   run's own so far and those of earlier runs of the same evolver and suite (empirical
   Bayes, :mod:`gsme.prior`). Lenient where proposals have been helping, strict where they
   have been hurting, cautious before there is evidence (:class:`~gsme.settings.KeepConfig`).

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import stats
+from gsme import policy, stats
 from gsme.resources import PAPER_TABLE
 from gsme.schema import BASELINE
 from gsme.settings import GateConfig
@@ -92,7 +92,11 @@ def run_table(run) -> pd.DataFrame:
         if every tested child were truly null; an upper bound, not an estimate: a child
         with a real gain cannot be credited falsely, a harmful one is credited less often
         than α, and the adaptive design's measured A/A rate is below α),
-        ``true_train_delta_pp, true_sealed_delta_pp``.
+        ``false_credits_estimate`` and ``false_keeps_estimate`` (the expected number of
+        credited, and of kept, children whose true effect is ≤ 0: the sum of their posterior
+        probabilities of no gain under the proposal mix learned from the run's comparisons
+        and those it learned from, :func:`gsme.policy.expected_effects`; an estimate that
+        is as good as the learned mix), ``true_train_delta_pp, true_sealed_delta_pp``.
 
     Raises
     ------
@@ -133,6 +137,10 @@ def run_table(run) -> pd.DataFrame:
     row["kept"] = int(decisions["kept"].sum())
     row["significance_tests"] = tested
     row["false_credits_bound"] = tested * gate.alpha
+    no_gain = 1.0 - policy.expected_effects(decisions, past=run.comparisons(before_round=1),
+                                            config=run.config.keep)["p_positive"]
+    row["false_credits_estimate"] = float(no_gain[decisions["decision"] == "credit"].sum())
+    row["false_keeps_estimate"] = float(no_gain[decisions["kept"].astype(bool)].sum())
     row.update(_true_effects(run, chosen))
     return pd.DataFrame([row])
 

@@ -89,7 +89,7 @@ def test_many_comparisons_outweigh_the_start(true_mean):
 def test_before_evidence_the_learned_rule_keeps_above_the_start_threshold():
     # under the start mix the posterior mean's sign is that of the acting part's:
     # (tau² delta + se² mu) / (tau² + se²) > 0  <=>  delta > -mu se² / tau²
-    config = KeepConfig()
+    config = KeepConfig(worth_pp=0.0)
     se = 3.5
     threshold = -config.start_mean_pp * se**2 / config.start_sd_pp**2
     d = pd.DataFrame({"decision": "inconclusive", "delta_pp": [threshold - 0.2,
@@ -99,6 +99,16 @@ def test_before_evidence_the_learned_rule_keeps_above_the_start_threshold():
     # a start counted as many comparisons is what a run's first child meets
     firm = config.model_copy(update={"start_weight": 1e6})
     assert policy.kept(d, policy="learned", config=firm).tolist() == [False, True]
+
+
+def test_an_uncredited_child_must_be_expected_to_be_worth_worth_pp():
+    firm = KeepConfig(start_weight=1e6)  # the start mix alone decides
+    d = pd.DataFrame({"decision": "inconclusive", "delta_pp": np.linspace(0.0, 8.0, 81),
+                      "se_pp": 3.5})
+    expected = prior.posterior(d, prior.start(firm), config=firm)["expected_delta_pp"]
+    kept = policy.kept(d, policy="learned", config=firm)
+    assert ((expected > 0) & (expected <= firm.worth_pp)).any()  # the band exists here
+    assert kept.tolist() == (expected > firm.worth_pp).tolist()
 
 
 def test_the_learned_rule_is_lenient_where_proposals_helped_and_strict_where_they_hurt():

@@ -86,3 +86,20 @@ def test_run_table_reads_the_first_k_repeats_with_one_sided_p(sealed_run):
     assert table["false_credits_bound"] == pytest.approx(
         table["significance_tests"] * gate.alpha)
     assert not {"train_p", "sealed_p", "expected_false_credits"} & set(table.index)
+
+
+def test_false_credit_and_keep_estimates_sum_the_posterior_probability_of_no_gain(sealed_run):
+    from gsme import prior
+
+    row = report.run_table(sealed_run).iloc[0]
+    decided = sealed_run.decisions()
+    measured = decided[decided["decision"].isin(prior.LEARNED_DECISIONS)]
+    mix = prior.fit(measured, config=sealed_run.config.keep)  # nothing learned from before
+    post = prior.posterior(decided, mix, config=sealed_run.config.keep)
+    no_gain = np.where(decided["decision"].isin(prior.LEARNED_DECISIONS),
+                       1.0 - post["p_positive"], np.nan)
+    credited = (decided["decision"] == "credit").to_numpy()
+    assert row["false_credits_estimate"] == pytest.approx(np.nansum(no_gain[credited]))
+    assert row["false_keeps_estimate"] == pytest.approx(
+        np.nansum(no_gain[decided["kept"].to_numpy(bool)]))
+    assert row["kept"] >= 1 and 0 < row["false_keeps_estimate"] <= row["kept"]
