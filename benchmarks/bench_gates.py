@@ -3,8 +3,9 @@
 The frame is simulated: 2,000 candidates (a baseline and 1,999 mutations of earlier
 candidates) × 167 tasks × K=3 repeats, with 1% of slots re-run after an infrastructure
 failure. Prints the wall and CPU time of ``credit()`` (best of ``--repeats``), rows per
-second, how its CPU time splits (validating the trials frame at the boundary, encoding it
-into slots, the design's paired test), the same on the frame with pandas' string (Arrow)
+second, how its CPU time splits (checking the trials frame at the boundary and encoding it
+into slots, with one factorization of its text columns; the design's paired test), the
+same on the frame with pandas' string (Arrow)
 dtype in its text columns, its peak traced memory and the process's peak resident memory,
 then the time of a naive per-pair loop (pandas filtering and ``scipy.stats.ttest_rel`` per
 pair) measured on a sample of pairs and extrapolated to all of them, and the ratio.
@@ -91,12 +92,11 @@ def cpu_seconds(fn) -> float:
 
 
 def split_cpu(trials: pd.DataFrame, candidates: pd.DataFrame, repeats: int) -> dict:
-    """Best CPU seconds of the steps ``credit()`` takes: validate, encode, the paired test."""
-    slots = _paired.encode_slots(trials)
+    """Best CPU seconds of the steps ``credit()`` takes: check and encode, the paired test."""
+    slots = _paired.checked_slots(trials)
     children = candidates[candidates["kind"] != "baseline"]  # one parent each here
     pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
-    steps = {"validate": lambda: _paired.checked_trials(trials),
-             "encode": lambda: _paired.encode_slots(trials),
+    steps = {"check_encode": lambda: _paired.checked_slots(trials),
              "test": lambda: sequential.compare(slots, pairs, split="train",
                                                 config=GateConfig())}
     return {name: min(cpu_seconds(fn) for _ in range(repeats)) for name, fn in steps.items()}
@@ -138,10 +138,10 @@ def main(argv=None) -> None:
     print(f"credit(): best {best:.3f} s of {args.repeats} "
           f"({', '.join(f'{t:.3f}' for t in times)}), {len(trials) / best:,.0f} rows/s")
     print(f"credit(): CPU time best {min(cpu):.3f} s ({', '.join(f'{c:.3f}' for c in cpu)}; "
-          f"target <= {CPU_TARGET_S} s), of which validating the trials frame at the "
-          f"boundary {parts['validate']:.3f} s, encoding its slots {parts['encode']:.3f} s, "
-          f"the design's paired test {parts['test']:.3f} s (wall time above includes waiting "
-          f"for a shared CPU)")
+          f"target <= {CPU_TARGET_S} s), of which checking the trials frame at the boundary "
+          f"and encoding its slots {parts['check_encode']:.3f} s (one factorization of its "
+          f"text columns), the design's paired test {parts['test']:.3f} s (wall time above "
+          f"includes waiting for a shared CPU)")
     print(f"credit() on the same frame with pandas string (Arrow) text columns: CPU time best "
           f"{arrow_cpu:.3f} s")
     print(f"credit(): peak traced memory {traced_peak / 2**20:,.0f} MiB; "

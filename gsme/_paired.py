@@ -67,12 +67,22 @@ def _checked(trials: pd.DataFrame):
 
 def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
     """``pandas.factorize`` of the key's text columns, as they are (no conversion)."""
-    out = {}
-    for name in ("candidate", "split", "task_id"):
-        values = trials[name]
-        code, uniques = pd.factorize(values.to_numpy() if values.dtype == object else values)
-        out[name] = code, pd.Index(np.asarray(uniques, dtype=object), dtype=object)
-    return out
+    return {name: _factorize(trials[name]) for name in ("candidate", "split", "task_id")}
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pandas.factorize`` of a text column (codes in order of first appearance, -1 for a
+    missing value), unique values as an object Index; a column holding one string
+    throughout (the split of a frame read for one split) is not hashed."""
+    if values.dtype != object:
+        code, uniques = pd.factorize(values)
+    else:
+        array = values.to_numpy()
+        if (len(array) and isinstance(array[0], str) and array[-1] == array[0]
+                and (array == array[0]).all()):
+            return np.zeros(len(array), dtype=np.intp), pd.Index(array[:1], dtype=object)
+        code, uniques = pd.factorize(array)
+    return code, pd.Index(np.asarray(uniques, dtype=object), dtype=object)
 
 
 _CONTRACT_DTYPES = {"int": np.dtype("int64"), "float": np.dtype("float64"),
@@ -198,8 +208,8 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
     first_valid = _first_valid(infra_ok[order], starts)
     valid = first_valid < ends
     rows = order[np.where(valid, first_valid, starts)]
-    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object)[rows],
-                               cand[rows], candidates)
+    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object), rows, cand,
+                               candidates)
     return Slots(
         candidates=candidates,
         splits=splits,
@@ -239,14 +249,17 @@ def _by_slot_and_attempt(key: np.ndarray, attempt: np.ndarray, n_keys: int) -> n
     return np.lexsort((attempt, key))
 
 
-def _sources(borrowed: np.ndarray, cand: np.ndarray, candidates: pd.Index):
-    """Codes of the candidate that ran each slot's trial; names outside ``candidates`` appended."""
-    lent = pd.notna(borrowed)
+def _sources(borrowed: np.ndarray, rows: np.ndarray, cand: np.ndarray, candidates: pd.Index):
+    """Codes of the candidate that ran the trial of each slot (``rows``: the slots' rows of
+    the ``borrowed_from`` column and the candidate codes); names outside ``candidates``
+    appended."""
+    source = cand[rows].astype(np.int64)
+    lent = pd.notna(borrowed)[rows]
     if not lent.any():
-        return cand.astype(np.int64), candidates
-    source = cand.astype(np.int64).copy()
-    code = candidates.get_indexer(pd.Index(borrowed[lent], dtype=object))
-    extra, others = pd.factorize(borrowed[lent][code < 0])
+        return source, candidates
+    lenders = borrowed[rows[lent]]
+    code = candidates.get_indexer(pd.Index(lenders, dtype=object))
+    extra, others = pd.factorize(lenders[code < 0])
     code[code < 0] = len(candidates) + extra
     source[lent] = code
     return source, candidates.append(pd.Index(others, dtype=object))

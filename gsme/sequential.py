@@ -278,17 +278,35 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
         "passed": prefix(slots.passed),
         "pending": prefix(slots.needs_rerun(config.max_reruns)),
     }
-    first = keep & (slots.repeat < config.k)
-    source = np.full((n_cand + 1, n_tasks, config.k), -1, dtype=np.int64)
-    source[local_cand[slots.cand[first]], local_task[slots.task[first]],
-           slots.repeat[first]] = slots.source[first]
     c_local = np.where(child_code >= 0, local_cand[child_code], n_cand)
     p_local = np.where(parent_code >= 0, local_cand[parent_code], n_cand)
-    c_src, p_src = source[c_local], source[p_local]
-    has = c_src >= 0
-    identical = has.any(axis=2) & (~has | (c_src == p_src)).all(axis=2)
+    first = keep & (slots.repeat < config.k)
+    identical = _identical(slots, first, local_cand[slots.cand[first]],
+                           local_task[slots.task[first]], c_local, p_local,
+                           (n_cand + 1, n_tasks, config.k))
     return _Panel(counts=counts, child=c_local, parent=p_local, identical=identical,
                   tasks=names)
+
+
+def _identical(slots: _paired.Slots, first, rows, columns, child, parent, shape) -> np.ndarray:
+    """(pairs, tasks): the child has trials among its first ``k`` repeats of the task and
+    each is the parent's own trial of that repeat (the same source).
+
+    ``first`` selects those slots, ``rows`` and ``columns`` are their panel rows and task
+    columns, ``child`` and ``parent`` each pair's rows; ``shape`` is (rows, tasks, k), its
+    last row standing for a candidate without trials. Without a borrowed slot among them
+    no child's trial is another candidate's, so no task is identical unless a pair compares
+    a candidate with itself.
+    """
+    n_rows, n_tasks, _ = shape
+    lent = slots.source[first] != slots.cand[first]
+    if not lent.any() and not ((child == parent) & (child < n_rows - 1)).any():
+        return np.zeros((len(child), n_tasks), dtype=bool)
+    source = np.full(shape, -1, dtype=np.int64)
+    source[rows, columns, slots.repeat[first]] = slots.source[first]
+    c_src, p_src = source[child], source[parent]
+    has = c_src >= 0
+    return has.any(axis=2) & (~has | (c_src == p_src)).all(axis=2)
 
 
 def _codes(slots: _paired.Slots, names) -> np.ndarray:
