@@ -62,6 +62,7 @@ class Ledger:
         except sqlite3.DatabaseError as err:
             raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
         self._trials: _Read | None = None
+        self._no_events: dict[str | None, tuple] = {}  # kind -> (state, the empty frame)
 
     def close(self) -> None:
         self._db.close()
@@ -198,12 +199,25 @@ class Ledger:
                              (kind, round, json.dumps(payload, default=str)))
 
     def events(self, kind: str | None = None) -> pd.DataFrame:
-        """Events in order: ``id, ts, kind, round, payload`` (a dict)."""
+        """Events in order: ``id, ts, kind, round, payload`` (a dict).
+
+        Events are never changed or deleted, so a kind found absent stays absent until an
+        event is added (the last id grows) or another connection commits: until then the
+        answer is the empty frame already made (most questions, such as "is the run
+        sealed?", find none).
+        """
+        state = (self._db.execute("PRAGMA data_version").fetchone()[0],
+                 self._db.execute("SELECT max(id) FROM events").fetchone()[0])
+        known = self._no_events.get(kind)
+        if known is not None and known[0] == state:
+            return known[1].copy()
         sql = "SELECT id, ts, kind, round, payload FROM events"
         rows = self._db.execute(sql + (" WHERE kind = ?" if kind else "") + " ORDER BY id",
                                 (kind,) if kind else ()).fetchall()
         out = pd.DataFrame(rows, columns=["id", "ts", "kind", "round", "payload"])
         out["payload"] = [json.loads(p) for p in out["payload"]]
+        if out.empty:
+            self._no_events[kind] = state, out.copy()
         return out
 
     def add_call(self, record: dict) -> None:

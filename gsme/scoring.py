@@ -180,15 +180,21 @@ def behaviour(candidates: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
     """
     schema.validate(candidates, "candidates")
     names = candidates["candidate"].to_numpy(dtype=object)
+    mutations, has, acts = _patches(candidates, tasks)
+    acting = np.full((len(names), len(tasks)), "", dtype=object)
+    for j, m in enumerate(mutations):  # in sorted order, each where it acts
+        on = has[:, j][:, None] & acts[j][None, :]
+        acting[on] = np.where(acting[on] == "", m, acting[on] + "," + m)
     return pd.DataFrame({
         "candidate": _text(np.repeat(names, len(tasks))),
         "task_id": _text(np.tile(tasks["task_id"].to_numpy(dtype=object), len(names))),
-        "acting": _text(_acting(candidates, tasks).ravel()),
+        "acting": _text(acting.ravel()),
     })
 
 
-def _acting(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
-    """The ``acting`` column of :func:`behaviour` as a (candidates, tasks) array."""
+def _patches(candidates: pd.DataFrame, tasks: pd.DataFrame):
+    """The mutations (sorted), which of them each candidate's lineage holds (a candidates ×
+    mutations bool array) and on which tasks each acts (mutations × tasks)."""
     names = candidates["candidate"].tolist()
     kinds = dict(zip(names, candidates["kind"]))
     parents = dict(zip(names, candidates["parents"].map(schema.split_ids)))
@@ -201,14 +207,27 @@ def _acting(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
                 *(patches(p) for p in parents[name] if p in kinds))
         return lineage[name]
 
-    masks = {name: envgate.parse(gate or "").mask(tasks)
-             for name, gate in zip(names, candidates["env_gate"])
-             if kinds[name] == "mutation"}
-    acting = np.full((len(names), len(tasks)), "", dtype=object)
-    for here, name in zip(acting, names):
-        for m in sorted(patches(name)):
-            here[:] = np.where(masks[m], np.where(here == "", m, here + "," + m), here)
-    return acting
+    gates = dict(zip(names, candidates["env_gate"]))
+    mutations = sorted(name for name in names if kinds[name] == "mutation")
+    acts = np.zeros((len(mutations), len(tasks)), dtype=bool)
+    for j, m in enumerate(mutations):
+        acts[j] = envgate.parse(gates[m] or "").mask(tasks)
+    column = {m: j for j, m in enumerate(mutations)}
+    has = np.zeros((len(names), len(mutations)), dtype=bool)
+    for i, name in enumerate(names):
+        has[i, [column[m] for m in patches(name)]] = True
+    return mutations, has, acts
+
+
+def _acting_codes(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
+    """(candidates, tasks) integer codes, equal exactly where :func:`behaviour`'s ``acting``
+    sets are equal."""
+    _, has, acts = _patches(candidates, tasks)
+    if not has.shape[1]:
+        return np.zeros((len(has), acts.shape[1]), dtype=np.int64)
+    sets = np.packbits(has[:, None, :] & acts.T[None, :, :], axis=2)
+    _, codes = np.unique(sets.reshape(-1, sets.shape[2]), axis=0, return_inverse=True)
+    return codes.reshape(has.shape[0], acts.shape[1])
 
 
 def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
@@ -363,8 +382,7 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
     """
     names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
     ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
-    acting, _ = pd.factorize(_acting(candidates, tasks).ravel())
-    acting = acting.reshape(len(names), len(ids))
+    acting = _acting_codes(candidates, tasks)
     size = int(max(slots.repeat.max(initial=0), missing["repeat"].max(initial=0))) + 1
 
     def keyed(cand, task, split, repeat):

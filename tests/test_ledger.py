@@ -135,3 +135,17 @@ def test_a_frame_read_is_the_callers_to_change(ledger):
     first["extra"] = 1
     again = ledger.frame("trials")
     assert "extra" not in again and again["passed"].tolist() == [True, False]
+
+
+def test_an_absent_kind_of_event_is_found_once_added_here_or_elsewhere(ledger):
+    assert ledger.events("sealing").empty
+    none = ledger.events("sealing")
+    none["extra"] = 1  # the caller's frame: the next answer is untouched
+    assert list(ledger.events("sealing").columns) == ["id", "ts", "kind", "round", "payload"]
+    ledger.event("sealing", None, candidate="c1")
+    assert ledger.events("sealing")["payload"].tolist() == [{"candidate": "c1"}]
+    assert ledger.events("sealed").empty
+    writer = Ledger(ledger.path)  # another connection
+    writer.event("sealed", None, candidate="c1")
+    writer.close()
+    assert ledger.events("sealed")["kind"].tolist() == ["sealed"]
