@@ -48,7 +48,8 @@ RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  mix: str | None = None, policy: str | None = None,
+                  mix: str | None = None, breadth: float | None = None,
+                  policy: str | None = None,
                   gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
                   recombinations: int = 1, learn_from: str | None = None,
                   keep: KeepConfig | None = None, finalize: bool = True,
@@ -73,6 +74,9 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
     mix : str, optional
         The simulator's proposal mix (:data:`gsme.sim.MIXES`); default ``calibrated``.
+    breadth : float, optional
+        How concentrated each failure mode is on a visible task feature (the simulated
+        suite's knob, :func:`gsme.sim.preset`); default the suite's own (unconcentrated).
     policy : {"gated", "greedy", "peak", "learned"}, optional
         The keep rule; default :class:`~gsme.settings.RunConfig`'s.
     gate : GateConfig, optional
@@ -101,12 +105,12 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     >>> run.close()
     """
     gate = gate or GateConfig()
-    world = {} if mix is None else {"mix": mix}
+    world = {k: v for k, v in (("mix", mix), ("breadth", breadth)) if v is not None}
     agent = sim.preset(preset, suite_seed=seed, profile=profile, **world)
     profile_name = agent.profile.name
     config = RunConfig(run_seed=seed, gate=gate, learn_from=learn_from, keep=keep or KeepConfig(),
                        **({} if policy is None else {"policy": policy}))
-    label = "-".join([preset, profile_name, *world.values(), config.policy, gate.design,
+    label = "-".join([preset, profile_name, *map(str, world.values()), config.policy, gate.design,
                       f"s{seed}"])
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),

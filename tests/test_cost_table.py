@@ -38,7 +38,8 @@ def call(kind, *, cost_usd, **tokens):
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("cost") / "run"
-    run = Run.create(path, agent=sim.SimAgent("tiny", suite_seed=1),
+    # failure modes concentrated on a third of the tasks: narrow env gates, borrowed trials
+    run = Run.create(path, agent=sim.SimAgent("tiny", suite_seed=1, breadth=0.33),
                      evolver=CallingEvolver(seed=1), config=RunConfig(run_seed=1),
                      schedule=Schedule(children_per_round=3, recombinations_per_round=1))
     run.record_call(call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
