@@ -290,8 +290,21 @@ class Run:
         return self.repo.files(candidate)
 
     def snapshot(self, candidate: str) -> scoring.Snapshot:
-        """``candidate``'s committed harness as trials receive it (files and modes)."""
-        return scoring.Snapshot(self.repo.files(candidate), self.repo.executables(candidate))
+        """``candidate``'s committed harness as trials receive it (files and modes).
+
+        Read from git once per commit (a commit never changes; a candidate discarded and
+        made again is another commit).
+        """
+        commit = self.repo.commit_of(candidate)
+        if commit not in self._snapshots:
+            self._snapshots[commit] = scoring.Snapshot(self.repo.files(candidate),
+                                                       self.repo.executables(candidate))
+        return self._snapshots[commit]
+
+    @functools.cached_property
+    def _snapshots(self) -> dict[str, scoring.Snapshot]:
+        """The committed harnesses :meth:`snapshot` has read, by commit id."""
+        return {}
 
     @property
     def vocabulary(self) -> Vocabulary:
