@@ -261,7 +261,7 @@ def test_a_committed_manual_round_is_finished_by_run_round(tmp_path):
 def test_the_learned_rule_stacks_kept_but_uncredited_children(tmp_path):
     from gsme import experiments
 
-    with experiments.simulated_run("tb2", root=tmp_path, seed=1, rounds=3, policy="learned",
+    with experiments.simulated_run("tb2", root=tmp_path, seed=4, rounds=3, policy="learned",
                                    finalize=False) as run:
         decided = run.decisions().set_index("candidate")
         cands = run.candidates()
