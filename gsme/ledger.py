@@ -62,6 +62,7 @@ class Ledger:
         except sqlite3.DatabaseError as err:
             raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
         self._trials: _Read | None = None
+        self._tables: dict[str, tuple[int, pd.DataFrame]] = {}  # table -> (version, rows)
         self._no_events: dict[str | None, tuple] = {}  # kind -> (state, the empty frame)
 
     def close(self) -> None:
@@ -82,6 +83,7 @@ class Ledger:
         """Append ``frame``'s rows to ``table`` in one transaction (replacing equal keys)."""
         if frame.empty:
             return
+        self._tables.pop(table, None)
         columns = [[_to_sql(v) for v in frame[c].tolist()] for c in _names(table)]
         rows = list(zip(*columns))
         with self._transaction():
@@ -118,7 +120,8 @@ class Ledger:
 
         Trials are kept between reads (:meth:`_all_trials`): a read fetches only the rows
         written since the last one, so reading a growing trials table pass after pass
-        costs what was added, not the whole table.
+        costs what was added, not the whole table. Another table read whole is kept until
+        this ledger writes to it or another connection commits.
         """
         cols = _names(table)
         clauses = {k: v for k, v in equal.items() if v is not None}
@@ -127,6 +130,22 @@ class Ledger:
             raise ValueError(f"table {table} has no column(s) {unknown}")
         if table == "trials":
             return _where(self._all_trials(), clauses)
+        if not clauses:
+            return self._whole(table).copy(deep=False)
+        return self._select(table, clauses)
+
+    def _whole(self, table: str) -> pd.DataFrame:
+        """Every row of ``table`` (not trials), kept until this ledger writes to the table
+        or another connection commits (``PRAGMA data_version``)."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        known = self._tables.get(table)
+        if known is None or known[0] != version:
+            known = self._tables[table] = version, self._select(table, {})
+        return known[1]
+
+    def _select(self, table: str, clauses: dict) -> pd.DataFrame:
+        """The rows of ``table`` whose columns equal ``clauses``' values, read by SQL."""
+        cols = _names(table)
         sql = f"SELECT {_quoted(cols)} FROM {table}"
         if clauses:
             sql += " WHERE " + " AND ".join(f'"{c}" = ?' for c in clauses)
@@ -176,11 +195,13 @@ class Ledger:
     def delete_round(self, table: str, round: int) -> None:
         """Delete ``table``'s rows of ``round`` (what an interrupted round left)."""
         column = "snapshot" if table == "archive" else "round"
+        self._tables.pop(table, None)
         with self._transaction():
             self._db.execute(f'DELETE FROM {table} WHERE "{column}" = ?', (int(round),))
 
     def delete_candidate(self, candidate: str) -> None:
         """Delete a candidate's row (a candidate discarded before any trial)."""
+        self._tables.pop("candidates", None)
         with self._transaction():
             self._db.execute("DELETE FROM candidates WHERE candidate = ?", (candidate,))
 

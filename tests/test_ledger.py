@@ -149,3 +149,27 @@ def test_an_absent_kind_of_event_is_found_once_added_here_or_elsewhere(ledger):
     writer.event("sealed", None, candidate="c1")
     writer.close()
     assert ledger.events("sealed")["kind"].tolist() == ["sealed"]
+
+
+def _candidate(name: str, round: int) -> pd.DataFrame:
+    return pd.DataFrame({
+        "candidate": [name], "parents": ["baseline"], "kind": ["mutation"], "where": ["prompt"],
+        "why": ["looping"], "patch_id": [None], "beacon": [None], "env_gate": [None],
+        "commit": [None], "branch": [None], "round": [round], "rationale": [None]})
+
+
+def test_a_table_read_whole_shows_every_later_write_here_or_elsewhere(ledger):
+    assert ledger.frame("candidates").empty
+    ledger.append("candidates", _candidate("c1", 1))
+    ledger.append("candidates", _candidate("c2", 1))
+    assert ledger.frame("candidates")["candidate"].tolist() == ["c1", "c2"]
+    ledger.delete_candidate("c2")
+    ledger.append("candidates", _candidate("c2", 2))  # made again, maybe in the same rowid
+    assert ledger.frame("candidates")["round"].tolist() == [1, 2]
+    read = ledger.frame("candidates")
+    read.loc[0, "round"] = 9  # the caller's copy
+    with sqlite3.connect(ledger.path) as db:  # another connection
+        db.execute("UPDATE candidates SET why = 'tool-misuse' WHERE candidate = 'c1'")
+    db.close()
+    again = ledger.frame("candidates")
+    assert again["why"].tolist() == ["tool-misuse", "looping"] and again["round"].tolist() == [1, 2]
