@@ -259,9 +259,11 @@ def _sources(borrowed: np.ndarray, rows: np.ndarray, cand: np.ndarray, candidate
         return source, candidates
     lenders = borrowed[rows[lent]]
     code = candidates.get_indexer(pd.Index(lenders, dtype=object))
-    extra, others = pd.factorize(lenders[code < 0])
-    code[code < 0] = len(candidates) + extra
     source[lent] = code
+    if (code >= 0).all():
+        return source, candidates
+    extra, others = pd.factorize(lenders[code < 0])
+    source[np.flatnonzero(lent)[code < 0]] = len(candidates) + extra
     return source, candidates.append(pd.Index(others, dtype=object))
 
 

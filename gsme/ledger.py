@@ -98,7 +98,7 @@ class Ledger:
         the inserts.
         """
         cols = _names("trials")
-        trials = [tuple(_to_sql(row.get(c)) for c in cols) for row, _ in rows]
+        trials = [tuple(map(_to_sql, map(row.get, cols))) for row, _ in rows]
         texts = [(row["trajectory"], _stored(transcript))
                  for row, transcript in rows if transcript is not None and row.get("trajectory")]
         with self._transaction():
