@@ -416,6 +416,8 @@ def _column(name: str, values: pd.Series, gate: EnvGate) -> _Col:
             return _Col("bool", data.astype(bool), na)
         return _Col("number", np.where(na, 0.0, data.astype(float)), na)
     na = values.isna().to_numpy(dtype=bool)
+    if isinstance(values.dtype, pd.StringDtype) and not na.all():  # strings, some missing
+        return _Col("string", values.to_numpy(dtype=object, na_value=""), na)
     present = values.to_numpy(dtype=object)[~na]
     if pd.api.types.is_bool_dtype(values.dtype):
         kind = "bool"

@@ -95,6 +95,15 @@ def test_pandas_string_and_nullable_dtypes(tasks):
     assert gate.mask(typed).tolist() == gate.mask(tasks).tolist() == [True, False, True, True]
 
 
+@pytest.mark.parametrize("dtype", ["str", "string[python]", "string[pyarrow]"])
+def test_string_columns_with_missing_values_read_like_object_columns(dtype):
+    values = ["a", None, "b", "", "a"]
+    typed = pd.DataFrame({"c": pd.Series(values, dtype=dtype)})
+    plain = pd.DataFrame({"c": pd.Series(values, dtype=object)})
+    for expr in ('c == "a"', 'c != "a"', 'c in ["a", "b"]', 'c not in ["a"]', "c", 'c >= "b"'):
+        assert parse(expr).mask(typed).tolist() == parse(expr).mask(plain).tolist(), expr
+
+
 def test_missing_values_equal_nothing():
     frame = pd.DataFrame({"a": [None, "x"], "n": [np.nan, 1.0], "b": [None, None]})
     assert parse("a == 'x'").mask(frame).tolist() == [False, True]
