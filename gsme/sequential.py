@@ -663,7 +663,7 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
         ``candidate, parent`` (parent None: the candidate is scored alone, e.g. the
         baseline).
     tasks : DataFrame
-        ``task_id, split`` of the run.
+        ``task_id, split`` of the run (a task id once per split).
     split : {"train", "test"}
     config : GateConfig, optional
 
@@ -672,6 +672,11 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
     DataFrame
         ``candidate, task_id, split, repeats``: repeats ``0 .. repeats-1`` are wanted, one
         row per candidate (children first, then parents) and task of ``split``.
+
+    Raises
+    ------
+    gsme.schema.FrameError
+        ``tasks`` repeats a task id on ``split``.
 
     Examples
     --------

@@ -412,3 +412,13 @@ def test_adaptive_a_a_false_credit_stays_near_the_level():
                        k_max=3)  # a single look: the fixed test on the first 3 repeats
     one_look = gates.significance_gate(trials, pairs, config=naive)
     assert (one_look["decision"] == "credit").sum() <= 16
+
+
+@pytest.mark.parametrize("design", ["fixed", "adaptive"])
+def test_wanted_refuses_a_task_listed_twice_on_the_split(design):
+    tasks = pd.DataFrame({"task_id": ["t1", "t2", "t1"], "split": "train"})
+    pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    trials = pd.DataFrame({"candidate": "p", "task_id": ["t1", "t2"], "split": "train",
+                           "repeat": 0, "passed": True})
+    with pytest.raises(schema.FrameError, match="repeats ids on split 'train'.*t1"):
+        sequential.wanted(trials, pairs, tasks, split="train", config=GateConfig(design=design))
