@@ -61,7 +61,7 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
 
     Examples
     --------
-    >>> d = pd.DataFrame({"decision": ["inconclusive"], "delta_pp": [3.0], "se_pp": [3.5]})
+    >>> d = pd.DataFrame({"decision": ["inconclusive"], "delta_pp": [1.0], "se_pp": [3.5]})
     >>> helped = pd.DataFrame({"delta_pp": [6.0, 9.0, 4.0, 7.0] * 20, "se_pp": 3.5})
     >>> float(expected_effects(d)["expected_delta_pp"].iloc[0]) < 0   # cautious, alone
     True
@@ -119,7 +119,7 @@ def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = No
 
     Examples
     --------
-    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive"], "delta_pp": [5.0, 2.0],
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive"], "delta_pp": [5.0, 1.0],
     ...                   "se_pp": [2.0, 3.5]})
     >>> kept(d, policy="gated").tolist(), kept(d, policy="greedy").tolist()
     ([True, False], [True, True])
