@@ -210,21 +210,35 @@ def recombinations(archive: pd.DataFrame, *, base: str, lineage, proposed=(),
     return out if limit is None else out.head(limit)
 
 
-def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None) -> pd.DataFrame:
-    """A where × why table of the elites' rates, for heatmaps.
+def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None,
+              value: str = "rate") -> pd.DataFrame:
+    """A where × why table of one column of the elites, for heatmaps.
+
+    Parameters
+    ----------
+    archive : DataFrame
+    where_levels, why_levels : sequence of str
+        Rows and columns (``why_levels`` default: the archive's labels sorted).
+    value : {"rate", "delta_pp", "z", "credited"}
+        Which column of each elite fills its cell (``credited``: whether the elite was
+        credited or only kept, as 1.0 / 0.0).
 
     Returns
     -------
     DataFrame
-        Index ``where`` (``where_levels``), columns ``why`` (``why_levels``, default the
-        archive's labels sorted); each cell the elite's ``rate``, NaN when empty.
+        Index ``where`` (``where_levels``), columns ``why`` (``why_levels``); each cell the
+        elite's ``value``, NaN when empty.
 
     Raises
     ------
     ValueError
-        An elite's where or why is not among the levels given.
+        An elite's where or why is not among the levels given, or ``value`` is not one of
+        the columns above.
     """
     validate(archive, "archive")
+    if value not in ("rate", "delta_pp", "z", "credited"):
+        raise ValueError(f"value must be one of ['rate', 'delta_pp', 'z', 'credited'], "
+                         f"got {value!r}")
     where_levels = list(where_levels)
     why_levels = sorted(set(archive["why"])) if why_levels is None else list(why_levels)
     for column, levels in (("where", where_levels), ("why", why_levels)):
@@ -234,8 +248,8 @@ def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None) ->
                              f"{levels}")
     table = pd.DataFrame(np.nan, index=pd.Index(where_levels, name="where", dtype=object),
                          columns=pd.Index(why_levels, name="why", dtype=object))
-    for row in archive.itertuples(index=False):
-        table.loc[row.where, row.why] = row.rate
+    for where, why, cell in zip(archive["where"], archive["why"], archive[value]):
+        table.loc[where, why] = float(cell)
     return table
 
 

@@ -168,12 +168,14 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
 def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs=("fixed",),
                      mix: str | None = None, rounds: int = 3, root=None, children: int = 3,
                      recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
-    """Crediting policies (and gate designs) on the same seeds, audited against ground truth.
+    """Keep rules (and gate designs) on the same seeds, audited against ground truth.
 
     Every (design, policy, seed) is one run with the same suite, evolver seed and trial
     seed; only the gate design and the policy deciding which children are kept differ
     (``gated``: credited by the three gates; ``greedy``: any train gain; ``peak``: like
-    greedy, and the best train rate ever scored is reported). All results are simulated.
+    greedy, and the best train rate ever scored is reported; ``learned``: credited, or
+    expected to be worth keeping under the proposal mix learned so far, see
+    :mod:`gsme.policy`). All results are simulated.
 
     Parameters
     ----------
@@ -252,7 +254,8 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
 
     Per seed, one run: the baseline is scored on the train split, then one round of
     :class:`MechanismEvolver` commits a child of the baseline per mechanism, scores it and
-    gates it. Nothing is sealed: the true effects come from the simulator.
+    gates it; its ``kept`` column is the default keep rule's (``RunConfig().policy``).
+    Nothing is sealed: the true effects come from the simulator.
 
     Parameters
     ----------

@@ -129,9 +129,9 @@ class GateConfig(BaseModel):
 class KeepConfig(BaseModel):
     """How the ``learned`` policy keeps children: its starting mix and the grid it learns on.
 
-    The ``learned`` policy (:mod:`gsme.policy`) keeps a child when its expected true effect
-    is positive under the mix of proposal effects learned from every comparison available
-    (:mod:`gsme.prior`). Before there is evidence it assumes the starting mix: a share
+    The ``learned`` policy (:mod:`gsme.policy`) keeps a child when it is credited, or when
+    its expected true effect is above ``worth_pp`` under the mix of proposal effects learned
+    from every comparison available (:mod:`gsme.prior`). Before there is evidence it assumes the starting mix: a share
     ``start_null`` of proposals does nothing, the rest acts with effects drawn from
     Normal(``start_mean_pp``, ``start_sd_pp``²). That mix counts as ``start_weight``
     comparisons; measured comparisons outweigh it as they accumulate.

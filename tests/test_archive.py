@@ -219,6 +219,11 @@ def test_occupancy_and_summary_hand_computed(two_rounds):
     expected.iloc[0, 0] = 0.7
     pd.testing.assert_frame_equal(table, expected, check_index_type=False,
                                   check_column_type=False)
+    credited = ar.occupancy(second, why_levels=WHYS, value="credited")
+    assert credited.notna().equals(table.notna())
+    assert set(credited.stack().dropna().tolist()) <= {0.0, 1.0}
+    with pytest.raises(ValueError, match="value must be one of"):
+        ar.occupancy(second, value="candidate")
     assert ar.occupancy(second).columns.tolist() == ["careless-submit", "looping",
                                                      "thinking-runaway"]
     with pytest.raises(ValueError, match=r"why value\(s\) \['looping'\]"):

@@ -389,6 +389,18 @@ def test_occupancy_shows_rates_and_hatched_empty_cells(ax):
     assert mesh.get_array().count() == 2  # only the occupied cells are coloured
 
 
+def test_occupancy_frames_elites_kept_without_a_credit(ax):
+    credited = OCC.notna().astype(float).where(OCC.notna())
+    credited.loc["runtime", "runaway"] = 0.0  # kept, not credited
+    plot.occupancy(OCC, credited=credited, ax=ax)
+    framed = [p for p in ax.patches if p.get_gid() == "kept-not-credited"]
+    assert [p.get_xy() for p in framed] == [(1.06, 1.06)]  # (why, where) of runaway/runtime
+    assert "kept" in [t.get_text() for t in ax.texts]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["kept, not credited"]
+    with pytest.raises(ValueError, match="same archive"):
+        plot.occupancy(OCC, credited=credited.iloc[:1], ax=ax)
+
+
 def test_occupancy_all_empty_and_errors(ax):
     plot.occupancy(OCC * np.nan, annot=False, ax=ax)
     assert sum(p.get_gid() == "empty-cell" for p in ax.patches) == 6
@@ -447,6 +459,14 @@ def test_lineage_nodes_edges_colours_and_shapes(ax):
     assert [h.get_markerfacecolor() for h in legend.legend_handles[:3]] == [
         "#0072B2", "#E69F00", "#8C8C8C"]
     assert sorted(t.get_text() for t in ax.texts) == ["c0", "c1", "c2", "c3", "c4"]
+
+
+def test_lineage_rings_kept_children(ax):
+    kept = LINEAGE_DECISIONS.assign(kept=LINEAGE_DECISIONS["candidate"].isin(["c1", "c4"]))
+    plot.lineage(CANDS, kept, ax=ax)
+    ring = next(c for c in ax.collections if c.get_gid() == "kept")
+    assert ring.get_offsets().tolist() == [[1.0, 0.5], [3.0, 1.0]]  # c1 credited, c4 not
+    assert "kept" in [t.get_text() for t in ax.get_legend().get_texts()]
 
 
 def test_lineage_rejects_unknown_parent_and_cycles(ax):

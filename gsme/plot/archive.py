@@ -20,7 +20,8 @@ KIND_MARKERS = {"baseline": "s", "mutation": "o", "recombination": "D"}
 UNDECIDED = "white"
 
 
-def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None, **kwargs):
+def occupancy(table, *, credited=None, cmap="YlGn", annot=True, fmt=".2f", title=None,
+              ax=None, **kwargs):
     """Draw the where × why archive as a heatmap of elite rates, empty cells hatched.
 
     Parameters
@@ -28,6 +29,11 @@ def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None,
     table : DataFrame
         The output of :func:`gsme.archive.occupancy`: index ``where``, columns ``why``,
         values the elite's pass rate, NaN where the cell is empty.
+    credited : DataFrame, optional
+        The same table of the elites' ``credited`` column
+        (``archive.occupancy(arch, value="credited")``): an elite kept without a credit is
+        framed with a dashed outline and its annotation marked "kept", so that kept and
+        credited read apart.
     cmap : str or Colormap
         Colour map of the occupied cells.
     annot : bool
@@ -70,12 +76,33 @@ def occupancy(table, *, cmap="YlGn", annot=True, fmt=".2f", title=None, ax=None,
         ax.add_patch(Rectangle((j, i), 1, 1, lw=0, gid="empty-cell", **EMPTY_CELL))
         if annot:
             ax.text(j + 0.5, i + 0.5, "—", ha="center", va="center", color="0.45")
+    if credited is not None:
+        _mark_uncredited(ax, table, credited, annot)
     ax.tick_params(axis="y", rotation=0)
     # why labels are long slugs: slanted, so that they never run into each other
     for label in ax.get_xticklabels():
         label.set(rotation=30, ha="right", rotation_mode="anchor")
     return finish(ax, xlabel=table.columns.name or "why", ylabel=table.index.name or "where",
                   title=title)
+
+
+def _mark_uncredited(ax, table: pd.DataFrame, credited: pd.DataFrame, annot: bool) -> None:
+    """Frame the cells whose elite was kept without a credit, and say so in a legend."""
+    if not (credited.shape == table.shape and credited.index.equals(table.index)
+            and credited.columns.equals(table.columns)):
+        raise ValueError("credited must be the occupancy table of the same archive and "
+                         "levels (archive.occupancy(arch, value='credited'))")
+    kept_only = (credited.to_numpy(dtype=float) == 0.0) & table.notna().to_numpy()
+    for i, j in zip(*np.nonzero(kept_only)):
+        ax.add_patch(Rectangle((j + 0.06, i + 0.06), 0.88, 0.88, fill=False, lw=1.6,
+                               ls="--", edgecolor="0.1", gid="kept-not-credited"))
+        if annot:
+            ax.text(j + 0.5, i + 0.82, "kept", ha="center", va="center", fontsize=7,
+                    color="0.1")
+    if kept_only.any():
+        ax.legend(handles=[Patch(fill=False, ls="--", edgecolor="0.1",
+                                 label="kept, not credited")],
+                  fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.35))
 
 
 def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **kwargs):
@@ -95,7 +122,9 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
     candidates : DataFrame
         A candidates frame (:data:`gsme.schema.CANDIDATES`); ``parents`` is comma-separated.
     decisions : DataFrame, optional
-        A decisions frame; the last ``train`` row of each candidate gives its colour.
+        A decisions frame; the last ``train`` row of each candidate gives its colour. When
+        it has a ``kept`` column (a run's decisions), every kept child gets a thick ring,
+        so that a child kept without a credit reads apart from a credited one.
     labels : bool
         Write each candidate id beside its node.
     title : str, optional
@@ -115,12 +144,14 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
     >>> ax = plot.lineage(run.candidates(), run.decisions())  # doctest: +SKIP
     """
     schema.validate(candidates, "candidates")
-    decided = pd.Series(dtype=object)
+    decided, kept = pd.Series(dtype=object), set()
     if decisions is not None:
         schema.validate(decisions, "decisions")
-        train = decisions[decisions["split"] == "train"]
-        decided = train.drop_duplicates("candidate", keep="last").set_index("candidate")[
-            "decision"]
+        train = decisions[decisions["split"] == "train"].drop_duplicates("candidate",
+                                                                        keep="last")
+        decided = train.set_index("candidate")["decision"]
+        if "kept" in train.columns:
+            kept = set(train.loc[train["kept"].astype(bool), "candidate"])
     ax = get_axes(ax)
     pos = tree_layout(candidates)
     first, extra = [], []
@@ -138,6 +169,10 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
             faces = [DECISION_COLORS.get(decided.get(c), UNDECIDED) for c in these]
             ax.scatter([pos[c][0] for c in these], [pos[c][1] for c in these], marker=marker,
                        c=faces, edgecolors="0.2", s=70, zorder=3, gid=kind, **kwargs)
+    rings = [c for c in names if c in kept]
+    if rings:
+        ax.scatter([pos[c][0] for c in rings], [pos[c][1] for c in rings], s=190,
+                   facecolors="none", edgecolors="0.1", linewidths=1.8, zorder=2, gid="kept")
     for decision in schema.DECISIONS:
         these = [c for c in names if decided.get(c) == decision]
         if these:
@@ -151,6 +186,9 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
                       mec="0.2", label=d) for d in schema.DECISIONS if (decided == d).any()]
     if (~pd.Series(names).isin(decided.index)).any():
         handles.append(Patch(facecolor=UNDECIDED, edgecolor="0.2", label="no decision"))
+    if rings:
+        handles.append(Line2D([], [], ls="", marker="o", ms=12, mfc="none", mec="0.1",
+                              mew=1.8, label="kept"))
     handles += [Line2D([], [], ls="", marker=KIND_MARKERS[k], mfc="0.8", mec="0.2", label=k)
                 for k in KIND_MARKERS if (kinds == k).any()]
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))

@@ -39,7 +39,8 @@ def audit_decisions(run) -> pd.DataFrame:
 
     if not hasattr(run.agent, "true_effect"):
         raise TypeError(f"run.agent {run.agent.name!r} has no ground truth (true_effect); "
-                        "audits need a simulated agent (gsme.sim)")
+                        "audits need a simulated agent (gsme.sim): reopen the run with "
+                        "Run.open(path, agent=gsme.sim.preset(...)) if it was built in Python")
     decided = run.decisions()
     history = evolve.history(run)
     mechanisms = dict(zip(history["candidate"], history["mechanism"]))
