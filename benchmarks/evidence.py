@@ -27,6 +27,7 @@ Targets (issue 17) are evaluated and printed as met or not.
 
     python benchmarks/evidence.py [--seeds 20] [--rounds 4] [--workers 2] [--out evidence.json]
     python benchmarks/evidence.py --quick      # a smoke run in seconds
+    python benchmarks/evidence.py --read evidence.json --markdown   # README's tables again
 """
 
 from __future__ import annotations
@@ -204,7 +205,15 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="tiny preset, 2 mixes, 2 seeds, 1 round, 4 A/A runs: seconds")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--read", type=Path, default=None, metavar="JSON",
+                        help="print the tables of an earlier --out file instead of running")
+    parser.add_argument("--markdown", action="store_true",
+                        help="with --read: the tables as Markdown (README's)")
     args = parser.parse_args(argv)
+    if args.read is not None:
+        result = json.loads(args.read.read_text())
+        print(markdown(result) if args.markdown else render(result))
+        return 0
     if args.quick:
         args.presets, args.mixes, args.seeds, args.rounds = ["tiny"], ["calibrated",
                                                                       "harmful"], 2, 1
@@ -281,6 +290,40 @@ def render(result: dict) -> str:
                      f"{100 * r['non_baseline_sealed']:.0f}%); gate credits of null children "
                      f"{100 * gate['rate']:.2f} [{100 * gate['ci_low']:.2f}, "
                      f"{100 * gate['ci_high']:.2f}] of {gate['total']}")
+    return "\n".join(lines)
+
+
+def markdown(result: dict) -> str:
+    """README's tables: true sealed Δ per preset, mix and rule; targets; A/A."""
+    table = pd.DataFrame(result["grid"])
+    rules = [r for r in [*RULES, WITH_HISTORY] if r in set(table["rule"])]
+    cell = {(p, m, r): f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}]" for p, m, r, d, lo, hi in zip(
+        table["preset"], table["mix"], table["rule"], table["true_sealed_delta_pp"],
+        table["ci_low"], table["ci_high"])}
+    lines = ["| preset | mix | " + " | ".join(rules) + " |",
+             "|---|---|" + "---|" * len(rules)]
+    for (preset, mix), _ in table.groupby(["preset", "mix"], sort=False):
+        lines.append(f"| {preset} | {mix} | "
+                     + " | ".join(cell.get((preset, mix, r), "") for r in rules) + " |")
+    lines += ["", ("| preset | mix | rule | within 0.5 pp of baseline | keeps baseline | kept / run "
+              "| credited / run | false keeps / run | false credits / run | trials / run |"),
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        lines.append(f"| {row.preset} | {row.mix} | {row.rule} | {100 * row.within_half_pp:.0f}% "
+                     f"| {100 * row.keeps_baseline:.0f}% | {row.kept_per_run:.2f} "
+                     f"| {row.credited_per_run:.2f} | {row.false_keeps_per_run:.2f} "
+                     f"| {row.false_credits_per_run:.2f} | {row.trials_per_run:,.0f} |")
+    targets = pd.DataFrame(result["targets"])
+    lines += ["", ("| preset | mix | max(greedy, paper gate) | learned, first run (gap) "
+              "| learned, with history (gap) | within 0.5 pp, first / with history |"),
+              "|---|---|---|---|---|---|"]
+    for t in targets.itertuples():
+        within = (f"{100 * t.within_half_pp_first_run:.0f}% / "
+                  f"{100 * t.within_half_pp_with_history:.0f}%"
+                  if t.mix in BAD_MIXES else "")
+        lines.append(f"| {t.preset} | {t.mix} | {t.best_of_greedy_and_paper_gate:+.1f} "
+                     f"| {t.learned_first_run:+.1f} ({t.first_run_gap:+.1f}) "
+                     f"| {t.learned_with_history:+.1f} ({t.history_gap:+.1f}) | {within} |")
     return "\n".join(lines)
 
 
