@@ -66,16 +66,16 @@ def _parser(version: str) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
     from gsme.schema import POLICIES
-    from gsme.sim import MIXES, PRESETS, PROFILES
+    from gsme.sim import DEFAULT_MIX, MIXES, PRESETS, PROFILES
 
     demo = sub.add_parser("demo", help="evolve a simulated agent offline, end to end")
     demo.add_argument("--preset", default="tb2", choices=PRESETS,
                       help="simulated task suite (default: tb2)")
     demo.add_argument("--profile", default=None, choices=list(PROFILES),
                       help="simulated model profile (default: the preset's own)")
-    demo.add_argument("--mix", default="calibrated", choices=list(MIXES),
+    demo.add_argument("--mix", default=DEFAULT_MIX, choices=list(MIXES),
                       help="the simulated world of proposals: what patches truly do "
-                           "(default: calibrated; see gsme.sim.MIXES)")
+                           f"(default: {DEFAULT_MIX}; see gsme.sim.MIXES)")
     demo.add_argument("--rounds", type=int, default=None,
                       help="evolution rounds (default: the schedule's, 5)")
     demo.add_argument("--children", type=int, default=None,

@@ -10,7 +10,7 @@ of its dominant pathology is sized after the paper's credited train Δ for its d
 only published evidence of effect sizes. :func:`calibration` tabulates both (SIMULATED,
 beside the real ranges); :mod:`gsme.sim.shape` defines them.
 
-Mixes. ``mix="calibrated"`` (default) is that world; ``weak``, ``ineffective``, ``harmful``
+Mixes. ``mix="calibrated"`` (the default, :data:`DEFAULT_MIX`) is that world; ``weak``, ``ineffective``, ``harmful``
 and ``published`` keep the same baseline and change what patches truly do, from proposals
 that barely matter to proposals that mostly hurt or that are sized after published
 harness-change effects (:data:`MIXES`). A design is judged across mixes, since nobody knows
@@ -20,7 +20,7 @@ which one a user's evolver lives in. In a config: ``[agent] mix = "published"``.
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.catalogue import CATALOGUE, MIXES
+from gsme.sim.catalogue import CATALOGUE, DEFAULT_MIX, MIXES
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.shape import calibration
 from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS
@@ -31,7 +31,7 @@ PRESETS = tuple(PRESET_SPECS)
 
 def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
            infra_fault_rate: float | None = None, test_canary: str | None = None,
-           mix: str = "calibrated", breadth: float = DEFAULT_BREADTH,
+           mix: str = DEFAULT_MIX, breadth: float = DEFAULT_BREADTH,
            grown: int = 0) -> SimAgent:
     """The simulated task agent of preset ``name``.
 
@@ -73,5 +73,5 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
                     test_canary=test_canary, mix=mix, breadth=breadth, grown=grown)
 
 
-__all__ = ["CATALOGUE", "MIXES", "PRESETS", "PROFILES", "WHYS", "SimAgent", "calibration",
+__all__ = ["CATALOGUE", "DEFAULT_MIX", "MIXES", "PRESETS", "PROFILES", "WHYS", "SimAgent", "calibration",
            "preset"]

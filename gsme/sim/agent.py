@@ -25,7 +25,7 @@ from gsme.envgate import parse
 from gsme.patches import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
-from gsme.sim.catalogue import MIXES
+from gsme.sim.catalogue import DEFAULT_MIX, MIXES
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS, build_suite
@@ -95,7 +95,7 @@ class SimAgent(TaskAgent):
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
-                 test_canary: str | None = None, mix: str = "calibrated",
+                 test_canary: str | None = None, mix: str = DEFAULT_MIX,
                  breadth: float = DEFAULT_BREADTH, grown: int = 0):
         if preset not in PRESET_SPECS:
             raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
@@ -115,7 +115,7 @@ class SimAgent(TaskAgent):
         self.infra_fault_rate = float(infra_fault_rate)
         self.mix = mix
         self.name = f"simulated:{spec.name}/{profile}" + (
-            "" if mix == "calibrated" else f"/{mix}") + (
+            "" if mix == DEFAULT_MIX else f"/{mix}") + (
             "" if breadth == DEFAULT_BREADTH else f"/breadth{breadth:g}") + (
             f"/grown{grown}" if grown else "")
         tasks = self.suite.tasks.copy()
@@ -282,7 +282,7 @@ class SimAgent(TaskAgent):
 
 
 def _rebuild(preset, profile, suite_seed, infra_fault_rate, test_canary,
-             mix="calibrated", breadth=DEFAULT_BREADTH, grown=0) -> SimAgent:
+             mix=DEFAULT_MIX, breadth=DEFAULT_BREADTH, grown=0) -> SimAgent:
     return SimAgent(preset, profile=profile, suite_seed=suite_seed,
                     infra_fault_rate=infra_fault_rate, test_canary=test_canary, mix=mix,
                     breadth=breadth, grown=grown)

@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 
-__all__ = ["CATALOGUE", "MIXES", "TRIGGERS", "Effect", "Mix", "effect_of"]
+__all__ = ["CATALOGUE", "DEFAULT_MIX", "MIXES", "TRIGGERS", "Effect", "Mix", "effect_of"]
 
 TRIGGERS = ("always", "submit", "onset", "named")
 
@@ -177,7 +177,11 @@ appworld and swe-bench, suite seeds 0–4, and by whole greedy runs in
 """
 
 
-def effect_of(mechanism: str, why: str, *, mix: str = "calibrated") -> Effect:
+DEFAULT_MIX = "calibrated"
+"""The proposal mix of every simulated agent unless one is chosen."""
+
+
+def effect_of(mechanism: str, why: str, *, mix: str = DEFAULT_MIX) -> Effect:
     """The true effect of ``mechanism`` on a patch that declares failure mode ``why``.
 
     Parameters
@@ -207,7 +211,7 @@ def effect_of(mechanism: str, why: str, *, mix: str = "calibrated") -> Effect:
         u = int.from_bytes(digest, "little") / 2**64
         effect = Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)
     world = MIXES[mix]
-    if world == Mix("calibrated"):
+    if world == Mix(DEFAULT_MIX):
         return effect
     side = 0.0 if effect.kind == "cosmetic" else world.side_harm
     strength = world.hints if effect.named_only else world.fix

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gsme.sim.catalogue import effect_of
+from gsme.sim.catalogue import DEFAULT_MIX, effect_of
 from gsme.sim.profiles import WHYS, Profile
 from gsme.sim.suite import Suite
 
@@ -74,7 +74,7 @@ def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
 
 
 def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
-                    mix: str = "calibrated") -> HarnessModel:
+                    mix: str = DEFAULT_MIX) -> HarnessModel:
     """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
 
     ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits;

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from gsme.patches import FileChange, Patch, plan_patch
-from gsme.sim.catalogue import CATALOGUE
+from gsme.sim.catalogue import CATALOGUE, DEFAULT_MIX
 
 __all__ = [
     "EFFECT_BAND",
@@ -245,7 +245,7 @@ def published_train_delta() -> pd.Series:
 
 
 def targeted_effects(preset: str, *, suite_seeds: Iterable[int] = EFFECT_SUITE_SEEDS,
-                     profile: str | None = None, mix: str = "calibrated") -> pd.DataFrame:
+                     profile: str | None = None, mix: str = DEFAULT_MIX) -> pd.DataFrame:
     """The true effect of ``preset``'s targeted fix of its dominant pathology, per suite seed.
 
     Parameters
