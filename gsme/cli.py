@@ -1,8 +1,8 @@
-"""The ``gsme`` command: demo, run, resume, status, report, compare, plan, grow.
+"""The ``gsme`` command: demo, run, resume, status, report, verify, compare, plan, grow.
 
 Bad input (a missing or invalid config, a damaged or busy run directory) gets one line on
 stderr and exit code 2, never a traceback; an interrupted command says how to resume and
-exits 130.
+exits 130. ``gsme verify`` exits 3 when a run shows tampering.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_TAMPERED", "EXIT_USAGE", "main"]
 
 EXIT_USAGE = 2
+EXIT_TAMPERED = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -119,6 +120,11 @@ def _parser(version: str) -> argparse.ArgumentParser:
     report.add_argument("dir", type=Path, help="the run directory")
     report.add_argument("--json", action="store_true", help="print the run table as JSON")
     report.set_defaults(func=_report)
+
+    verify = sub.add_parser("verify", help="check a run's event chain and seal: prints ok "
+                                           "(exit 0) or what differs (exit 3); read-only")
+    verify.add_argument("dir", type=Path, help="the run directory")
+    verify.set_defaults(func=_verify)
 
     from gsme.importers import FORMATS
 
@@ -293,6 +299,14 @@ def _report(args) -> int:
                            "split is scored (gsme resume DIR finishes the run)")
         _print_table(report.run_table(run), as_json=args.json)
     return 0
+
+
+def _verify(args) -> int:
+    from gsme.run import verify
+
+    found = verify(args.dir)
+    print("ok" if not found else "; ".join(found))
+    return EXIT_TAMPERED if found else 0
 
 
 def _compare(args) -> int:

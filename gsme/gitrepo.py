@@ -20,6 +20,8 @@ A trailer that does not apply (``Gsme-Where`` of a recombination) is left out an
 back as None; a value's backslashes and line breaks are escaped (``\\\\``, ``\\n``) so each
 trailer stays on one line. Gate outcomes and scores are attached as JSON git notes under
 ``refs/notes/gsme`` (``git log --notes=gsme`` shows them).
+A sealed run's repository holds the annotated tag ``gsme/sealed`` on the sealed harness,
+whose message records the ledger's event-chain head and a digest of the test trials.
 
 Commits are built from git objects and temporary indexes: the repository's working tree,
 index and HEAD stay as :meth:`HarnessRepo.init` left them (the baseline), and a patch or
@@ -57,10 +59,11 @@ from gsme.resources import SEED_HARNESS
 from gsme.schema import BASELINE, join_ids, split_ids, validate
 from gsme.schema import columns as schema_columns
 
-__all__ = ["NOTES_REF", "HarnessRepo", "RepoError"]
+__all__ = ["NOTES_REF", "SEAL_TAG", "HarnessRepo", "RepoError"]
 
 BRANCH_PREFIX = "gsme/"
 NOTES_REF = "gsme"
+SEAL_TAG = "gsme/sealed"
 TRAILERS = {  # trailer key -> candidates column
     "Gsme-Candidate": "candidate",
     "Gsme-Parent": "parents",
@@ -308,6 +311,29 @@ class HarnessRepo:
         status, out, _ = self.repo.git.notes("--ref", NOTES_REF, "show", commit,
                                              with_extended_output=True, with_exceptions=False)
         return json.loads(out) if status == 0 else {}
+
+    # ------------------------------------------------------------------ the seal
+
+    def tag_seal(self, candidate: str, record: dict) -> None:
+        """Write the annotated tag :data:`SEAL_TAG` on ``candidate``'s commit, its message
+        ``record`` as JSON; an existing seal tag is left as it is."""
+        if self.seal() is None:
+            self.repo.git.tag("-a", SEAL_TAG, "-m", json.dumps(record, sort_keys=True),
+                              self.commit_of(candidate))
+
+    def seal(self) -> dict | None:
+        """The seal tag's record and the commit it names (key ``commit``), or None."""
+        status, out, _ = self.repo.git.cat_file("tag", SEAL_TAG, with_extended_output=True,
+                                                with_exceptions=False)
+        if status != 0:
+            return None
+        header, _, message = out.partition("\n\n")
+        fields = dict(line.split(" ", 1) for line in header.splitlines() if " " in line)
+        try:
+            record = json.loads(message.split("\n-----BEGIN", 1)[0])
+        except json.JSONDecodeError:
+            record = {}
+        return {**(record if isinstance(record, dict) else {}), "commit": fields.get("object")}
 
     # ------------------------------------------------------------------ reading
 

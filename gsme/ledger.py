@@ -2,8 +2,9 @@
 
 Its frame tables and their SQL types are generated from :data:`gsme.schema.LEDGER_TABLES`;
 besides them it holds transcripts, evolver calls, a key/value ``meta`` table and an
-append-only ``events`` table (triggers refuse any change to a written event), from which a
-run's life cycle (rounds begun and ended, sealing) is read. Trials and their transcripts are
+append-only ``events`` table (triggers refuse any change to a written event, and each event
+holds the hash of the one before it), from which a run's life cycle (rounds begun and
+ended, sealing) is read. Trials and their transcripts are
 written in one transaction per batch (:meth:`Ledger.add_trials`), so a run killed at any
 moment holds every trial of a batch or none of it, and never half a trial; what was not yet
 written is simply run again on resume. Every SQL statement gsme runs is in this module.
@@ -12,10 +13,12 @@ written is simply run again on resume. Every SQL statement gsme runs is in this 
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import operator
 import os
 import sqlite3
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +29,16 @@ import pandas as pd
 
 from gsme import schema
 
-__all__ = ["Ledger", "LedgerError"]
+__all__ = ["GENESIS", "Ledger", "LedgerError", "event_hash"]
+
+GENESIS = "0" * 64  # what the first event follows
+
+
+def event_hash(prev: str, ts: str, kind: str, round: int | None, payload: str) -> str:
+    """The hash an event stores: SHA-256 over the previous event's hash and its own fields
+    (``payload`` as the JSON text stored)."""
+    return hashlib.sha256(json.dumps([prev, ts, kind, round, payload]).encode()).hexdigest()
+
 
 _SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}
 _COMPRESS_FROM = 1024
@@ -214,10 +226,19 @@ class Ledger:
 
     # -- events and evolver calls -------------------------------------------------------
     def event(self, kind: str, round: int | None = None, **payload) -> None:
-        """Append one event (events are never changed or deleted)."""
+        """Append one event (events are never changed or deleted).
+
+        Each event holds the hash of the one before it (:func:`event_hash`), so a changed,
+        removed or inserted event breaks the chain (:meth:`chain`).
+        """
+        text = json.dumps(payload, default=str)
+        ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
         with self._transaction():
-            self._db.execute("INSERT INTO events (kind, round, payload) VALUES (?, ?, ?)",
-                             (kind, round, json.dumps(payload, default=str)))
+            last = self._db.execute("SELECT hash FROM events ORDER BY id DESC LIMIT 1").fetchone()
+            prev = GENESIS if last is None else last[0]
+            digest = event_hash(prev, ts, kind, round, text)
+            self._db.execute("INSERT INTO events (ts, kind, round, payload, prev, hash) "
+                             "VALUES (?, ?, ?, ?, ?, ?)", (ts, kind, round, text, prev, digest))
 
     def events(self, kind: str | None = None) -> pd.DataFrame:
         """Events in order: ``id, ts, kind, round, payload`` (a dict).
@@ -241,6 +262,29 @@ class Ledger:
             self._no_events[kind] = state, out.copy()
         return out
 
+    def chain(self) -> list[tuple]:
+        """Every event as stored, in order: ``(id, ts, kind, round, payload, prev, hash)``
+        with ``payload`` the JSON text the hash was computed over."""
+        return self._db.execute("SELECT id, ts, kind, round, payload, prev, hash FROM events "
+                                "ORDER BY id").fetchall()
+
+    def guarded(self) -> bool:
+        """True while the triggers that make ``events`` append-only are in place."""
+        names = {r[0] for r in self._db.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'")}
+        return {"events_no_update", "events_no_delete"} <= names
+
+    def digest(self, split: str) -> str:
+        """SHA-256 over the split's trials as stored (every column, in key order)."""
+        cols = _names("trials")
+        rows = self._db.execute(f"SELECT {_quoted(cols)} FROM trials WHERE split = ? "
+                                f"ORDER BY {_quoted(_KEYS['trials'])}", (split,))
+        hasher = hashlib.sha256()
+        for row in rows:
+            hasher.update(json.dumps(row).encode())
+            hasher.update(b"\n")
+        return hasher.hexdigest()
+
     def add_call(self, record: dict) -> None:
         with self._transaction():
             self._db.execute("INSERT INTO evolver_calls (record) VALUES (?)",
@@ -261,7 +305,7 @@ class Ledger:
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)",
             "CREATE TABLE transcripts (ref TEXT PRIMARY KEY, text BLOB)",
             ("CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, "
-            "ts TEXT DEFAULT CURRENT_TIMESTAMP, kind TEXT, round INTEGER, payload TEXT)"),
+            "ts TEXT, kind TEXT, round INTEGER, payload TEXT, prev TEXT, hash TEXT)"),
             ("CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
             "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"),
             ("CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
@@ -283,6 +327,10 @@ class Ledger:
         missing = sorted({"meta", "events", "transcripts", "evolver_calls", *_TABLES} - found)
         if missing:
             raise LedgerError(f"{self.path} is not a gsme ledger (no table(s) {missing})")
+        chained = {r[1] for r in self._db.execute("PRAGMA table_info(events)")}
+        if "hash" not in chained:
+            raise LedgerError(f"{self.path} was written by gsme 0.3 or earlier (its events "
+                              "are not hash-chained); read it with that version")
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:

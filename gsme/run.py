@@ -14,6 +14,7 @@ takes no lock and writes nothing, for status and reports of live or archived run
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import hashlib
@@ -21,6 +22,7 @@ import html
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from pathlib import Path
@@ -29,7 +31,7 @@ from typing import Self
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import comparisons, plugins, policy, schema, scoring, sequential, stats
+from gsme import comparisons, plugins, policy, schema, scoring, seal, sequential, stats
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
@@ -41,7 +43,7 @@ from gsme.schema import BASELINE
 from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["Run", "RunError", "RunLockedError", "SealedError", "test_commitment"]
+__all__ = ["Run", "RunError", "RunLockedError", "SealedError", "test_commitment", "verify"]
 
 MAX_SCORING_PASSES = 64
 
@@ -93,6 +95,7 @@ class Run:
             self.close()
             raise RunError(f"{self.path} is damaged: {err}") from None
         self._tasks = _tasks_from_json(ledger.get("tasks"))
+        self._check_seal()
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
@@ -594,8 +597,23 @@ class Run:
         if chosen == BASELINE:
             rows.append({**rows[0], "role": "selected"})
         self._ledger.event("sealed", None, candidate=chosen, result=rows)
+        seal.tag(self._ledger, self.repo, chosen)
         self._share_comparisons()
         return pd.DataFrame(rows)
+
+    def _check_seal(self) -> None:
+        """Refuse a ledger whose event chain or seal shows tampering (:mod:`gsme.seal`);
+        write the seal tag of a run killed after sealing but before tagging."""
+        found = seal.problems(self._ledger, self.repo)
+        if found == [seal.MISSING_TAG]:
+            if self.read_only:
+                return
+            seal.tag(self._ledger, self.repo, self.events("sealed")["payload"].iloc[0]["candidate"])
+            found = []
+        if found:
+            self.close()
+            raise RunError(f"{self.path} shows tampering: {found[0]}; `gsme verify "
+                           f"{self.path}` lists what differs")
 
     def _share_comparisons(self) -> None:
         """Append this run's comparisons to ``config.learn_from`` (once; see finalize)."""
@@ -658,6 +676,30 @@ class _AbsentAgent(TaskAgent):
                        "Run.open(path, agent=...) to score")
 
 
+def verify(path) -> list[str]:
+    """What differs between a run directory's ledger, its event chain and its seal tag
+    (:func:`gsme.seal.problems`); empty when nothing does. Takes no lock, writes nothing.
+
+    Raises
+    ------
+    RunError
+        Not a run directory, or one damaged past reading.
+    """
+    path = Path(path)
+    if not (path / Run.LEDGER).is_file() or not (path / Run.REPO).is_dir():
+        raise RunError(f"{path} is not a gsme run directory (no {Run.LEDGER} and {Run.REPO}/)")
+    try:
+        ledger = Ledger(path / Run.LEDGER, read_only=True)
+    except LedgerError as err:
+        raise RunError(str(err)) from None
+    try:
+        return seal.problems(ledger, HarnessRepo.open(path / Run.REPO))
+    except RepoError as err:
+        raise RunError(f"{path} is damaged: {err}") from None
+    finally:
+        ledger.close()
+
+
 def test_commitment(tasks: pd.DataFrame) -> str:
     """SHA-256 over the sorted test task ids: the commitment recorded when a run is created."""
     ids = sorted(tasks.loc[tasks["split"] == "test", "task_id"].astype(str))
@@ -695,12 +737,23 @@ def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent | None) -> No
 
 
 def _lock(path: Path):
-    """Hold an exclusive lock on ``path`` for this process, or raise RunLockedError."""
+    """Hold an exclusive lock on ``path`` for this process, or raise RunLockedError.
+
+    The lock file is opened without following a symlink and must be a regular file, so a
+    planted link or FIFO cannot make gsme write elsewhere or block.
+    """
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        handle = open(path, "a+")  # noqa: SIM115 - held open until the run is closed
+        fd = os.open(path, flags, 0o644)
     except OSError as err:
-        raise RunError(f"cannot lock {path.parent} for writing ({err.strerror}); open it "
-                       "with read_only=True to read it") from None
+        why = "it is a symlink" if err.errno == errno.ELOOP else err.strerror or str(err)
+        raise RunError(f"cannot lock {path.parent} for writing ({path.name}: {why}); open "
+                       "it with read_only=True to read it") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunError(f"cannot lock {path.parent} for writing ({path.name} is not a regular "
+                       "file); remove it to open the run")
+    handle = os.fdopen(fd, "r+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -709,6 +762,11 @@ def _lock(path: Path):
         handle.close()
         raise RunLockedError(f"{path.parent} is in use by {holder}; wait for it to end or "
                              "stop it (gsme status works meanwhile)") from None
+    except OSError as err:
+        handle.close()
+        raise RunError(f"cannot lock {path.parent} for writing ({err.strerror or err}; the "
+                       "file system may not support locks); open it with read_only=True "
+                       "to read it") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"pid {os.getpid()}")
