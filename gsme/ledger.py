@@ -329,8 +329,8 @@ class Ledger:
             raise LedgerError(f"{self.path} is not a gsme ledger (no table(s) {missing})")
         chained = {r[1] for r in self._db.execute("PRAGMA table_info(events)")}
         if "hash" not in chained:
-            raise LedgerError(f"{self.path} was written by gsme 0.3 or earlier (its events "
-                              "are not hash-chained); read it with that version")
+            raise LedgerError(f"{self.path} was written by gsme 0.2, whose events are not "
+                              "hash-chained; read it with that version")
 
 
 def _connect(path: Path, read_only: bool) -> sqlite3.Connection:
