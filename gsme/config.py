@@ -28,8 +28,11 @@ that the agent and evolver can be built. Specs are stored in the run's ledger so
 from __future__ import annotations
 
 import tomllib
+import typing
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from gsme import plugins
 from gsme.credentials import refuse_credentials
@@ -70,8 +73,15 @@ def load(path) -> RunSpec:
         raise ConfigError(f"{path}: unknown table(s) {unknown}; expected "
                           f"{', '.join(f'[{t}]' for t in _TABLES)}")
     for table in _TABLES:
+        if not isinstance(data.get(table, {}), dict):
+            raise ConfigError(f"{path}: {table} = {data[table]!r} must be a table: write "
+                              f"[{table}] on a line of its own, then its keys")
         refuse_credentials(data.get(table), f"{path}: [{table}]")
     run = dict(data.get("run", {}))
+    if "gate" in run and "gate" in data:
+        raise ConfigError(f"{path}: gate settings are given twice, as [run] gate and as "
+                          "[gate]; keep the [gate] table")
+    gate = run.pop("gate", data.get("gate", {}))
     where = run.pop("dir", None)
     if not isinstance(where, str) or not where.strip():
         raise ConfigError(f"{path}: [run] dir = {where!r}: needs the run directory, a path "
@@ -81,7 +91,7 @@ def load(path) -> RunSpec:
     base = path.parent
     if isinstance(run.get("learn_from"), str):
         run["learn_from"] = str((base / run["learn_from"]).resolve())
-    config = _model(RunConfig, {**run, "gate": data.get("gate", {})}, path, "run")
+    config = _model(RunConfig, {**run, "gate": gate}, path, "run")
     agent = dict(data.get("agent", DEFAULT_AGENT))
     if agent.get("kind") == "command":
         agent = _command_paths(agent, base)
@@ -96,10 +106,32 @@ def load(path) -> RunSpec:
 
 
 def _model(model, values: dict, path: Path, table: str):
+    bad = _bool_as_number(model, values)
+    if bad:
+        raise ConfigError(f"{path}: [{table}] {bad[0]} = {str(bad[1]).lower()}: needs a "
+                          "number, not a boolean")
     try:
         return model.model_validate(values)
     except ValidationError as err:
         raise ConfigError(f"{path}: {describe(err, table=table)}") from None
+
+
+def _bool_as_number(model, values: dict, prefix: str = "") -> tuple[str, bool] | None:
+    """The first ``(dotted key, value)`` holding a boolean where ``model`` wants a number
+    (pydantic would read ``rounds = true`` as 1), searched through nested settings."""
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            continue
+        kinds = typing.get_args(field.annotation) or (field.annotation,)
+        nested = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        if isinstance(value, dict) and nested:
+            found = _bool_as_number(nested[0], value, f"{prefix}{key}.")
+            if found:
+                return found
+        elif isinstance(value, bool) and bool not in kinds and ({int, float} & set(kinds)):
+            return prefix + key, value
+    return None
 
 
 def _command_paths(spec: dict, base: Path) -> dict:

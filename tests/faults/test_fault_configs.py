@@ -26,6 +26,36 @@ def test_bad_run_values_name_key_value_and_rule(tmp_path, capsys, key, value, sa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
 
 
+@pytest.mark.parametrize("key, value, says", [
+    ("rounds", "true", "rounds = true: needs a number, not a boolean"),
+    ("trial_budget", "false", "trial_budget = false: needs a number, not a boolean"),
+    ("gate", "{ k = true }", "gate.k = true: needs a number, not a boolean"),
+])
+def test_a_boolean_is_not_a_number(tmp_path, capsys, key, value, says):
+    path = tiny_config(tmp_path / "c.toml", tmp_path / "run", **{key: value})
+    code, _, err = cli(capsys, "run", path)
+    assert code == 2 and says in one_line_error(err) and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("run = 5\n", "run = 5 must be a table"),
+    ('agent = "sim"\n[run]\ndir = "run"\n', "agent = 'sim' must be a table"),
+    ('[[run]]\ndir = "run"\n', "must be a table: write [run] on a line of its own"),
+    ('[run]\ndir = "run"\ngate = { design = "fixed" }\n[gate]\nk = 3\n',
+     "gate settings are given twice"),
+])
+def test_tables_that_are_not_tables_are_named(tmp_path, capsys, text, says):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    code, _, err = cli(capsys, "run", path)
+    assert code == 2 and says in one_line_error(err) and not (tmp_path / "run").exists()
+
+
+def test_gate_settings_inside_run_are_used_not_dropped(tmp_path):
+    path = tiny_config(tmp_path / "c.toml", tmp_path / "run", gate='{ design = "fixed" }')
+    assert config.load(path).config.gate.design == "fixed"
+
+
 @pytest.mark.parametrize("table, says", [
     ('[gate]\nz_crit = -1.0\n', "gate.z_crit = -1.0: Input should be greater than 0"),
     ('[gate]\nk = "three"\n', "gate.k = 'three'"),
