@@ -58,7 +58,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from gsme.settings import ConfigError
 
     return (ConfigError, RunError, FrameError, PatchError, InfraError, RepoError, GitError,
-            FileNotFoundError, NotADirectoryError, PermissionError)
+            OSError)  # a missing file, a name too long, a full disk: one line each
 
 
 def _parser(version: str) -> argparse.ArgumentParser:

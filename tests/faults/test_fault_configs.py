@@ -120,3 +120,10 @@ def test_exit_codes_can_be_set_from_toml(tmp_path):
     agent = plugins.build_agent(spec.agent)
     assert agent.exit_codes[3] == "infra" and agent.exit_codes[4] == "failure"
     assert agent.exit_codes[0] == "result"  # defaults kept
+
+
+def test_a_run_directory_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys):
+    path = tiny_config(tmp_path / "c.toml", "x" * 300)
+    code, _, err = cli(capsys, "run", path)
+    assert code == 2 and "File name too long" in one_line_error(err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
