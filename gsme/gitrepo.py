@@ -413,6 +413,17 @@ class HarnessRepo:
         """Every file of ``candidate``'s harness: relative POSIX path → text, sorted."""
         return _tree_files(self._commit(candidate).tree)
 
+    def diff(self, parent: str | None, child: str) -> str:
+        """The unified diff (``git diff``) from ``parent``'s harness to ``child``'s, as text.
+
+        ``parent`` None diffs against the empty tree: every file of ``child`` is added.
+        External diff drivers and text conversions are off, so the text is git's own.
+        """
+        base = (self.repo.git.hash_object("-t", "tree", "/dev/null") if parent is None
+                else self.commit_of(parent))
+        return self.repo.git.diff("--no-color", "--no-ext-diff", "--no-textconv", base,
+                                  self.commit_of(child), "--", strip_newline_in_stdout=False)
+
     def executables(self, candidate: str) -> frozenset[str]:
         """The paths of ``candidate``'s harness files that git records as executable."""
         return frozenset(b.path for b in self._commit(candidate).tree.traverse()

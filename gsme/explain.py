@@ -1,0 +1,260 @@
+"""Why a candidate was kept: its patch, its gate and its trials beside its parent's.
+
+The frames the explorer (:mod:`gsme.widgets`) and the run viewer (:mod:`gsme.view`) show,
+read from a run (:class:`gsme.run.Run`, open read-only or not) or, for
+:func:`paired_trials`, from a trials frame alone.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gsme import archive, schema
+from gsme.schema import split_ids
+
+__all__ = ["CHANGES", "archive_progress", "paired_trials", "patch_details", "transcripts",
+           "why_levels"]
+
+#: What happened on one repeat of a task from parent to child (:func:`paired_trials`).
+CHANGES = ("fixed", "broken", "both_failed", "both_passed", "invalid", "unpaired")
+
+_SIDES = ("parent", "child")
+_UNDECIDED = {"decision": None, "z": np.nan, "p_one_sided": np.nan, "delta_pp": np.nan,
+              "kept": pd.NA}
+_SIDE_COLUMNS = ("passed", "infra_ok", "pathology", "trajectory", "borrowed_from")
+
+
+def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame:
+    """Each candidate's patch and the decision it earned: diff, rationale, gate, beacon.
+
+    Parameters
+    ----------
+    run : gsme.run.Run
+        A run, live or sealed (``candidates()``, ``decisions()``, ``trials(split=...)``,
+        ``repo.diff``).
+    candidates : list of str, optional
+        The candidates to describe (default: every one, in the run's order).
+    split : {"train", "test"}
+        The split of the decision and of the trials the activation rate reads.
+
+    Returns
+    -------
+    DataFrame
+        One row per candidate: ``candidate, parent`` (the parent its decision compared it
+        with, else its first parent; None for the baseline), ``kind, round, where, why,
+        patch_id, env_gate, beacon, rationale`` (the evolver's, from the commit),
+        ``n_trials`` (its valid trials on ``split``, borrowed ones included),
+        ``activation_rate`` (the share of them in which its own beacon fired; NaN without a
+        beacon or trials), ``decision, z, p_one_sided, delta_pp, kept`` (its decision on
+        ``split``; None, NaN and NA when undecided) and ``diff`` (the unified ``git diff`` from the
+        parent's harness to its own; from the empty tree for the baseline).
+
+    Raises
+    ------
+    ValueError
+        ``split`` is not a split, or a candidate is not in the run.
+
+    Examples
+    --------
+    >>> patch_details(run, candidates=["c0001"])[["candidate", "decision"]]  # doctest: +SKIP
+    """
+    _check_split(split)
+    frame = run.candidates()
+    if candidates is not None:
+        wanted = [str(c) for c in candidates]
+        unknown = sorted(set(wanted) - set(frame["candidate"]))
+        if unknown:
+            raise ValueError(f"candidates {unknown} are not in the run; it has "
+                             f"{frame['candidate'].tolist()[:20]}")
+        frame = frame.set_index("candidate").loc[wanted].reset_index()
+    decisions = run.decisions()
+    decisions = (decisions[decisions["split"] == split].drop_duplicates("candidate", keep="last")
+                 .set_index("candidate"))
+    trials = run.trials(split=split)
+    valid = trials[trials["infra_ok"].astype(bool)]
+    fired = valid.groupby("candidate")["activated"].agg(["size", "mean"])
+    rows = []
+    for row in frame.itertuples(index=False):
+        decided = row.candidate in decisions.index
+        parents = split_ids(row.parents)
+        parent = decisions.at[row.candidate, "parent"] if decided else (
+            parents[0] if parents else None)
+        n = int(fired["size"].get(row.candidate, 0))
+        has_beacon = bool(row.beacon) and not pd.isna(row.beacon)
+        gate = decisions.loc[row.candidate] if decided else {}
+        rows.append({
+            "candidate": row.candidate, "parent": parent, "kind": row.kind, "round": row.round,
+            "where": row.where, "why": row.why, "patch_id": row.patch_id,
+            "env_gate": row.env_gate, "beacon": row.beacon, "rationale": row.rationale,
+            "n_trials": n,
+            "activation_rate": float(fired["mean"][row.candidate]) if n and has_beacon
+            else np.nan,
+            **{c: gate.get(c, default) for c, default in _UNDECIDED.items()},
+            "diff": run.repo.diff(parent, row.candidate),
+        })
+    out = pd.DataFrame(rows, columns=[
+        "candidate", "parent", "kind", "round", "where", "why", "patch_id", "env_gate",
+        "beacon", "rationale", "n_trials", "activation_rate", "decision", "z", "p_one_sided",
+        "delta_pp", "kept", "diff"])
+    return out.astype({"n_trials": np.int64, "z": np.float64, "p_one_sided": np.float64,
+                       "delta_pp": np.float64, "kept": "boolean"})
+
+
+def paired_trials(trials, *, parent: str, child: str, split: str = "train", task_id=None,
+                  pathology=None, change=None) -> pd.DataFrame:
+    """The parent's and the child's trials of each task side by side, repeat by repeat.
+
+    Each side's row of a (task, repeat) is its last attempt (a re-run after an
+    infrastructure failure replaces the attempt before it).
+
+    Parameters
+    ----------
+    trials : DataFrame
+        A trials frame (:data:`gsme.schema.TRIALS`).
+    parent, child : str
+        The two candidates.
+    split : {"train", "test"}
+        The split compared.
+    task_id, pathology, change : str or list of str, optional
+        Keep only these tasks; the rows where either side's failure has one of these
+        pathologies; the rows whose ``change`` is one of these (:data:`CHANGES`).
+
+    Returns
+    -------
+    DataFrame
+        One row per task and repeat either side holds, sorted by ``task_id, repeat``:
+        ``task_id, repeat, change`` (``fixed``: the parent failed and the child passed;
+        ``broken``: the reverse; ``both_failed``, ``both_passed``; ``invalid``: a side's
+        environment failed; ``unpaired``: one side has no such repeat), then per side
+        ``passed_parent, passed_child, infra_ok_parent, infra_ok_child, pathology_parent,
+        pathology_child, trajectory_parent, trajectory_child`` (the transcript
+        references), ``borrowed_from_parent, borrowed_from_child`` (NA where a side is
+        missing).
+
+    Raises
+    ------
+    ValueError
+        ``split`` is not a split, or ``change`` holds a value not in :data:`CHANGES`.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "c"], "task_id": "a", "split": "train",
+    ...                   "repeat": 0, "passed": [False, True]})
+    >>> paired_trials(t, parent="p", child="c")[["task_id", "repeat", "change"]]
+      task_id  repeat change
+    0       a       0  fixed
+    """
+    _check_split(split)
+    changes = _as_list(change, "change")
+    bad = sorted(set(changes or ()) - set(CHANGES))
+    if bad:
+        raise ValueError(f"change must be among {list(CHANGES)}, got {bad}")
+    frame = schema.as_trials(trials)
+    frame = frame[frame["split"] == split].sort_values("attempt", kind="stable")
+    sides = []
+    for side, name in zip(_SIDES, (parent, child)):
+        rows = frame[frame["candidate"] == name].drop_duplicates(["task_id", "repeat"],
+                                                                 keep="last")
+        sides.append(rows[["task_id", "repeat", *_SIDE_COLUMNS]]
+                     .rename(columns={c: f"{c}_{side}" for c in _SIDE_COLUMNS}))
+    out = sides[0].merge(sides[1], on=["task_id", "repeat"], how="outer")
+    out = out.sort_values(["task_id", "repeat"], kind="stable", ignore_index=True)
+    for side in _SIDES:
+        for column in ("passed", "infra_ok"):
+            out[f"{column}_{side}"] = out[f"{column}_{side}"].astype("boolean")
+    out.insert(2, "change", _changes(out))
+    keep = np.ones(len(out), bool)
+    tasks = _as_list(task_id, "task_id")
+    if tasks is not None:
+        keep &= out["task_id"].isin(tasks).to_numpy()
+    labels = _as_list(pathology, "pathology")
+    if labels is not None:
+        keep &= (out["pathology_parent"].isin(labels) | out["pathology_child"].isin(labels)
+                 ).to_numpy()
+    if changes is not None:
+        keep &= out["change"].isin(changes).to_numpy()
+    columns = ["task_id", "repeat", "change", *(f"{c}_{s}" for c in _SIDE_COLUMNS
+                                                for s in _SIDES)]
+    return out.loc[keep, columns].reset_index(drop=True)
+
+
+def archive_progress(run) -> pd.DataFrame:
+    """How the archive grew round by round: elites, coverage and the best elite's rate.
+
+    Returns
+    -------
+    DataFrame
+        One row per round from 0 (the cold start) to the last: ``round, num_elites,
+        coverage`` (of the where × why cells of :func:`why_levels`), ``best_candidate``
+        (the archive's best elite; None while empty) and ``best_rate`` (its train rate;
+        NaN while empty).
+
+    Examples
+    --------
+    >>> archive_progress(run)[["round", "coverage", "best_rate"]]  # doctest: +SKIP
+    """
+    n_cells = len(schema.LEVERS) * len(why_levels(run))
+    last = int(run.candidates()["round"].max())
+    rows = [archive.summary(run.archive(round=r), n_cells=n_cells).assign(round=r)
+            for r in range(last + 1)]
+    out = pd.concat(rows, ignore_index=True)
+    return out[["round", "num_elites", "coverage", "best_candidate", "best_rate"]]
+
+
+def why_levels(run) -> list[str]:
+    """Every why of the run: its vocabulary's labels in order, then any other the archive
+    or the candidates use."""
+    found = pd.concat([run.candidates()["why"], run.archive()["why"]]).dropna()
+    labels = list(run.vocabulary.labels)
+    return labels + sorted(set(found) - set(labels))
+
+
+def transcripts(run) -> pd.DataFrame:
+    """Every stored transcript once, with the trial that wrote it.
+
+    A borrowed trial reuses its source's transcript, which is listed under the source.
+
+    Returns
+    -------
+    DataFrame
+        One row per transcript, sorted by ``split, candidate, task_id, repeat, attempt``:
+        ``candidate, task_id, split, repeat, attempt, passed, infra_ok, pathology,
+        trajectory`` (its reference) and ``text``.
+    """
+    trials = run.trials()
+    own = trials[trials["trajectory"].notna() & trials["borrowed_from"].isna()]
+    own = own.drop_duplicates("trajectory").sort_values(
+        ["split", "candidate", "task_id", "repeat", "attempt"], kind="stable",
+        ignore_index=True)
+    out = own[["candidate", "task_id", "split", "repeat", "attempt", "passed", "infra_ok",
+               "pathology", "trajectory"]].copy()
+    out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
+    return out
+
+
+def _changes(pairs: pd.DataFrame) -> np.ndarray:
+    parent, child = pairs["passed_parent"], pairs["passed_child"]
+    missing = (parent.isna() | child.isna()).to_numpy()
+    invalid = ~(pairs["infra_ok_parent"].fillna(True) & pairs["infra_ok_child"].fillna(True)
+                ).to_numpy(bool)
+    p, c = parent.fillna(False).to_numpy(bool), child.fillna(False).to_numpy(bool)
+    out = np.select([missing, invalid, ~p & c, p & ~c, p & c],
+                    ["unpaired", "invalid", "fixed", "broken", "both_passed"], "both_failed")
+    return out.astype(object)
+
+
+def _as_list(value, name: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [value]
+    try:
+        return [str(v) for v in value]
+    except TypeError:
+        raise ValueError(f"{name} must be a str or a list of str, got {value!r}") from None
+
+
+def _check_split(split: str) -> None:
+    if split not in schema.SPLITS:
+        raise ValueError(f"split must be one of {list(schema.SPLITS)}, got {split!r}")
