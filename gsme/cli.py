@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TAMPERED", "EXIT_USAGE", "main"]
@@ -205,10 +206,8 @@ def _demo(args) -> int:
                           "mix": args.mix,
                           **({"profile": args.profile} if args.profile else {})},
                    evolver={"kind": "rule", "seed": args.seed})
-    if not args.json:
-        print(f"gsme demo: SIMULATED agent ({args.preset}, {args.mix} proposals), rule "
-              f"evolver, run directory {out}")
-    return _start(spec, args)
+    return _start(spec, args, banner=f"gsme demo: SIMULATED agent ({args.preset}, {args.mix} "
+                                     f"proposals), rule evolver, run directory {out}")
 
 
 def _run(args) -> int:
@@ -217,7 +216,8 @@ def _run(args) -> int:
     return _start(config.load(args.config), args)
 
 
-def _start(spec, args) -> int:
+def _start(spec, args, *, banner: str | None = None) -> int:
+    """Create the run (every check passed), print ``banner``, then drive it."""
     from gsme import plugins
     from gsme.run import Run
 
@@ -225,6 +225,8 @@ def _start(spec, args) -> int:
                     evolver=plugins.build_evolver(spec.evolver), config=spec.config,
                     schedule=spec.schedule, agent_spec=spec.agent,
                     evolver_spec=spec.evolver) as run:
+        if banner and not args.json:
+            print(banner)
         return _drive(run, args)
 
 
@@ -242,12 +244,33 @@ def _drive(run, args) -> int:
     from gsme import evolve, report
 
     if not run.sealed:
-        evolve.evolve(run, progress=not args.quiet)
+        evolve.evolve(run, progress=not args.quiet,
+                      on_round=lambda result: _print_round(evolve.round_summary(run, result),
+                                                           args))
     run.finalize(progress=not args.quiet)
     _print_table(report.run_table(run), as_json=args.json)
     if not args.json:
         print(f"run directory: {run.path}")
     return 0
+
+
+def _print_round(summary: dict, args) -> None:
+    """One line per round: JSON with ``--json``, nothing with ``--quiet``."""
+    from tqdm.auto import tqdm
+
+    if args.json:
+        plain = {k: None if isinstance(v, float) and v != v else v for k, v in summary.items()}
+        print(json.dumps(plain, default=str), flush=True)
+        return
+    if args.quiet:
+        return
+    budget = "" if summary["trial_budget"] is None else f" of {summary['trial_budget']}"
+    best = ("best: baseline" if summary["best"] is None else
+            f"best {summary['best']} {_signed(summary['best_delta_pp'])} pp train Δ")
+    tqdm.write(f"round {summary['round']}: {summary['children']} children of "
+               f"{summary['parent']}, {summary['kept']} kept, {summary['credited']} "
+               f"credited, {summary['culled']} culled; {summary['trials_spent']}{budget} "
+               f"trials spent; {best}")
 
 
 def _status(args) -> int:
@@ -266,7 +289,7 @@ def _status(args) -> int:
                  "rounds": None if run.schedule is None else run.schedule.rounds,
                  "trials_spent": run.trials_spent(),
                  "trial_budget": None if run.schedule is None else run.schedule.trial_budget,
-                 "sealed": ("sealed" if run.sealed_result is not None else
+                 "sealed": ("yes" if run.sealed_result is not None else
                             "sealing (test split partly scored)" if run.sealed else "no"),
                  "elites": int(summary["num_elites"]), "cells": n_cells,
                  "coverage": float(summary["coverage"]),
@@ -437,8 +460,31 @@ def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:
         return
     if bool(table["simulated"].iloc[0]):
         print("SIMULATED results (embedded simulator; true effects from its ground truth)")
-    with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
-        print(table.T.to_string(header=False))
+    row = table.iloc[0]
+    width = max(map(len, row.index))
+    for name, value in row.items():
+        print(f"{name:<{width}}  {_number(value, p='_p_' in name or name.startswith('p_'))}")
+
+
+def _signed(value: float) -> str:
+    text = _number(value)
+    return "+" + text if value > 0 and text != "0" else text
+
+
+def _number(value, *, p: bool = False) -> str:
+    """A value as people read it: three significant digits (whole numbers from 100), no
+    ``-0``, a p below 0.001 as ``< 0.001``, NaN as ``n/a``."""
+    if value is None or isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bool, np.bool_, int, np.integer)):
+        return str(value.item() if hasattr(value, "item") else value)
+    value = float(value)
+    if value != value:
+        return "n/a"
+    if p:
+        return "< 0.001" if value < 0.001 else f"{value:.3f}"
+    text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return "0" if text in ("-0", "-0.0") else text
 
 
 def _one_line(err: BaseException) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -21,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import gates, policy, schema, scoring
+from gsme import gates, policy, schema, scoring, stats
 from gsme.patches import Patch, PatchError
 from gsme.run import Run
 from gsme.schema import BASELINE
@@ -29,7 +30,7 @@ from gsme.settings import Schedule
 
 __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "diagnose",
            "evolve", "failures", "history", "insert", "next_round", "propose", "recombine",
-           "run_round"]
+           "round_summary", "run_round"]
 
 
 @dataclass
@@ -250,13 +251,14 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
     return RoundResult(r, parent, cands, decided, new, outcomes)
 
 
-def evolve(run: Run, *, rounds: int | None = None, executor=None,
-           progress: bool = True) -> pd.DataFrame:
+def evolve(run: Run, *, rounds: int | None = None, executor=None, progress: bool = True,
+           on_round: Callable[[RoundResult], None] | None = None) -> pd.DataFrame:
     """Run rounds until ``rounds`` are done or the schedule's trial budget is spent.
 
     ``rounds`` defaults to the run's schedule. Rounds already completed (a resumed run)
     count towards it. The budget is checked before each round starts, so the last round
-    may overshoot it.
+    may overshoot it. ``on_round`` is called with each round's :class:`RoundResult` as it
+    ends (the command line prints :func:`round_summary` of it).
 
     Returns
     -------
@@ -273,11 +275,39 @@ def evolve(run: Run, *, rounds: int | None = None, executor=None,
                     and run.trials_spent() >= schedule.trial_budget):
                 run.record_budget_reached(next_round(run))
                 break
-            run_round(run, executor=executor, progress=progress)
+            result = run_round(run, executor=executor, progress=progress)
             bar.update(1)
+            if on_round is not None:
+                on_round(result)
     finally:
         bar.close()
     return run.decisions()
+
+
+def round_summary(run: Run, result: RoundResult) -> dict:
+    """One round in numbers, as the command line prints it after each round.
+
+    Returns
+    -------
+    dict
+        ``round, parent, children`` (candidates made), ``kept, credited, culled``,
+        ``trials_spent`` (the run's so far) and ``trial_budget`` (None without one),
+        ``best`` (the archive's best elite, None when empty) and ``best_delta_pp``: its
+        train rate minus the baseline's, both over the first K repeats of every task
+        (:func:`gsme.stats.candidate_rates`; NaN when the archive is empty).
+    """
+    decided = result.decisions
+    best = archive_lib.summary(result.archive)["best_candidate"].iloc[0]
+    rates = stats.candidate_rates(run.trials(split="train"), k=run.config.gate.k)
+    rate = dict(zip(rates["candidate"], rates["rate"]))
+    budget = None if run.schedule is None else run.schedule.trial_budget
+    return {"round": result.round, "parent": result.parent,
+            "children": len(result.candidates), "kept": int(decided["kept"].sum()),
+            "credited": int((decided["decision"] == "credit").sum()),
+            "culled": int((decided["decision"] == "cull").sum()),
+            "trials_spent": run.trials_spent(), "trial_budget": budget, "best": best,
+            "best_delta_pp": (100.0 * (rate[best] - rate[BASELINE]) if best in rate
+                              else float("nan"))}
 
 
 def _proposal(kind: str, candidate: str | None, parents: str, reason: str | None) -> dict:

@@ -39,7 +39,7 @@ def test_json_output_parses(sealed, capsys, command):
     assert cli.main([command, str(sealed), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     if command == "status":
-        assert data["rounds_done"] == 1 and data["sealed"] == "sealed"
+        assert data["rounds_done"] == 1 and data["sealed"] == "yes"
         assert 0 <= data["coverage"] <= 1 and data["cells"] == 4 * 7
     else:
         assert data["simulated"] is True and "sealed_delta_pp" in data
@@ -83,3 +83,44 @@ def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys):
         run.finalize(progress=True)
     err = capsys.readouterr().err
     assert "rounds" in err and "round 1: scoring" in err and "sealed test: scoring" in err
+
+
+def test_demo_prints_a_line_per_round_and_json_lines_with_json(tmp_path, capsys):
+    assert cli.main(["demo", "--preset", "tiny", "--rounds", "2", "--out",
+                     str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rounds = [line for line in out if line.startswith("round ")]
+    assert [line.split(":")[0] for line in rounds] == ["round 1", "round 2"]
+    assert "kept" in rounds[0] and "credited" in rounds[0] and "trials spent" in rounds[0]
+    assert cli.main(["demo", "--preset", "tiny", "--rounds", "2", "--out",
+                     str(tmp_path / "b"), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line.get("round") for line in lines[:2]] == [1, 2]
+    with Run.open(tmp_path / "b", read_only=True) as run:
+        decided = run.decisions()
+        test = run.trials(split="test")
+        assert lines[1]["trials_spent"] == run.trials_spent() - test["borrowed_from"].isna().sum()
+    for line, r in zip(lines[:2], (1, 2)):
+        mine = decided[decided["round"] == r]
+        assert line["kept"] == int(mine["kept"].sum())
+        assert line["credited"] == int((mine["decision"] == "credit").sum())
+    assert "sealed_delta_pp" in lines[-1]
+    assert cli.main(["demo", "--preset", "tiny", "--rounds", "1", "--out",
+                     str(tmp_path / "c"), "--quiet"]) == 0
+    assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("round ")]
+
+
+def test_printed_numbers_are_rounded_for_people():
+    assert cli._number(-0.0) == "0" and cli._number(-0.0001) == "-0.0001"
+    assert cli._number(0.0004, p=True) == "< 0.001"
+    assert cli._number(0.0123, p=True) == "0.012"
+    assert cli._number(3701.4) == "3701" and cli._number(15.63) == "15.6"
+    assert cli._number(float("nan")) == "n/a"
+
+
+def test_a_demo_refused_prints_no_banner(tmp_path, capsys):
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "x").write_text("")
+    assert cli.main(["demo", "--preset", "tiny", "--out", str(tmp_path / "d")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("gsme: error: ")
