@@ -63,7 +63,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 def _parser(version: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gsme", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="gsme", description="Evolve an agent's harness and credit only the gains a paired "
+        "test shows; the final claim is sealed on a test split scored once.")
     parser.add_argument("--version", action="version", version=f"gsme {version}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
