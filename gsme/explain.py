@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import archive, schema
+from gsme import archive, policy, schema
 from gsme.schema import split_ids
 
-__all__ = ["CHANGES", "archive_progress", "paired_trials", "patch_details", "transcripts",
-           "why_levels"]
+__all__ = ["CHANGES", "archive_progress", "elite_names", "paired_trials", "patch_details",
+           "selected", "transcripts", "why_levels"]
 
 #: What happened on one repeat of a task from parent to child (:func:`paired_trials`).
 CHANGES = ("fixed", "broken", "both_failed", "both_passed", "invalid", "unpaired")
@@ -200,6 +200,33 @@ def archive_progress(run) -> pd.DataFrame:
             for r in range(last + 1)]
     out = pd.concat(rows, ignore_index=True)
     return out[["round", "num_elites", "coverage", "best_candidate", "best_rate"]]
+
+
+def elite_names(elites: pd.DataFrame, *, why_levels) -> pd.DataFrame:
+    """The where × why table of the elites' candidate ids, for :func:`gsme.plot.occupancy`.
+
+    Returns
+    -------
+    DataFrame
+        Index ``where`` (the levers), columns ``why`` (``why_levels``); each cell its
+        elite's candidate id, None when empty (the shape of :func:`gsme.archive.occupancy`).
+    """
+    schema.validate(elites, "archive")
+    table = pd.DataFrame(None, index=pd.Index(schema.LEVERS, name="where"),
+                         columns=pd.Index(list(why_levels), name="why"), dtype=object)
+    for where, why, candidate in zip(elites["where"], elites["why"], elites["candidate"]):
+        table.loc[where, why] = candidate
+    return table
+
+
+def selected(run) -> str:
+    """The harness the run reports: the sealed one once sealed, else the one its keep
+    policy would seal now (:func:`gsme.policy.reported`)."""
+    sealed = run.sealed_result
+    if sealed is not None:
+        return str(sealed.loc[sealed["role"] == "selected", "candidate"].iloc[0])
+    return policy.reported(run.archive(), run.trials(split="train"),
+                           policy=run.config.policy, k=run.config.gate.k)
 
 
 def why_levels(run) -> list[str]:

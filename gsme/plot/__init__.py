@@ -19,7 +19,7 @@ from gsme.plot._base import (
     DIRECTION_MARKERS,
     category_colors,
 )
-from gsme.plot.archive import KIND_MARKERS, lineage, occupancy, tree_layout
+from gsme.plot.archive import KIND_MARKERS, archive_progress, lineage, occupancy, tree_layout
 from gsme.plot.gates import paired_tasks, power_curve, z_forest
 from gsme.plot.results import pathologies, retention
 
@@ -30,6 +30,7 @@ __all__ = [
     "DIRECTION_COLORS",
     "DIRECTION_MARKERS",
     "KIND_MARKERS",
+    "archive_progress",
     "category_colors",
     "lineage",
     "occupancy",

@@ -96,16 +96,20 @@ class Declutter(Artist):
 
     Labels are kept in the given priority order: the first always shows; each next one only
     when its box (padded by ``pad`` pixels) touches no box already shown and covers none of
-    ``points`` (data coordinates, each taken as a marker of radius ``radius`` points). The
-    choice is made at draw time, on the final layout, so it holds at any figure size or
-    dpi. Add it to the Axes that holds the labels (:func:`declutter` does).
+    ``points`` (data coordinates, each taken as a marker of radius ``radius`` points). An
+    annotation is tried at each of ``offsets`` (``(dx, dy, ha)`` in points from its point)
+    in turn before it is hidden. The choice is made at draw time, on the final layout, so
+    it holds at any figure size or dpi. Add it to the Axes that holds the labels
+    (:func:`declutter` does).
     """
 
-    def __init__(self, texts, *, points=None, radius: float = 4.0, pad: float = 1.0):
+    def __init__(self, texts, *, points=None, radius: float = 4.0, pad: float = 1.0,
+                 offsets=None):
         super().__init__()
         self.texts = list(texts)
         self.points = np.empty((0, 2)) if points is None else np.asarray(points, float)
         self.radius, self.pad = radius, pad
+        self.offsets = list(offsets) if offsets else [None]
         # drawn just before the labels (zorder 3), so their visibility is set in time
         self.set_zorder(min((t.get_zorder() for t in self.texts), default=3) - 0.001)
         self.set_in_layout(False)
@@ -116,22 +120,29 @@ class Declutter(Artist):
         reach = renderer.points_to_pixels(self.radius)
         shown = []
         for text in self.texts:
-            text.set_visible(True)
-            box = text.get_window_extent(renderer).padded(self.pad)
-            near = box.padded(reach)
-            covers = ((xy[:, 0] > near.x0) & (xy[:, 0] < near.x1)
-                      & (xy[:, 1] > near.y0) & (xy[:, 1] < near.y1)).any()
-            clear = not shown or not (covers or any(box.overlaps(b) for b in shown))
+            for offset in self.offsets:
+                if offset is not None:
+                    text.xyann = offset[:2]
+                    text.set_horizontalalignment(offset[2])
+                text.set_visible(True)
+                box = text.get_window_extent(renderer).padded(self.pad)
+                near = box.padded(reach)
+                covers = ((xy[:, 0] > near.x0) & (xy[:, 0] < near.x1)
+                          & (xy[:, 1] > near.y0) & (xy[:, 1] < near.y1)).any()
+                clear = not shown or not (covers or any(box.overlaps(b) for b in shown))
+                if clear:
+                    break
             text.set_visible(clear)
             if clear:
                 shown.append(box)
         self.stale = False
 
 
-def declutter(ax, texts, *, points=None, radius: float = 4.0, pad: float = 1.0) -> Declutter:
+def declutter(ax, texts, *, points=None, radius: float = 4.0, pad: float = 1.0,
+              offsets=None) -> Declutter:
     """Keep ``texts`` (labels on ``ax``, most important first) off each other and off
-    ``points`` when drawn; see :class:`Declutter`."""
-    artist = Declutter(texts, points=points, radius=radius, pad=pad)
+    ``points`` when drawn, trying each of ``offsets``; see :class:`Declutter`."""
+    artist = Declutter(texts, points=points, radius=radius, pad=pad, offsets=offsets)
     artist.set_gid("declutter")
     ax.add_artist(artist)
     return artist

@@ -1,4 +1,5 @@
-"""Plots of the archive: the where × why occupancy heatmap and the candidate lineage tree."""
+"""Plots of the archive: the where × why occupancy heatmap, its progress over rounds and
+the candidate lineage tree."""
 
 from __future__ import annotations
 
@@ -11,17 +12,23 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
 from gsme import schema
-from gsme.plot._base import DECISION_COLORS, DECISION_MARKERS, finish, get_axes
+from gsme.plot._base import (
+    CATEGORY_PALETTE,
+    DECISION_COLORS,
+    DECISION_MARKERS,
+    finish,
+    get_axes,
+)
 
-__all__ = ["lineage", "occupancy", "tree_layout"]
+__all__ = ["archive_progress", "lineage", "occupancy", "tree_layout"]
 
 EMPTY_CELL = {"facecolor": "#f2f2f2", "edgecolor": "#9e9e9e", "hatch": "//"}
 KIND_MARKERS = {"baseline": "s", "mutation": "o", "recombination": "D"}
 UNDECIDED = "white"
 
 
-def occupancy(table, *, credited=None, cmap="YlGn", annot=True, fmt=".2f", title=None,
-              ax=None, **kwargs):
+def occupancy(table, *, credited=None, names=None, cmap="YlGn", annot=True, fmt=".2f",
+              title=None, ax=None, **kwargs):
     """Draw the where × why archive as a heatmap of elite rates, empty cells hatched.
 
     Parameters
@@ -34,6 +41,9 @@ def occupancy(table, *, credited=None, cmap="YlGn", annot=True, fmt=".2f", title
         (``archive.occupancy(arch, value="credited")``): an elite kept without a credit is
         framed with a dashed outline and its annotation marked "kept", so that kept and
         credited read apart.
+    names : DataFrame, optional
+        The same table of the elites' candidate ids (:func:`gsme.explain.elite_names`):
+        each occupied cell names its elite above its rate.
     cmap : str or Colormap
         Colour map of the occupied cells.
     annot : bool
@@ -70,14 +80,25 @@ def occupancy(table, *, credited=None, cmap="YlGn", annot=True, fmt=".2f", title
     kwargs.setdefault("vmin", 0.0)
     kwargs.setdefault("vmax", 1.0)
     cbar_kws = {"label": "elite pass rate", **kwargs.pop("cbar_kws", {})}
+    written = bool(annot)
+    if written and names is not None:
+        if names.shape != table.shape:
+            raise ValueError(f"names must be a table of the shape of table {table.shape}, "
+                             f"got {names.shape}")
+        rates = table.astype(float).to_numpy()
+        annot = np.array([[f"{n}\n{r:{fmt}}" if np.isfinite(r) else ""
+                           for n, r in zip(row_n, row_r)]
+                          for row_n, row_r in zip(names.to_numpy(), rates)], dtype=object)
+        fmt = ""
+        kwargs.setdefault("annot_kws", {"size": 8})
     sns.heatmap(table.astype(float), mask=empty, cmap=cmap, annot=annot, fmt=fmt, ax=ax,
                 linewidths=0.5, linecolor="white", cbar_kws=cbar_kws, **kwargs)
     for i, j in zip(*np.nonzero(empty)):
         ax.add_patch(Rectangle((j, i), 1, 1, lw=0, gid="empty-cell", **EMPTY_CELL))
-        if annot:
+        if written:
             ax.text(j + 0.5, i + 0.5, "—", ha="center", va="center", color="0.45")
     if credited is not None:
-        _mark_uncredited(ax, table, credited, annot)
+        _mark_uncredited(ax, table, credited, written)
     ax.tick_params(axis="y", rotation=0)
     # why labels are long slugs: slanted, so that they never run into each other
     for label in ax.get_xticklabels():
@@ -196,6 +217,54 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
     ax.autoscale_view()
     ax.set_yticks([])
     return finish(ax, xlabel="round", title=title)
+
+
+def archive_progress(table, *, title=None, ax=None, **kwargs):
+    """Draw the archive's coverage and its best elite's rate round by round.
+
+    Both read on one 0–1 axis: coverage (■, the share of where × why cells holding an
+    elite) and the best elite's train pass rate (▲, named where the best changes).
+
+    Parameters
+    ----------
+    table : DataFrame
+        The output of :func:`gsme.explain.archive_progress`: ``round, coverage,
+        best_candidate, best_rate``.
+    title : str, optional
+        Axes title.
+    ax : matplotlib Axes, optional
+        Where to draw; the current Axes by default.
+    **kwargs
+        Passed to both lines' :meth:`~matplotlib.axes.Axes.plot`.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> from gsme import explain, plot
+    >>> ax = plot.archive_progress(explain.archive_progress(run))  # doctest: +SKIP
+    """
+    schema.require(table, ["round", "coverage", "best_candidate", "best_rate"],
+                   "archive progress")
+    ax = get_axes(ax)
+    rounds = table["round"].to_numpy(dtype=float)
+    ax.plot(rounds, table["coverage"].to_numpy(dtype=float), marker="s", color=CATEGORY_PALETTE[1],
+            label="coverage", **kwargs)
+    best = table["best_rate"].to_numpy(dtype=float)
+    ax.plot(rounds, best, marker=DECISION_MARKERS["credit"], color=DECISION_COLORS["credit"],
+            label="best elite's rate", **kwargs)
+    named = table["best_candidate"].astype(object)
+    changed = named.notna() & (named != named.shift())
+    for r, rate, name in zip(rounds[changed], best[changed], named[changed]):
+        ax.annotate(str(name), (r, rate), xytext=(0, 6), textcoords="offset points",
+                    ha="center", fontsize=7)
+    ax.set_ylim(0, 1.05)
+    if len(rounds):
+        ax.set_xticks(rounds)
+    ax.legend(fontsize=7, loc="upper left")
+    return finish(ax, xlabel="round", ylabel="share / pass rate", title=title)
 
 
 def tree_layout(candidates) -> dict:

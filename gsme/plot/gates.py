@@ -23,6 +23,10 @@ __all__ = ["paired_tasks", "power_curve", "z_forest"]
 
 _VALUES = {"z": "z (paired, per task)", "delta_pp": "Δ pass rate (pp)"}
 _DODGE = 0.6  # width of a round's slot shared by the candidates scored in it
+#: Where a point's label is tried, in turn (points from the point): right, below right,
+#: left, below left, above.
+_LABEL_OFFSETS = [(8, 3, "left"), (8, -11, "left"), (-8, 3, "right"), (-8, -11, "right"),
+                  (0, 9, "center")]
 
 
 def z_forest(
@@ -74,8 +78,9 @@ def z_forest(
     labels : bool or list
         Annotate points with their candidate id: ``True`` for every point, or a list of
         candidate ids, most important first. A label that would cover a label shown before
-        it, or another point, is not shown (with ``True`` the larger ``|value|`` comes
-        first); this is settled when the figure is drawn, at its final size.
+        it, or another point, is moved to the point's other side, below or above it, and
+        is not shown only when every place is taken (with ``True`` the larger ``|value|``
+        comes first); this is settled when the figure is drawn, at its final size.
     highlight : str or list, optional
         Candidate id(s) whose points get a black ring (e.g. the one being inspected).
     title : str, optional
@@ -360,7 +365,7 @@ def _label_points(ax, x, y, names, labels) -> None:
     else:
         wanted = [str(name) for name in ([labels] if isinstance(labels, str) else labels)]
         order = [i for name in wanted for i in np.flatnonzero((names == name) & finite)]
-    texts = [ax.annotate(names[i], (x[i], y[i]), xytext=(8, 3), textcoords="offset points",
-                         fontsize=7, gid="label") for i in order]
+    texts = [ax.annotate(names[i], (x[i], y[i]), xytext=_LABEL_OFFSETS[0][:2],
+                         textcoords="offset points", fontsize=7, gid="label") for i in order]
     if texts:
-        declutter(ax, texts, points=np.column_stack([x, y])[finite])
+        declutter(ax, texts, points=np.column_stack([x, y])[finite], offsets=_LABEL_OFFSETS)
