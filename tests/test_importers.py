@@ -61,12 +61,12 @@ def test_inspect_log_maps_epochs_scores_usage_and_errors(inspect_log):
     assert set(trials["candidate"]) == {"v1"}
     scored = trials[trials["infra_ok"]].set_index(["task_id", "repeat"])["passed"]
     for task in ("t0", "t1", "t4"):  # epoch e → repeat e-1, C/I → passed
-        assert scored.loc[task].tolist() == OUTCOMES[task]
-    crashed = trials[trials["task_id"] == "t2"]
+        assert scored.loc[f"task/{task}"].tolist() == OUTCOMES[task]
+    crashed = trials[trials["task_id"] == "task/t2"]
     assert not crashed["infra_ok"].any() and not crashed["passed"].any()
     assert crashed["error"].str.startswith("sample_error:").all()
     assert crashed["error"].str.contains("sandbox for t2 died").any()
-    retried = trials[trials["task_id"] == "t3"].sort_values(["repeat", "attempt"])
+    retried = trials[trials["task_id"] == "task/t3"].sort_values(["repeat", "attempt"])
     assert retried["attempt"].tolist() == [0, 1] * 3           # attempt 0 errored, 1 scored
     assert retried["infra_ok"].tolist() == [False, True] * 3
     assert retried.loc[retried["infra_ok"], "passed"].all()
@@ -81,7 +81,8 @@ def test_inspect_trajectory_reference_loads_the_sample(inspect_log):
     from inspect_ai.log import read_eval_log_sample
 
     trials, _ = importers.read_inspect(inspect_log, scorer="match")
-    ref = trials.loc[(trials["task_id"] == "t4") & (trials["repeat"] == 1), "trajectory"].item()
+    ref = trials.loc[(trials["task_id"] == "task/t4") & (trials["repeat"] == 1),
+                     "trajectory"].item()
     path, _, query = ref.partition("#")
     fields = dict(part.split("=") for part in query.split("&"))
     sample = read_eval_log_sample(path, id=fields["sample"], epoch=int(fields["epoch"]))
@@ -121,7 +122,7 @@ def test_inspect_errors_scored_as_agent_failures_on_request(inspect_log):
     trials, _ = importers.read_inspect(inspect_log, scorer="match",
                                        failure_classes={"sample_error": "agent"})
     assert trials["infra_ok"].all()
-    assert not trials.loc[trials["task_id"] == "t2", "passed"].any()
+    assert not trials.loc[trials["task_id"] == "task/t2", "passed"].any()
 
 
 def test_inspect_folder_json_logs_and_later_logs_continue_the_repeats(tmp_path):
@@ -133,8 +134,38 @@ def test_inspect_folder_json_logs_and_later_logs_continue_the_repeats(tmp_path):
     trials, _ = importers.read_inspect(tmp_path / "a", candidate_from="metadata:harness")
     _valid(trials)
     table = trials.pivot(index="task_id", columns="repeat", values="passed")
-    assert table.loc["t0"].tolist() == [True, True, False]    # unequal K: 2 epochs, then 1
-    assert table.loc["t1"].tolist() == [False, False, True]
+    assert table.loc["task/t0"].tolist() == [True, True, False]  # unequal K: 2 epochs, then 1
+    assert table.loc["task/t1"].tolist() == [False, False, True]
+
+
+def test_inspect_tasks_whose_sample_ids_collide_stay_apart(tmp_path):
+    write = _inspect_writer()
+    ids = [f"s{i:02d}" for i in range(4)]
+    for task, hit in (("alpha", True), ("beta", False)):
+        write(tmp_path / "logs", {i: [hit] * 3 for i in ids}, name=task)
+    trials, dropped = importers.read_inspect(tmp_path / "logs")
+    _valid(trials)
+    assert dropped.empty and len(trials) == 24
+    assert sorted(trials["task_id"].unique()) == [f"{t}/{i}" for t in ("alpha", "beta")
+                                                  for i in ids]
+    assert (trials.groupby("task_id")["repeat"].apply(sorted) == pd.Series(
+        [[0, 1, 2]] * 8, index=sorted(trials["task_id"].unique()))).all()
+    assert trials.groupby(trials["task_id"].str.split("/").str[0])["passed"].all().to_dict() \
+        == {"alpha": True, "beta": False}
+    alone, _ = importers.read_inspect(next((tmp_path / "logs").glob("*alpha*")))
+    assert set(alone["task_id"]) == {f"alpha/{i}" for i in ids}   # the same ids read alone
+    by_task, _ = importers.read_inspect(tmp_path / "logs", candidate_from="task")
+    assert set(by_task["candidate"]) == {"alpha", "beta"}         # the task is the candidate:
+    assert set(by_task["task_id"]) == set(ids)                     # its samples pair up
+
+
+def test_inspect_duplicate_sample_id_names_the_log(tmp_path):
+    log = _inspect_writer()(tmp_path, {"s00": [True], "s01": [False]}, log_format="json")
+    data = json.loads(log.read_text())
+    data["samples"][1]["id"] = data["samples"][0]["id"]
+    (tmp_path / "dup.json").write_text(json.dumps(data))
+    with pytest.raises(importers.LogError, match=r"dup\.json: sample id 's00' appears twice"):
+        importers.read_inspect(tmp_path / "dup.json")
 
 
 # ------------------------------------------------------------------------------ Harbor
@@ -253,6 +284,42 @@ def test_terminal_bench_agent_timeout_keeps_the_test_verdict():
     assert (~strict.loc[strict["error"] == "agent_timeout", "infra_ok"]).all()
 
 
+def _tb_result(task, attempt, n, passed, started=None, mode="unset"):
+    return {"task_id": task, "trial_name": f"{task}.{attempt}-of-{n}", "is_resolved": passed,
+            "failure_mode": mode, "trial_started_at": started,
+            "total_input_tokens": 10, "total_output_tokens": 1}
+
+
+def test_terminal_bench_dated_results_files_are_runs(tmp_path):
+    """A submission of ``<date>_results.json`` files whose runs overlap, starts missing."""
+    sub = tmp_path / "20250829_goose_claude-4-opus"
+    sub.mkdir()
+    runs = {"2025-08-27__10-00-00_results.json": (True, ["10:00", "11:30", None]),
+            "2025-08-27__10-30-00__results.json": (False, ["11:45", "10:30", "10:40"])}
+    for file, (passed, starts) in runs.items():
+        results = [_tb_result(task, 1, 1, passed, start and f"2025-08-27T{start}:00+00:00")
+                   for task, start in zip(("a", "b", "c"), starts)]
+        (sub / file).write_text(json.dumps({"id": file, "results": results}))
+    assert importers.detect_format(sub) == "tb"
+    trials, _ = importers.read_terminal_bench(sub)
+    _valid(trials)
+    assert set(trials["candidate"]) == {sub.name} and len(trials) == 6
+    by_repeat = trials.groupby("repeat")["passed"].agg(["all", "any", "size"])
+    assert by_repeat.to_dict("list") == {"all": [True, False], "any": [True, False],
+                                         "size": [3, 3]}  # repeat 0: the run that began first
+
+
+def test_terminal_bench_attempts_of_one_run_are_its_repeats(tmp_path):
+    """One results.json of a run with --n-attempts 3, no start times, in no order."""
+    results = [_tb_result(task, attempt, 3, attempt == 2)
+               for attempt in (3, 1, 2) for task in ("a", "b.hard")]
+    results[0]["trial_name"] += ".2025-09-01__11-19-06"          # with the run id after it
+    (tmp_path / "results.json").write_text(json.dumps({"results": results}))
+    trials, _ = importers.read_terminal_bench(tmp_path / "results.json", candidate="o")
+    table = trials.pivot(index="task_id", columns="repeat", values="passed")
+    assert table.to_dict("list") == {0: [False, False], 1: [True, True], 2: [False, False]}
+
+
 @pytest.mark.skipif(not REAL_TB.exists(), reason="shared real data not present")
 def test_terminal_bench_on_real_leaderboard_rows(tmp_path):
     """Rebuild the upstream results.json files of two real harnesses (in tmp only)."""
@@ -283,6 +350,38 @@ def test_terminal_bench_on_real_leaderboard_rows(tmp_path):
                     .groupby("task_id").head(1).set_index("task_id")["passed"])
         assert (first.loc[system, "passed"].sort_index()
                 == earliest.sort_index().astype(bool)).all()
+
+
+@pytest.mark.skipif(not REAL_TB.exists(), reason="shared real data not present")
+def test_terminal_bench_repeats_are_the_real_runs(tmp_path):
+    """Every submission rebuilt in its upstream layout (in tmp only): repeat k is run k+1.
+
+    The table's ``k`` numbers a submission's runs by date; three submissions have runs
+    that overlap or trials without a start time, and three hold all five runs in one
+    results.json (their trial names carry the attempt)."""
+    real = pd.read_csv(REAL_TB)
+    for system, rows in real.groupby("system"):
+        one_file = rows["source_path"].nunique() == 1
+        for source, group in rows.groupby("source_path"):
+            results = [{"task_id": r.task_id,
+                        "trial_name": f"{r.task_id}.{r.k if one_file else 1}-of-"
+                                      f"{5 if one_file else 1}",
+                        "is_resolved": None if pd.isna(r.is_resolved_raw)
+                        else bool(r.is_resolved_raw), "failure_mode": r.failure_mode,
+                        "trial_started_at": None if pd.isna(r.trial_started_at)
+                        else r.trial_started_at}
+                       for r in group.sample(frac=1, random_state=0).itertuples()]
+            parts = Path(source).parts
+            file = tmp_path.joinpath(*parts[parts.index(system):])
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(json.dumps({"results": results}))
+        trials, _ = importers.read_terminal_bench(tmp_path / system)
+        expected = rows.set_index(["task_id", "k"])["passed"].astype(bool).sort_index()
+        got = trials.assign(k=trials["repeat"] + 1).set_index(["task_id", "k"])
+        infra = got["error"].isin(["unknown_agent_error", "agent_installation_failed"])
+        assert len(got) == len(expected) == 400, system
+        scored = got.loc[~infra, "passed"]
+        assert scored.to_dict() == expected[scored.index].to_dict(), system
 
 
 # ------------------------------------------------------------------------------ SWE-bench

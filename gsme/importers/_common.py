@@ -44,6 +44,7 @@ FAILURE_CLASSES = MappingProxyType({
     "empty_patch": "agent",
     "patch_apply_failed": "agent",
     "evaluation_error": "infra",            # in error_ids without a patch-apply failure
+    "infra_failure": "infra",               # infra_failure_ids: the environment broke
     # Inspect AI
     "sample_error": "infra",                # ``sample.error`` (and retried attempts)
     # anything else
@@ -98,7 +99,13 @@ def classify_failure(name: str | None, failure_classes: Mapping[str, str] | None
 
 def finish(rows: list[dict], dropped: list[dict], split: str, *, what: str,
            numbered: bool = False) -> Imported:
-    """Rows → a validated trials frame; repeats numbered by start time unless given."""
+    """Rows → a validated trials frame, repeats numbered run by run unless given.
+
+    Each row names its run (``_run``: an int, in read order) and may carry its start
+    (``started``). A task's repeats are numbered 0..K-1 over the runs that hold it, runs in
+    order of their start (their earliest trial's; runs with none last), then of ``_run``;
+    trials of one task within one run by their own start, then in read order.
+    """
     if not rows:
         raise LogError(f"no trials could be read from {what}")
     frame = pd.DataFrame(rows)
@@ -106,11 +113,13 @@ def finish(rows: list[dict], dropped: list[dict], split: str, *, what: str,
     if not numbered:
         started = (pd.to_datetime(frame["started"], utc=True, errors="coerce", format="ISO8601")
                    if "started" in frame else pd.Series(pd.NaT, index=frame.index))
-        frame = frame.assign(_started=started).sort_values(
-            ["_started", "_order"], na_position="last", kind="stable")
+        run_start = started.groupby([frame["candidate"], frame["_run"]]).transform("min")
+        frame = frame.assign(_started=started, _run_start=run_start).sort_values(
+            ["_run_start", "_run", "_started"], na_position="last", kind="stable")
         frame["repeat"] = frame.groupby(["candidate", "task_id"], sort=False).cumcount()
         frame = frame.sort_index()
-    frame = frame.drop(columns=[c for c in ("started", "_started", "_order") if c in frame])
+    frame = frame.drop(columns=[c for c in ("started", "_started", "_run", "_run_start")
+                                if c in frame])
     if "attempt" not in frame:
         frame["attempt"] = 0
     return Imported(schema.as_trials(frame), dropped_frame(dropped))
@@ -132,26 +141,24 @@ def as_paths(value, must_exist: bool = True) -> list[Path]:
     return paths
 
 
-def expand(value, pattern: str, what: str) -> list[Path]:
-    """Paths with each folder replaced by its files matching ``pattern``."""
+def expand(value, patterns: str | tuple[str, ...], what: str) -> list[Path]:
+    """Paths with each folder replaced by its files matching ``patterns`` (each sorted)."""
+    patterns = (patterns,) if isinstance(patterns, str) else patterns
     files: list[Path] = []
     for path in as_paths(value):
-        found = sorted(path.glob(pattern)) if path.is_dir() else [path]
+        found = ([f for pattern in patterns for f in sorted(path.glob(pattern))]
+                 if path.is_dir() else [path])
         if not found:
-            raise LogError(f"no {what} file ({pattern}) in {path}")
+            raise LogError(f"no {what} file ({' or '.join(patterns)}) in {path}")
         files.extend(found)
     return files
 
 
-def result_files(given: Path, filename: str, accept, depth: int) -> list[tuple[Path, dict]]:
-    if given.is_file():
-        candidates = [given]
-    else:
-        candidates = [given / filename]
-        pattern = filename
-        for _ in range(depth):
-            pattern = "*/" + pattern
-            candidates += sorted(given.glob(pattern))
+def result_files(given: Path, patterns: tuple[str, ...], accept) -> list[tuple[Path, dict]]:
+    """``given`` if a file, else its files matching ``patterns`` (in that order, each
+    sorted), that hold a JSON object ``accept`` takes."""
+    candidates = [given] if given.is_file() else [
+        file for pattern in patterns for file in sorted(given.glob(pattern))]
     out = []
     for file in candidates:
         if file.is_file():

@@ -16,7 +16,11 @@ from gsme.importers._common import (
     shown,
 )
 
-__all__ = ["read_hal"]
+__all__ = ["UPLOAD_FILES", "read_hal"]
+
+UPLOAD_FILES = ("*_UPLOAD.json", "*/*_UPLOAD.json")
+"""Where :func:`read_hal` looks in a folder: a run folder's upload, those of its run
+folders."""
 
 
 def read_hal(
@@ -26,6 +30,10 @@ def read_hal(
     split: str = "train",
 ) -> Imported:
     """HAL harness upload files (``<run_id>_UPLOAD.json``): one run per file.
+
+    Accepts an upload file, a HAL run folder (``results/<benchmark>/<run_id>/``, holding
+    ``<run_id>_UPLOAD.json`` beside the raw ``<run_id>.json``), a folder of run folders,
+    or a list of these.
 
     The fields read (HAL's ``BaseBenchmark.process_results``)::
 
@@ -41,15 +49,16 @@ def read_hal(
     failures from agent ones: all are scored). ``seconds`` is the wall-clock time, else
     the latency's ``total_time``; ``tokens`` sums each call's ``usage``
     (``total_tokens``, else prompt/input + completion/output tokens). HAL records only the
-    run's ``total_cost``, so ``cost_usd`` is NaN. Repeats of a task (several files) are
-    ordered by the task's ``first_call_timestamp``, else by file. Tasks with latencies or
-    logs but in neither list are dropped.
+    run's ``total_cost``, so ``cost_usd`` is NaN. Repeats of a task are numbered run by
+    run (file by file), runs in order of their earliest ``first_call_timestamp`` (runs
+    with none last, then in read order). Tasks with latencies or logs but in neither list
+    are dropped.
 
     Parameters
     ----------
     uploads : path or list of paths
     candidate : str, optional
-        Default: ``config.agent_name`` of the first file.
+        Default: each file's ``config.agent_name`` (its file name when it has none).
     split : {"train", "test"}
 
     Returns
@@ -59,14 +68,13 @@ def read_hal(
     check_split(split)
     rows: list[dict] = []
     dropped: list[dict] = []
-    name = candidate
-    for run, file in enumerate(expand(uploads, "*_UPLOAD.json", "HAL upload")):
+    for run, file in enumerate(expand(uploads, UPLOAD_FILES, "HAL upload")):
         data = read_json(file)
         results = data.get("results")
         if not isinstance(results, Mapping) or "successful_tasks" not in results:
             raise LogError(f"{file}: not a HAL upload (no results.successful_tasks)")
-        name = name if name is not None else str((data.get("config") or {}).get(
-            "agent_name") or file.stem)
+        name = candidate if candidate is not None else str(
+            (data.get("config") or {}).get("agent_name") or file.stem)
         passed = {str(t) for t in results.get("successful_tasks") or []}
         failed = {str(t) for t in results.get("failed_tasks") or []}
         latencies = results.get("latencies") or {}
@@ -81,7 +89,7 @@ def read_hal(
                             "reason": "in neither successful_tasks nor failed_tasks"})
         for task in sorted(passed ^ failed):
             latency = latencies.get(task) or {}
-            rows.append({"candidate": name, "task_id": task, "_order": run,
+            rows.append({"candidate": name, "task_id": task, "_run": run,
                          "started": latency.get("first_call_timestamp"),
                          "passed": task in passed, "infra_ok": True,
                          "tokens": usage.get(task, math.nan),

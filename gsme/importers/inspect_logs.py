@@ -44,10 +44,12 @@ def read_inspect(
     trials column        from
     ===================  ==============================================================
     ``candidate``        ``candidate``, else ``candidate_from`` (below)
-    ``task_id``          ``sample.id``
-    ``repeat``           ``sample.epoch - 1`` (later logs of the same candidate continue
-                         after the epochs of earlier ones: logs in order of
-                         ``eval.created``, then of their first sample's ``started_at``)
+    ``task_id``          ``"<eval.task>/<sample.id>"``; ``sample.id`` alone when the
+                         task names the candidate (``candidate_from="task"``)
+    ``repeat``           ``sample.epoch - 1`` (a log is a run: later logs of the same
+                         candidate and Inspect task continue after the epochs of earlier
+                         ones; logs in order of ``eval.created``, then of their first
+                         sample's ``started_at``)
     ``attempt``          ``sample.retries`` (earlier attempts that errored and were
                          retried become attempts 0..retries-1 with ``infra_ok=False``)
     ``passed``           the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
@@ -60,6 +62,11 @@ def read_inspect(
     ``trajectory``       ``"<log file>#sample=<id>&epoch=<epoch>"`` (load it with
                          ``inspect_ai.log.read_eval_log_sample``)
     ===================  ==============================================================
+
+    Sample ids are unique within an Inspect task only, so the task is part of the task
+    id, always (the same log gets the same ids whether read alone or with others): logs of
+    different tasks whose samples share ids stay different tasks. A sample id met twice in
+    one epoch of a log is an error naming the log.
 
     Parameters
     ----------
@@ -99,19 +106,28 @@ def read_inspect(
                                         default=""), str(log[0])))
     rows: list[dict] = []
     dropped: list[dict] = []
-    offsets: dict[str, int] = {}
+    offsets: dict[tuple[str, str], int] = {}
+    task_named = candidate is None and candidate_from == "task"
     for path, header, summaries in logs_read:
         name = candidate if candidate is not None else _inspect_candidate(header, candidate_from,
                                                                            path)
+        run = (name, str(header.eval.task))
         if header.status != "success":
             dropped.append({"candidate": name, "source": str(path), "task_id": None,
                             "reason": f"log status {header.status!r}: samples it did not "
                                       "finish are missing"})
-        offset = offsets.get(name, 0)
+        offset = offsets.get(run, 0)
         last_epoch = 0
+        seen: set[tuple[str, int]] = set()
         for s in summaries:
+            key = (str(s.id), int(s.epoch))
+            if key in seen:
+                raise LogError(f"{path}: sample id {s.id!r} appears twice in epoch {s.epoch} "
+                               "(sample ids must be unique within a log)")
+            seen.add(key)
             last_epoch = max(last_epoch, int(s.epoch))
-            base = {"candidate": name, "task_id": str(s.id), "repeat": offset + int(s.epoch) - 1,
+            task_id = str(s.id) if task_named else f"{header.eval.task}/{s.id}"
+            base = {"candidate": name, "task_id": task_id, "repeat": offset + int(s.epoch) - 1,
                     "trajectory": f"{path}#sample={s.id}&epoch={s.epoch}",
                     "tokens": _sum_usage(s.model_usage, "total_tokens"),
                     "cost_usd": _sum_usage(s.model_usage, "total_cost", all_known=True),
@@ -129,12 +145,12 @@ def read_inspect(
                 continue
             value, reason = _inspect_value(s, scorer, score_key, path)
             if reason is not None:
-                dropped.append({"candidate": name, "source": str(path), "task_id": str(s.id),
+                dropped.append({"candidate": name, "source": str(path), "task_id": task_id,
                                 "reason": reason})
                 continue
             rows.append({**base, "attempt": retries, "passed": value >= threshold,
                          "infra_ok": True, "error": None})
-        offsets[name] = offset + last_epoch
+        offsets[run] = offset + last_epoch
     return finish(rows, dropped, split, what=f"Inspect logs {shown(logs)}", numbered=True)
 
 

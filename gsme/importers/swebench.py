@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,30 +40,43 @@ def read_swebench(
       writes (schema 2)::
 
           {"resolved_ids": [...], "unresolved_ids": [...], "error_ids": [...],
-           "empty_patch_ids": [...], "incomplete_ids": [...], ...}
+           "empty_patch_ids": [...], "incomplete_ids": [...],
+           "infra_failure_ids": [...], "failure_reasons": {"<id>": "out_of_memory"}, ...}
 
       with ``logs`` (optional) the run's instance-log folder
       ``logs/run_evaluation/<run_id>/<model>/`` (or a list, one per report); or
     * that instance-log folder itself: one ``<instance_id>/`` per evaluated instance,
-      ``report.json`` (``{"<id>": {"resolved": true, ...}}``) when tests ran and
-      ``run_instance.log`` always.
+      ``report.json`` (``{"<id>": {"resolved": true, "infra_failure": false, ...}}``) when
+      tests ran and ``run_instance.log`` always;
 
-    Outcomes: resolved → passed; unresolved → failed; ``empty_patch_ids`` → class
-    ``"empty_patch"``; an error id whose ``run_instance.log`` says
-    ``>>>>> Patch Apply Failed`` → class ``"patch_apply_failed"``; any other error id →
-    class ``"evaluation_error"`` (without a log, a patch-apply failure cannot be told from
-    an infrastructure error). By :data:`FAILURE_CLASSES` the first two are agent failures,
-    the last infrastructure. ``incomplete_ids`` (never submitted) are dropped. Reports
-    carry no tokens, cost or time.
+    or a folder of run reports (its ``*.json`` files with ``resolved_ids``, by name: the
+    repeats of one harness; other JSON files there are noted in ``dropped``).
+
+    Outcomes, each looked up in :data:`FAILURE_CLASSES`: resolved → passed; unresolved →
+    failed, scored; ``infra_failure_ids`` (environment failures SWE-bench also lists among
+    the unresolved or error ids; ``"infra_failure": true`` in an instance's report) →
+    ``"infra_failure"``, infrastructure, never scored, its ``failure_reasons`` entry kept
+    in ``error``; ``empty_patch_ids`` → ``"empty_patch"``, a failure of the agent, scored:
+    the agent submitted nothing, and SWE-bench counts it unresolved (in the denominator of
+    its resolve rate); an error id whose ``run_instance.log`` says ``>>>>> Patch Apply
+    Failed`` → ``"patch_apply_failed"``, the agent's; any other error id (as SWE-bench
+    does, an instance whose ``report.json`` is empty or unreadable is one) →
+    ``"evaluation_error"``, infrastructure (without a log, a patch-apply failure cannot be
+    told from an infrastructure error). Ambiguous failures (``ambiguous_failure_ids``) keep
+    their unresolved or error outcome. ``incomplete_ids`` (never submitted) are dropped.
+    An instance-log folder cannot show the empty patches (SWE-bench never evaluates them):
+    ``dropped`` says so; read the run report to score them. Reports carry no tokens, cost
+    or time.
 
     Parameters
     ----------
     reports : path or list of paths
     candidate : str, optional
-        Default: the model name of the first report (``<model>.<run_id>.json``), or the
-        instance-log folder's name.
+        Default: each report's model (``<model>.<run_id>.json``), or the instance-log
+        folder's name (``<model>``).
     logs : path or list of paths, optional
-        Instance-log folders aligned with ``reports`` (one for all when a single path).
+        Instance-log folders aligned with the reports read (one for all when a single
+        path).
     split : {"train", "test"}
     failure_classes : mapping, optional
 
@@ -71,61 +85,115 @@ def read_swebench(
     Imported
     """
     check_split(split)
-    runs = as_paths(reports)
+    dropped: list[dict] = []
+    runs = _swebench_runs(reports, candidate, dropped)
     log_dirs = _aligned_logs(logs, len(runs))
     rows: list[dict] = []
-    dropped: list[dict] = []
-    name = candidate
-    for run, (report, log_dir) in enumerate(zip(runs, log_dirs)):
-        if report.is_dir():
-            outcomes = _swebench_instance_dirs(report)
-            log_dir = report
-            name = name if name is not None else report.name
+    for run, ((source, data), log_dir) in enumerate(zip(runs, log_dirs)):
+        if data is None:
+            name = candidate if candidate is not None else source.name
+            outcomes = _swebench_instance_dirs(source)
+            log_dir = source
+            dropped.append({"candidate": name, "source": str(source), "task_id": None,
+                            "reason": "instances with an empty patch are not in an "
+                                      "instance-log folder: read the run report to score them"})
         else:
-            data = read_json(report)
-            if "resolved_ids" not in data:
-                raise LogError(f"{report}: not a SWE-bench run report (no 'resolved_ids')")
+            name = candidate if candidate is not None else _model(source)
             outcomes = _swebench_report(data, log_dir)
-            name = name if name is not None else report.stem.rsplit(".", 1)[0]
-            dropped.extend({"candidate": name, "source": str(report), "task_id": str(i),
+            dropped.extend({"candidate": name, "source": str(source), "task_id": str(i),
                             "reason": "incomplete: no prediction was submitted"}
                            for i in data.get("incomplete_ids") or [])
-        for task_id, outcome in outcomes:
+        for task_id, outcome, detail in outcomes:
             kind = "none" if outcome in ("resolved", "unresolved") else classify_failure(
                 outcome, failure_classes)
-            rows.append({"candidate": name, "task_id": str(task_id), "_order": run,
+            rows.append({"candidate": name, "task_id": str(task_id), "_run": run,
                          "passed": outcome == "resolved", "infra_ok": kind != "infra",
                          "trajectory": None if log_dir is None else str(log_dir / str(task_id)),
-                         "error": None if kind == "none" else outcome})
+                         "error": None if kind == "none" else
+                         f"{outcome}: {detail}" if detail else outcome})
     return finish(rows, dropped, split, what=f"SWE-bench reports {shown(reports)}")
 
 
-def _swebench_report(data: dict, log_dir: Path | None) -> list[tuple[str, str]]:
-    outcomes = [(i, "resolved") for i in data.get("resolved_ids") or []]
-    outcomes += [(i, "unresolved") for i in data.get("unresolved_ids") or []]
-    outcomes += [(i, "empty_patch") for i in data.get("empty_patch_ids") or []]
-    outcomes += [(i, _swebench_error(None if log_dir is None else log_dir / str(i)))
-                 for i in data.get("error_ids") or []]
-    return outcomes
-
-
-def _swebench_instance_dirs(folder: Path) -> list[tuple[str, str]]:
-    outcomes = []
-    instances = [p for p in folder.iterdir()
-                 if (p / "report.json").is_file() or (p / "run_instance.log").is_file()]
-    for instance in sorted(instances):
-        report = instance / "report.json"
-        if report.is_file():
-            entry = read_json(report).get(instance.name)
-            if not isinstance(entry, Mapping) or "resolved" not in entry:
-                raise LogError(f"{report}: no '{instance.name}' entry with 'resolved'")
-            outcomes.append((instance.name, "resolved" if entry["resolved"] else "unresolved"))
+def _swebench_runs(reports, candidate, dropped) -> list[tuple[Path, dict | None]]:
+    """(report, its data) or (instance-log folder, None) per run; folders of reports opened."""
+    runs: list[tuple[Path, dict | None]] = []
+    for path in as_paths(reports):
+        if path.is_file():
+            data = read_json(path)
+            if not isinstance(data, Mapping) or "resolved_ids" not in data:
+                raise LogError(f"{path}: not a SWE-bench run report (no 'resolved_ids')")
+            runs.append((path, data))
+        elif _instance_dirs(path):
+            runs.append((path, None))
         else:
-            outcomes.append((instance.name, _swebench_error(instance)))
-    if not outcomes:
-        raise LogError(f"{folder}: no SWE-bench instance folders (<instance_id>/report.json or "
-                       "run_instance.log)")
+            found = 0
+            for file in sorted(path.glob("*.json")):
+                data = read_json(file)
+                if isinstance(data, Mapping) and "resolved_ids" in data:
+                    runs.append((file, data))
+                    found += 1
+                else:
+                    dropped.append({"candidate": candidate, "source": str(file), "task_id": None,
+                                    "reason": "not a SWE-bench run report (no 'resolved_ids')"})
+            if not found:
+                raise LogError(f"{path}: no SWE-bench run report (*.json with 'resolved_ids') "
+                               "and no instance folders (<instance_id>/report.json or "
+                               "run_instance.log)")
+    return runs
+
+
+def _model(report: Path) -> str:
+    return report.stem.rsplit(".", 1)[0]
+
+
+def _swebench_report(data: Mapping, log_dir: Path | None) -> list[tuple[str, str, str | None]]:
+    reasons = data.get("failure_reasons") or {}
+    infra = {str(i) for i in data.get("infra_failure_ids") or []}
+    outcomes = [(str(i), "resolved", None) for i in data.get("resolved_ids") or []]
+    outcomes += [(i, "infra_failure", reasons.get(i)) for i in sorted(infra)]
+    outcomes += [(str(i), "unresolved", None) for i in data.get("unresolved_ids") or []
+                 if str(i) not in infra]
+    outcomes += [(str(i), "empty_patch", None) for i in data.get("empty_patch_ids") or []]
+    outcomes += [(str(i), _swebench_error(None if log_dir is None else log_dir / str(i)), None)
+                 for i in data.get("error_ids") or [] if str(i) not in infra]
     return outcomes
+
+
+def _instance_dirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir()
+                  if (p / "report.json").is_file() or (p / "run_instance.log").is_file())
+
+
+def _swebench_instance_dirs(folder: Path) -> list[tuple[str, str, str | None]]:
+    outcomes = []
+    for instance in _instance_dirs(folder):
+        report = instance / "report.json"
+        entry, problem = None, "no report.json"
+        if report.is_file():
+            entry, problem = _instance_report(report, instance.name)
+        if entry is None:
+            outcomes.append((instance.name, _swebench_error(instance), problem))
+        elif entry.get("infra_failure"):
+            outcomes.append((instance.name, "infra_failure", entry.get("infra_failure_reason")))
+        else:
+            outcomes.append((instance.name, "resolved" if entry["resolved"] else "unresolved",
+                             None))
+    return outcomes
+
+
+def _instance_report(report: Path, instance: str) -> tuple[Mapping | None, str | None]:
+    """An instance's entry in its ``report.json``, or why there is none (as SWE-bench's run
+    report, which counts such an instance among its error ids)."""
+    text = report.read_text(errors="replace").strip()
+    if not text:
+        return None, f"{report} is empty"
+    try:
+        entry = json.loads(text).get(instance)
+    except (json.JSONDecodeError, AttributeError):
+        return None, f"{report} is not a JSON object"
+    if not isinstance(entry, Mapping) or "resolved" not in entry:
+        return None, f"{report} has no '{instance}' entry with 'resolved'"
+    return entry, None
 
 
 def _swebench_error(instance_dir: Path | None) -> str:
@@ -142,5 +210,6 @@ def _aligned_logs(logs, n: int) -> list[Path | None]:
     if len(paths) == 1:
         return paths * n
     if len(paths) != n:
-        raise ConfigError(f"logs must be one folder or one per report ({n}), got {len(paths)}")
+        raise ConfigError(f"logs must be one folder or one per report read ({n}), got "
+                          f"{len(paths)}")
     return paths

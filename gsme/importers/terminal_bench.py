@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from gsme.importers._common import (
 )
 from gsme.settings import ConfigError
 
-__all__ = ["read_harbor", "read_terminal_bench"]
+__all__ = ["RESULTS_FILES", "read_harbor", "read_terminal_bench"]
 
 
 def read_harbor(
@@ -39,7 +40,7 @@ def read_harbor(
     Accepts a job folder (``<job>/<trial>/result.json``; the job's own ``result.json``
     with its totals is skipped), a folder of job folders, a trial's ``result.json``, or a
     list of these. Each trial's ``result.json`` (Harbor's ``TrialResult``) becomes one
-    repeat; the fields read are::
+    repeat; the job folder is its run. The fields read are::
 
         {"task_name": "fix-git", "trial_name": "fix-git__a1b2c3",
          "started_at": "2025-11-02T10:00:00Z", "finished_at": "2025-11-02T10:04:10Z",
@@ -54,7 +55,9 @@ def read_harbor(
     ``infra_ok=False``, an agent one (a timeout, say) keeps the verifier's verdict, False
     when there is none. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
     ``finished_at - started_at``, ``trajectory`` = the trial folder. A trial with neither
-    a reward nor an exception (unfinished) is dropped.
+    a reward nor an exception (unfinished) is dropped. Repeats of a task are numbered job
+    by job (jobs in order of their first ``started_at``), within a job by ``started_at``
+    (Harbor names a job's attempts of one task by a random suffix, not a number).
 
     Parameters
     ----------
@@ -79,9 +82,10 @@ def read_harbor(
     given_paths = as_paths(path)
     name = candidate if candidate is not None else default_candidate(given_paths[0],
                                                                      trial_file=True)
+    jobs: dict[Path, int] = {}
     for given in given_paths:
-        files = result_files(given, "result.json",
-                             lambda d: "task_name" in d and "trial_name" in d, depth=2)
+        files = result_files(given, ("result.json", "*/result.json", "*/*/result.json"),
+                             lambda d: "task_name" in d and "trial_name" in d)
         if not files:
             raise LogError(f"no Harbor trial result.json (with task_name and trial_name) under "
                            f"{given}")
@@ -93,7 +97,8 @@ def read_harbor(
                                 "reason": "no verifier reward and no exception (unfinished "
                                           "trial)"})
                 continue
-            rows.append({**row, "candidate": name, "_order": len(rows)})
+            run = jobs.setdefault(file.parent.parent, len(jobs))
+            rows.append({**row, "candidate": name, "_run": run})
     return finish(rows, dropped, split, what=f"Harbor jobs {shown(path)}")
 
 
@@ -129,6 +134,11 @@ def _harbor_row(data: dict, file: Path, reward_key, threshold, failure_classes) 
 
 # ----------------------------------------------------------------------- Terminal-Bench 1
 
+RESULTS_FILES = ("results.json", "*_results.json", "*/results.json", "*/*_results.json")
+"""Where :func:`read_terminal_bench` looks in a folder: a run's own file, a submission's
+``<date>_results.json`` files, and those of its run folders."""
+
+
 def read_terminal_bench(
     path,
     *,
@@ -136,14 +146,14 @@ def read_terminal_bench(
     split: str = "train",
     failure_classes: Mapping[str, str] | None = None,
 ) -> Imported:
-    """Terminal-Bench 1 run folders: ``results.json`` with a ``results`` list.
+    """Terminal-Bench 1 runs: ``results.json`` files with a ``results`` list.
 
-    Accepts a run folder (``<run>/results.json``), a folder of run folders (e.g. one
-    leaderboard submission, ``<submission>/<run>/results.json``), a ``results.json``, or a
-    list of these; all their trials belong to one candidate. Each entry of ``results``
-    (Terminal-Bench's ``TrialResults``) becomes one repeat::
+    Accepts a run folder (``<run>/results.json``), a folder of runs (one leaderboard
+    submission: ``<submission>/<run>/results.json`` or ``<submission>/<date>_results.json``),
+    a results file, or a list of these; all their trials belong to one candidate. Each
+    entry of ``results`` (Terminal-Bench's ``TrialResults``) becomes one repeat::
 
-        {"results": [{"task_id": "hello-world", "trial_name": "hello-world.1-of-1.run",
+        {"results": [{"task_id": "hello-world", "trial_name": "hello-world.1-of-1.<run_id>",
                       "is_resolved": true,            # null when the tests did not run
                       "failure_mode": "unset",        # see FAILURE_CLASSES
                       "total_input_tokens": 18230, "total_output_tokens": 911,
@@ -152,17 +162,21 @@ def read_terminal_bench(
                       "recording_path": "..."}, ...]}
 
     ``passed`` is ``is_resolved`` (null counts as False, as on the leaderboard) unless the
-    ``failure_mode`` is an infrastructure one, which sets ``infra_ok=False``. Repeats of a
-    task are ordered by ``trial_started_at``. ``tokens`` = input + output tokens,
-    ``seconds`` = ended − started, ``trajectory`` = ``recording_path`` or the trial folder;
-    Terminal-Bench 1 records no cost.
+    ``failure_mode`` is an infrastructure one, which sets ``infra_ok=False``. ``tokens`` =
+    input + output tokens, ``seconds`` = ended − started, ``trajectory`` =
+    ``recording_path`` or the trial folder; Terminal-Bench 1 records no cost.
+
+    A run is one results file and, within it, one attempt ``i`` of the trial names
+    ``<task_id>.<i>-of-<n>`` (a run with ``--n-attempts n`` holds n attempts of each task).
+    Repeats of a task are numbered run by run, runs in order of their first
+    ``trial_started_at`` (runs with none last, then in read order); start times only order
+    a task's trials within one run when their names carry no attempt.
 
     Parameters
     ----------
     path : path or list of paths
     candidate : str, optional
-        Default: the name of the (first) folder given, or of the run folder of a
-        ``results.json``.
+        Default: the name of the (first) folder given, or of the folder of a results file.
     split : {"train", "test"}
     failure_classes : mapping, optional
         Overrides of :data:`FAILURE_CLASSES`.
@@ -176,29 +190,39 @@ def read_terminal_bench(
     given_paths = as_paths(path)
     name = candidate if candidate is not None else default_candidate(given_paths[0],
                                                                      trial_file=False)
+    files = []
     for given in given_paths:
-        files = result_files(given, "results.json",
-                             lambda d: isinstance(d.get("results"), list), depth=1)
-        if not files:
-            raise LogError(f"no Terminal-Bench results.json (with a 'results' list) under {given}")
-        for file, data in files:
-            for i, result in enumerate(data["results"]):
-                if "task_id" not in result:
-                    raise LogError(f"{file}: results[{i}] has no 'task_id'")
-                mode = result.get("failure_mode") or "unset"
-                kind = classify_failure(mode, failure_classes)
-                trial = result.get("trial_name") or ""
-                rows.append({
-                    "candidate": name, "task_id": str(result["task_id"]),
-                    "started": result.get("trial_started_at"), "_order": len(rows),
-                    "passed": kind != "infra" and bool(result.get("is_resolved")),
-                    "infra_ok": kind != "infra",
-                    "tokens": token_total(result.get("total_input_tokens"),
-                                          result.get("total_output_tokens")),
-                    "seconds": seconds(result.get("trial_started_at"),
-                                       result.get("trial_ended_at")),
-                    "trajectory": result.get("recording_path")
-                    or str(file.parent / str(result["task_id"]) / trial),
-                    "error": None if kind == "none" else mode,
-                })
+        found = result_files(given, RESULTS_FILES, lambda d: isinstance(d.get("results"), list))
+        if not found:
+            raise LogError(f"no Terminal-Bench results file ({' or '.join(RESULTS_FILES)}, "
+                           f"with a 'results' list) under {given}")
+        files.extend(found)
+    for n, (file, data) in enumerate(files):
+        for i, result in enumerate(data["results"]):
+            if not isinstance(result, Mapping) or "task_id" not in result:
+                raise LogError(f"{file}: results[{i}] has no 'task_id'")
+            task = str(result["task_id"])
+            mode = result.get("failure_mode") or "unset"
+            kind = classify_failure(mode, failure_classes)
+            trial = str(result.get("trial_name") or "")
+            rows.append({
+                "candidate": name, "task_id": task, "_run": (n, _attempt(trial, task)),
+                "started": result.get("trial_started_at"),
+                "passed": kind != "infra" and bool(result.get("is_resolved")),
+                "infra_ok": kind != "infra",
+                "tokens": token_total(result.get("total_input_tokens"),
+                                      result.get("total_output_tokens")),
+                "seconds": seconds(result.get("trial_started_at"), result.get("trial_ended_at")),
+                "trajectory": result.get("recording_path") or str(file.parent / task / trial),
+                "error": None if kind == "none" else mode,
+            })
+    runs = {run: j for j, run in enumerate(sorted({row["_run"] for row in rows}))}
+    for row in rows:
+        row["_run"] = runs[row["_run"]]
     return finish(rows, [], split, what=f"Terminal-Bench runs {shown(path)}")
+
+
+def _attempt(trial_name: str, task_id: str) -> int:
+    """``i`` of a trial named ``<task_id>.<i>-of-<n>[.<run_id>]``; 0 when it is not."""
+    found = re.match(r"(\d+)-of-\d+(?:\.|$)", trial_name.removeprefix(f"{task_id}."))
+    return int(found.group(1)) if found and trial_name.startswith(f"{task_id}.") else 0

@@ -57,8 +57,12 @@ def write_inspect_log(
     metadata: dict | None = None,
     two_scorers: bool = False,
     log_format: str = "eval",
+    name: str | None = None,
 ) -> Path:
-    """Run a tiny Inspect eval on the mock model and return the log file it wrote."""
+    """Run a tiny Inspect eval on the mock model and return the log file it wrote.
+
+    ``name`` names the Inspect task (default: Inspect's, ``"task"``).
+    """
     epochs = max(len(v) for v in outcomes.values())
     answered: Counter = Counter()
 
@@ -76,6 +80,7 @@ def write_inspect_log(
         scorer=[match(), _confidence()] if two_scorers else match(),
         epochs=epochs,
         metadata=metadata or {},
+        name=name,
     )
     model = get_model("mockllm/model", custom_outputs=answer)
     (log,) = inspect_eval(task, model=model, log_dir=str(log_dir), display="none",
