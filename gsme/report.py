@@ -80,8 +80,10 @@ def run_table(run) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        One row: ``agent, simulated, policy, design, selected, n_train, n_test,
-        rate_train_base, rate_train_selected, train_delta_pp, train_z, train_p_one_sided,
+        One row: ``agent, simulated, isolation`` (how a command agent's trials ran:
+        ``sandbox`` or ``none``, :mod:`gsme.sandbox`; None for other agents), ``policy,
+        design, selected, n_train, n_test, rate_train_base, rate_train_selected,
+        train_delta_pp, train_z, train_p_one_sided,
         rate_sealed_base, rate_sealed_selected, sealed_delta_pp, sealed_z,
         sealed_p_one_sided, sealed_decision`` (the sealed test's decision at one-sided α),
         ``retention_pct, pass_at_<k>_train_base, pass_at_<k>_train_selected,
@@ -111,8 +113,10 @@ def run_table(run) -> pd.DataFrame:
     trials = run.trials()
     counted = stats.first_repeats(trials[trials["candidate"].isin([BASELINE, chosen])],
                                   k=gate.k)
+    isolation = (run.agent_spec or {}).get("isolation", getattr(run.agent, "isolation", None))
     row = {"agent": run.agent.name, "simulated": bool(run.agent.simulated),
-           "policy": run.config.policy, "design": gate.design, "selected": chosen,
+           "isolation": isolation, "policy": run.config.policy, "design": gate.design,
+           "selected": chosen,
            "n_train": len(run.tasks("train")), "n_test": len(run.tasks("test"))}
     for split, name in (("train", "train"), ("test", "sealed")):
         test = _versus_baseline(counted, chosen, split, gate)

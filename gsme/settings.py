@@ -16,10 +16,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gsme.schema import POLICIES
 
-__all__ = ["ConfigError", "GateConfig", "KeepConfig", "RunConfig", "Schedule", "ValidationError",
-           "describe"]
+__all__ = ["DEFAULT_ISOLATION", "ISOLATIONS", "ConfigError", "GateConfig", "KeepConfig",
+           "RunConfig", "Schedule", "ValidationError", "describe"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
+
+ISOLATIONS = ("sandbox", "none")
+"""How a command agent's trials run: in a kernel sandbox (:mod:`gsme.sandbox`) or as plain
+processes."""
+DEFAULT_ISOLATION = "sandbox"
+"""The isolation of a command agent's trials unless its config says otherwise; a config's
+``[agent]`` table is stored with the isolation it used."""
 
 
 class ConfigError(ValueError):

@@ -114,7 +114,7 @@ def test_environment_is_minimal_unless_named(tmp_path, monkeypatch):
     plain = run(agent("env"), tmp_path)
     seen = set(json.loads(plain.transcript))
     assert "ANTHROPIC_API_KEY" not in seen and "OTHER_SECRET" not in seen
-    assert seen <= {"PATH", "HOME", "LANG", "LC_CTYPE", "__CF_USER_TEXT_ENCODING"}
+    assert seen <= {"PATH", "HOME", "LANG", "PWD", "LC_CTYPE", "__CF_USER_TEXT_ENCODING"}
     named = run(agent("env", pass_env=["ANTHROPIC_API_KEY"], env={"GSME_EXTRA": "v"}), tmp_path)
     assert {"ANTHROPIC_API_KEY", "GSME_EXTRA"} <= set(json.loads(named.transcript))
     assert named.error == "v"

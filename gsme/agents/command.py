@@ -50,10 +50,24 @@ A command that cannot be started at all is an infrastructure failure.
 
 Environment
 -----------
-The child sees only ``PATH``, ``HOME`` and ``LANG`` (when set), the variables named in
+The child sees only ``PATH``, ``HOME`` and ``LANG`` (when set; and ``PWD`` in the
+sandbox, where ``HOME`` is a fresh empty folder), the variables named in
 ``pass_env`` (copied from this process; a named variable that is missing makes the trial
 an infrastructure failure) and the values given in ``env``. Nothing else — in particular
 no API key — reaches it unless named.
+
+Isolation
+---------
+With ``isolation="sandbox"`` (the default, :data:`~gsme.settings.DEFAULT_ISOLATION`) every
+trial runs in a kernel sandbox (:mod:`gsme.sandbox`): it sees the file system read-only,
+its working directory read-only, its harness copy and ``{out}`` read-write, a fresh empty
+``HOME``, ``/tmp`` and ``/dev/shm``; not the run directory, other trials' copies, gsme's
+files nor other processes; and every process it starts ends with it. There, a signal N
+ends the trial with exit code 128 + N. Where no sandbox can start (no bubblewrap, no user
+namespaces) the agent is refused unless ``isolation="none"``, which runs trials as plain
+processes (their process group is killed when they end; ``setsid`` escapes that).
+``network=False`` (sandbox only) cuts the network; ``cpu_s`` and ``memory_mb`` limit the
+CPU seconds and private memory of each process of a trial.
 """
 
 from __future__ import annotations
@@ -70,9 +84,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme._proc import run_limited
+from gsme import sandbox
+from gsme._proc import remove_when_gone, run_limited
 from gsme.agents.base import TaskAgent, Trajectory
+from gsme.redact import passed_secrets
 from gsme.schema import SPLITS
+from gsme.settings import DEFAULT_ISOLATION, ISOLATIONS
 
 __all__ = ["BASE_ENV", "DEFAULT_EXIT_CODES", "OUTCOMES", "PLACEHOLDERS", "CommandAgent"]
 
@@ -114,6 +131,18 @@ class CommandAgent(TaskAgent):
     keep_outputs : str or Path, optional
         Keep each trial's ``{out}`` directory under this folder; by default ``{out}`` is
         a temporary directory removed once the result is read.
+    isolation : {"sandbox", "none"}
+        Run each trial in a kernel sandbox, or as a plain process (see Isolation above).
+    network : bool
+        Let sandboxed trials reach the network.
+    cpu_s, memory_mb : int, optional
+        CPU seconds and private memory (MiB) each process of a trial may use (no limit:
+        the wall-clock ``timeout_s`` still holds).
+
+    Raises
+    ------
+    ValueError
+        With ``isolation="sandbox"`` where no sandbox can start; the message says why.
 
     Examples
     --------
@@ -139,6 +168,10 @@ class CommandAgent(TaskAgent):
         health_command: str | Sequence[str] | None = None,
         health_timeout_s: float = 60,
         keep_outputs: str | Path | None = None,
+        isolation: str = DEFAULT_ISOLATION,
+        network: bool = True,
+        cpu_s: int | None = None,
+        memory_mb: int | None = None,
     ) -> None:
         self.command = _template(command, "command")
         self._tasks = _read_tasks(tasks)
@@ -164,10 +197,20 @@ class CommandAgent(TaskAgent):
             else None
         )
         self.keep_outputs = Path(keep_outputs) if keep_outputs is not None else None
+        self.isolation, self.network = _check_isolation(isolation, network)
+        for name, value in (("cpu_s", cpu_s), ("memory_mb", memory_mb)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be a positive whole number or None, got {value!r}")
+        self.cpu_s, self.memory_mb = cpu_s, memory_mb
 
     def tasks(self) -> pd.DataFrame:
         """The tasks given at construction (a copy)."""
         return self._tasks.copy()
+
+    def secrets(self) -> dict[str, str]:
+        """The ``pass_env`` variables (as set now) and ``env`` values named like credentials."""
+        return passed_secrets(self.pass_env, self.env)
 
     def run(
         self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int, run_seed: int
@@ -181,7 +224,7 @@ class CommandAgent(TaskAgent):
                       "out": str(out), "python": sys.executable}
             argv = [part.format_map(values) for part in self.command]
             (out / "task.json").write_text(json.dumps(_plain(task), default=str), encoding="utf-8")
-            return self._run(argv, out)
+            return self._run(argv, out, self._sandbox(values["harness"], out))
         finally:
             if self.keep_outputs is None:
                 shutil.rmtree(out, ignore_errors=True)
@@ -192,10 +235,21 @@ class CommandAgent(TaskAgent):
             return True
         argv = [part.format_map({"python": sys.executable}) for part in self.health_command]
         done = run_limited(argv, timeout_s=self.health_timeout_s, env=self._base_env(),
-                           cwd=self.workdir)
+                           cwd=self.workdir, sandbox=self._sandbox(), cpu_s=self.cpu_s,
+                           memory_mb=self.memory_mb)
         return done.returncode == 0
 
-    def _run(self, argv: list[str], out: Path) -> Trajectory:
+    def _sandbox(self, *writable) -> sandbox.Sandbox | None:
+        """The trial's sandbox: other trials' copies and outputs hidden (None: no isolation)."""
+        if self.isolation == "none":
+            return None
+        from gsme.scoring import scratch
+
+        hidden = [p for p in (scratch(), self.keep_outputs) if p is not None]
+        return sandbox.Sandbox(self.workdir or Path.cwd(), writable=writable, hidden=hidden,
+                               network=self.network)
+
+    def _run(self, argv: list[str], out: Path, box: sandbox.Sandbox | None) -> Trajectory:
         missing = [n for n in self.pass_env if n not in os.environ]
         if missing:
             return Trajectory(False, infra_ok=False,
@@ -203,7 +257,7 @@ class CommandAgent(TaskAgent):
         env = {**self._base_env(), **{n: os.environ[n] for n in self.pass_env}, **self.env}
         try:
             done = run_limited(argv, timeout_s=self.timeout_s, env=env, cwd=self.workdir,
-                               cleanup=out if self.keep_outputs is None else None)
+                               sandbox=box, cpu_s=self.cpu_s, memory_mb=self.memory_mb)
         except OSError as exc:
             return Trajectory(False, infra_ok=False, error=f"could not start {argv[0]!r}: {exc}")
         stderr = done.stderr[-_STDERR_TAIL:].strip()
@@ -233,7 +287,24 @@ class CommandAgent(TaskAgent):
         if parent is not None:
             parent.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in task_id)
-        return Path(tempfile.mkdtemp(prefix=f"{safe}-r{repeat}-a{attempt}-", dir=parent)).resolve()
+        out = Path(tempfile.mkdtemp(prefix=f"{safe}-r{repeat}-a{attempt}-", dir=parent)).resolve()
+        if parent is None:
+            remove_when_gone(out)
+        return out
+
+
+def _check_isolation(isolation, network) -> tuple[str, bool]:
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {list(ISOLATIONS)}, got {isolation!r}")
+    if not isinstance(network, bool):
+        raise TypeError(f"network must be true or false, got {network!r}")
+    if isolation == "none" and not network:
+        raise ValueError('network = false needs isolation = "sandbox"')
+    reason = sandbox.unavailable() if isolation == "sandbox" else None
+    if reason is not None:
+        raise ValueError(f"command trials run in a sandbox, which cannot start here: {reason}; "
+                         'or set isolation = "none" to run them without one')
+    return isolation, network
 
 
 def _read_result(out: Path) -> tuple[dict | None, str | None]:

@@ -7,7 +7,10 @@ is what an agent may show its model; hidden tests and the reference solution sta
 Solutions are never executed in the calling process: :func:`grade` and
 :func:`run_examples` run them in a separate isolated Python process (``python -I``, a
 minimal environment, a 1 GiB address-space limit where the platform has one) killed after
-``timeout_s`` seconds.
+``timeout_s`` seconds. Where a kernel sandbox can start (:mod:`gsme.sandbox`) that process
+runs inside one, without network, and sees neither the task files (hidden tests,
+references) nor a run directory; elsewhere it runs without one (this is gsme's own
+grader, not a user's command, so it is not refused).
 
 Examples
 --------
@@ -34,7 +37,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme._proc import run_limited
+from gsme import sandbox
+from gsme._proc import remove_when_gone, run_limited
 from gsme.resources import PYFUNC_TASKS
 from gsme.schema import SPLITS
 
@@ -175,9 +179,13 @@ def _execute(code: str, entry_point: str, cases: list, timeout_s: float):
     payload = json.dumps({"code": code, "entry_point": entry_point, "cases": cases})
     env = {"PATH": os.environ.get("PATH", ""), "LANG": "C.UTF-8"}
     with tempfile.TemporaryDirectory(prefix="gsme-pyfunc-") as tmp:
+        remove_when_gone(tmp)
         report_path = Path(tmp) / "report.json"
         argv = [sys.executable, "-I", str(_RUNNER), str(report_path)]
-        done = run_limited(argv, timeout_s=timeout_s, env=env, cwd=tmp, stdin=payload)
+        box = (sandbox.Sandbox(tmp, writable=[tmp], readable=[_RUNNER], network=False)
+               if sandbox.unavailable() is None else None)
+        done = run_limited(argv, timeout_s=timeout_s, env=env, cwd=tmp, stdin=payload,
+                           sandbox=box)
         if done.timed_out:
             return f"timed out after {timeout_s:g} s", done.seconds
         if not report_path.exists():

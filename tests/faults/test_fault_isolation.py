@@ -29,7 +29,7 @@ PROBE = textwrap.dedent('''
 ''')
 
 
-def _command_config(tmp_path, command, *, rounds=1, pass_env=""):
+def _command_config(tmp_path, command, *, rounds=1, pass_env="", isolation="sandbox"):
     (tmp_path / "probe.py").write_text(PROBE)
     tasks = pd.DataFrame({"task_id": [f"t{i}" for i in range(8)],
                           "split": ["train"] * 6 + ["test"] * 2})
@@ -38,6 +38,7 @@ def _command_config(tmp_path, command, *, rounds=1, pass_env=""):
     path.write_text(
         f'[run]\ndir = "run"\nrounds = {rounds}\nchildren_per_round = 1\nworkers = 2\n'
         f'[agent]\nkind = "command"\ntasks = "tasks.csv"\ncommand = "{command}"\n{pass_env}'
+        f'isolation = "{isolation}"\n'
         '[evolver]\nkind = "rule"\n')
     return path
 
@@ -81,7 +82,7 @@ def test_killing_the_run_ends_its_trial_processes_and_their_folders(tmp_path):
     marks = tmp_path / "marks"
     marks.mkdir()
     (tmp_path / "sleeper.py").write_text(SLEEPER)
-    path = _command_config(tmp_path, f"{{python}} sleeper.py {{out}} {marks}")
+    path = _command_config(tmp_path, f"{{python}} sleeper.py {{out}} {marks}", isolation="none")
     proc = subprocess.Popen([sys.executable, "-m", "gsme.cli", "run", str(path), "--quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 90
