@@ -36,7 +36,8 @@ from pydantic import BaseModel
 
 from gsme import plugins
 from gsme.credentials import refuse_credentials
-from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
+from gsme.settings import (DEFAULT_ISOLATION, ConfigError, RunConfig, Schedule, ValidationError,
+                           describe)
 
 __all__ = ["ConfigError", "RunSpec", "load"]
 
@@ -135,7 +136,9 @@ def _bool_as_number(model, values: dict, prefix: str = "") -> tuple[str, bool] |
 
 
 def _command_paths(spec: dict, base: Path) -> dict:
-    """A command agent's files are relative to the config file; stored as absolute paths."""
+    """A command agent's files are relative to the config file; stored as absolute paths.
+    Its isolation is stored too, so the run says how its trials ran."""
+    spec.setdefault("isolation", DEFAULT_ISOLATION)
     if isinstance(spec.get("tasks"), str):
         spec["tasks"] = str((base / spec["tasks"]).resolve())
     workdir = spec.get("workdir", ".")

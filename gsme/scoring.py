@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import _paired, envgate, schema
+from gsme._proc import remove_when_gone
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
 from gsme.settings import RunConfig
 
@@ -562,6 +563,7 @@ class _Copies:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         folder = Path(tempfile.mkdtemp(prefix="gsme-trial-", dir=scratch()))
+        remove_when_gone(folder)  # even if this process is killed
         with self._lock:
             self._folders[key] = folder
         return snapshot.write(folder / "harness")
