@@ -129,7 +129,7 @@ def _parser(version: str) -> argparse.ArgumentParser:
     verify.add_argument("dir", type=Path, help="the run directory")
     verify.set_defaults(func=_verify)
 
-    from gsme.importers import FORMATS
+    from gsme.importers import CANDIDATE_FROM, FORMATS
 
     compare = sub.add_parser("compare", help="gate two harnesses on eval logs you already "
                                              "have: Δ, z, one-sided p, decision, pass@k, "
@@ -141,6 +141,19 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--design", default=None, choices=["fixed", "adaptive"],
                          help="the significance gate's design (default: fixed, one look at "
                               "every repeat the logs hold; adaptive needs k_max repeats)")
+    compare.add_argument("--candidate-from", default="path", metavar="SOURCE",
+                         help=f"what names each side's candidate: {' or '.join(CANDIDATE_FROM)}"
+                              " (default: path, the side's file or folder name; log: the name "
+                              "the logs record, e.g. the model); Inspect logs also take model, "
+                              "task, tag, metadata:FIELD, task_arg:NAME")
+    compare.add_argument("--scorer", default=None,
+                         help="the scorer that decides pass (Inspect) or the reward key "
+                              "(Harbor); needed when the logs carry several")
+    compare.add_argument("--score-key", default=None,
+                         help="the key of a dict-valued Inspect score")
+    compare.add_argument("--threshold", type=float, default=None,
+                         help="a trial passes when its score is at least this (Inspect, "
+                              "Harbor; default 1)")
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
@@ -339,7 +352,9 @@ def _compare(args) -> int:
     from gsme.settings import ConfigError, GateConfig
 
     config = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
-    imported = importers.read_pair(args.baseline, args.child, format=args.format)
+    imported = importers.read_pair(args.baseline, args.child, format=args.format,
+                                   candidate_from=args.candidate_from, scorer=args.scorer,
+                                   score_key=args.score_key, threshold=args.threshold)
     parent, child = imported.trials["candidate"].unique()
     try:
         row = compare.compare(imported.trials, parent=parent, child=child, config=config)

@@ -238,9 +238,89 @@ def test_cli_compare_prints_the_row(capsys):
     assert "1 x no verifier reward" not in out and "2 x no verifier reward" in out
 
 
+def _inspect_writer():
+    spec = importlib.util.spec_from_file_location("inspect_logs", DATA / "inspect_logs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.write_inspect_log
+
+
+def _paired_t(base: dict, child: dict):
+    """SciPy's paired t on per-task pass rates, the test the fixed gate claims to run."""
+    tasks = sorted(base)
+    return sps.ttest_rel([np.mean(child[t]) for t in tasks], [np.mean(base[t]) for t in tasks])
+
+
+def test_cli_compare_scorer_threshold_and_candidate_from(tmp_path, capsys):
+    write = _inspect_writer()
+    tasks = [f"t{i}" for i in range(8)]
+    base = {t: [i % 2 == 0, False, i % 3 == 0] for i, t in enumerate(tasks)}
+    child = {t: [True, i % 3 != 0, i % 2 == 0] for i, t in enumerate(tasks)}
+    write(tmp_path / "a", base, metadata={"harness": "v1"}, two_scorers=True)
+    write(tmp_path / "b", child, metadata={"harness": "v2"}, two_scorers=True)
+    argv = ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gsme: error: ") and "several scorers" in err and "a/" in err
+    assert main([*argv, "--scorer", "match", "--candidate-from", "metadata:harness"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert (row["parent"], row["child"]) == ("v1", "v2")
+    reference = _paired_t(base, child)
+    assert row["z"] == pytest.approx(reference.statistic, rel=1e-12)
+    assert row["n_tasks"] == 8 and row["k"] == 3
+    assert main([*argv, "--scorer", "_confidence", "--threshold", "0.5"]) == 0  # 0.9 or 0.4
+    assert json.loads(capsys.readouterr().out)["z"] == pytest.approx(reference.statistic)
+    assert main([*argv, "--scorer", "_confidence", "--threshold", "0.3"]) == 0  # all pass
+    assert json.loads(capsys.readouterr().out)["delta_pp"] == 0
+    assert main([*argv, "--scorer", "match", "--candidate-from", "log"]) == 2   # one model
+    assert "both are 'mockllm/model'" in capsys.readouterr().err
+    write(tmp_path / "a", base, metadata={"harness": "v3"})
+    assert main([*argv, "--scorer", "match", "--candidate-from", "metadata:harness"]) == 2
+    err = capsys.readouterr().err
+    assert "holds 2 candidates" in err and err.count("\n") == 1
+
+
+def test_cli_compare_folders_of_swebench_reports(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    tasks = [f"repo__repo-{i}" for i in range(12)]
+    outcomes = {}
+    for side, p in (("base", 0.3), ("child", 0.6)):
+        outcomes[side] = {t: list(rng.random(3) < p) for t in tasks}
+        (tmp_path / side).mkdir()
+        for run in range(3):
+            report = {"resolved_ids": [t for t in tasks if outcomes[side][t][run]],
+                      "unresolved_ids": [t for t in tasks if not outcomes[side][t][run]]}
+            (tmp_path / side / f"{side}-model.run{run}.json").write_text(json.dumps(report))
+    assert main(["compare", str(tmp_path / "base"), str(tmp_path / "child"), "--json",
+                 "--candidate-from", "log"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert (row["parent"], row["child"], row["k"]) == ("base-model", "child-model", 3)
+    reference = _paired_t(outcomes["base"], outcomes["child"])
+    assert row["z"] == pytest.approx(reference.statistic, rel=1e-12)
+    if row["n_changed"] >= compare.LOGS_GATE.exact_below:
+        assert row["p_one_sided"] == pytest.approx(reference.pvalue / 2
+                                                   if reference.statistic > 0
+                                                   else 1 - reference.pvalue / 2)
+
+
+def test_cli_compare_harbor_reward_key_and_threshold(capsys):
+    argv = ["compare", *map(str, _pair("harbor")), "--json"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--scorer", "reward", "--threshold", "0.5"]) == 0   # rewards are 0/1
+    assert json.loads(capsys.readouterr().out) == default
+
+
 @pytest.mark.parametrize("argv", [
     ["compare", "nowhere", str(DATA / "tb" / "child")],
     ["compare", str(DATA / "tb" / "baseline"), str(DATA / "tb" / "child"), "--format", "hal"],
+    ["compare", str(DATA / "tb" / "baseline"), str(DATA / "tb" / "child"), "--scorer", "x"],
+    ["compare", str(DATA / "tb" / "baseline"), str(DATA / "tb" / "child"), "--threshold", "1"],
+    ["compare", str(DATA / "tb" / "baseline"), str(DATA / "tb" / "child"),
+     "--candidate-from", "model"],
+    ["compare", str(DATA / "tb" / "child"), str(DATA / "tb" / "child"), "--candidate-from", "log"],
+    ["compare", *map(str, _pair("harbor")), "--scorer", "score"],
+    ["compare", *map(str, _pair("harbor")), "--threshold", "nan"],
     ["plan", "--tasks", "1", "--effect", "5"],
     ["plan", "--tasks", "20", "--effect", "5", "--power", "1.5"],
 ])

@@ -431,6 +431,76 @@ def test_swebench_model_names_with_dots(tmp_path):
     assert set(trials["candidate"]) == {"gpt-4.1"}
 
 
+def _swebench_report(resolved=(), unresolved=(), errors=(), empty=(), infra=None):
+    """A schema-2 run report, as ``swebench.harness.reporting.make_run_report`` writes."""
+    infra = infra or {}
+    return {"resolved_ids": list(resolved), "unresolved_ids": list(unresolved),
+            "error_ids": list(errors), "empty_patch_ids": list(empty), "incomplete_ids": [],
+            "infra_failure_ids": sorted(infra), "ambiguous_failure_ids": [],
+            "failure_reasons": infra, "schema_version": 2}
+
+
+def test_swebench_infra_failure_ids_are_never_scored(tmp_path):
+    """SWE-bench also lists an environment failure among the unresolved or error ids."""
+    report = tmp_path / "m.run1.json"
+    report.write_text(json.dumps(_swebench_report(
+        resolved=["a"], unresolved=["b", "c"], errors=["d"], empty=["e"],
+        infra={"c": "out_of_memory", "d": "container_unavailable"})))
+    trials, dropped = importers.read_swebench(report)
+    _valid(trials)
+    assert dropped.empty
+    rows = trials.set_index("task_id")
+    assert rows.index.is_unique and sorted(rows.index) == ["a", "b", "c", "d", "e"]
+    assert rows.loc[["c", "d"], "error"].tolist() == ["infra_failure: out_of_memory",
+                                                      "infra_failure: container_unavailable"]
+    assert rows["infra_ok"].to_dict() == {"a": True, "b": True, "c": False, "d": False,
+                                          "e": True}
+    assert rows["passed"].to_dict() == {"a": True, "b": False, "c": False, "d": False,
+                                        "e": False}      # the empty patch: the agent's failure
+    assert rows.loc["e", "error"] == "empty_patch"
+
+
+def test_swebench_folder_of_reports_is_the_repeats(tmp_path):
+    runs = tmp_path / "my-model"
+    runs.mkdir()
+    for n, resolved in enumerate((["a"], ["a", "b"], [])):
+        unresolved = sorted({"a", "b"} - set(resolved))
+        (runs / f"my-model.run{n}.json").write_text(json.dumps(_swebench_report(
+            resolved=resolved, unresolved=unresolved)))
+    (runs / "predictions.json").write_text(json.dumps([{"instance_id": "a"}]))
+    assert importers.detect_format(runs) == "swebench"
+    trials, dropped = importers.read_swebench(runs)
+    _valid(trials)
+    assert set(trials["candidate"]) == {"my-model"}
+    table = trials.pivot(index="task_id", columns="repeat", values="passed")
+    assert table.to_dict("index") == {"a": {0: True, 1: True, 2: False},
+                                      "b": {0: False, 1: True, 2: False}}   # report by report
+    assert dropped["source"].map(lambda f: Path(f).name).tolist() == ["predictions.json"]
+    assert dropped["reason"].str.contains("not a SWE-bench run report").all()
+
+
+def test_swebench_instance_folder_empty_report_and_infra_failure(tmp_path):
+    folder = tmp_path / "my-model"
+    entries = {"a": '{"a": {"resolved": true, "infra_failure": false}}',
+               "b": "",                                       # the evaluation died mid-write
+               "c": '{"c": {"resolved": false, "infra_failure": true, '
+                    '"infra_failure_reason": "network_unreachable"}}'}
+    for instance, text in entries.items():
+        (folder / instance).mkdir(parents=True)
+        (folder / instance / "report.json").write_text(text)
+        (folder / instance / "run_instance.log").write_text("...\n")
+    trials, dropped = importers.read_swebench(folder)
+    _valid(trials)
+    rows = trials.set_index("task_id")
+    assert rows["infra_ok"].to_dict() == {"a": True, "b": False, "c": False}
+    assert rows.loc["a", "passed"] and not rows.loc[["b", "c"], "passed"].any()
+    assert rows.loc["b", "error"] == (f"evaluation_error: {folder / 'b' / 'report.json'} is "
+                                      "empty")                # as SWE-bench: an error id
+    assert rows.loc["c", "error"] == "infra_failure: network_unreachable"
+    assert dropped["task_id"].isna().all() and len(dropped) == 1
+    assert "empty patch" in dropped["reason"].item()             # never evaluated: not here
+
+
 # ------------------------------------------------------------------------------------ HAL
 
 def test_hal_uploads():
@@ -446,6 +516,27 @@ def test_hal_uploads():
     assert (first["tokens"] == 1280 + 1500 + 120).all()
     assert first.loc["task-03", "seconds"] == upload["wall_clock_times"]["task-03"]
     assert trials["cost_usd"].isna().all() and trials["infra_ok"].all()
+
+
+def test_hal_run_folders(tmp_path):
+    """``results/<benchmark>/<run_id>/``: the raw ``<run_id>.json`` sorts first."""
+    files = sorted((DATA / "hal").glob("child_run*_UPLOAD.json"))
+    bench = tmp_path / "results" / "toy_bench"
+    for file in files:
+        run_id = file.name.removesuffix("_UPLOAD.json")
+        (bench / run_id).mkdir(parents=True)
+        (bench / run_id / f"{run_id}.json").write_text(json.dumps({"task-00": {"score": 1}}))
+        (bench / run_id / file.name).write_text(file.read_text())
+    first = bench / files[0].name.removesuffix("_UPLOAD.json")
+    assert importers.detect_format(first) == importers.detect_format(bench) == "hal"
+    one, _ = importers.read_hal(first)
+    assert len(one) == len(importers.read_hal(files[0]).trials)
+    trials, dropped = importers.read_hal(bench)
+    _valid(trials)
+    expected, expected_dropped = importers.read_hal(files)
+    columns = ["candidate", "task_id", "repeat", "passed", "tokens", "seconds"]
+    pd.testing.assert_frame_equal(trials[columns], expected[columns])
+    assert len(dropped) == len(expected_dropped)
 
 
 # ------------------------------------------------------------------------------------ CSV

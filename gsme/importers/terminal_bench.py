@@ -110,7 +110,7 @@ def _harbor_row(data: dict, file: Path, reward_key, threshold, failure_classes) 
     if rewards is not None:
         if reward_key not in rewards:
             raise ConfigError(f"{file}: verifier rewards have keys {sorted(rewards)}, not "
-                              f"reward_key={reward_key!r}")
+                              f"reward_key={reward_key!r} (gsme compare --scorer)")
         reward = rewards[reward_key]
     if reward is None and exception is None:
         return None
