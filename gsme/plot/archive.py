@@ -102,7 +102,7 @@ def occupancy(table, *, credited=None, names=None, cmap="YlGn", annot=True, fmt=
     ax.tick_params(axis="y", rotation=0)
     # why labels are long slugs: slanted, so that they never run into each other
     for label in ax.get_xticklabels():
-        label.set(rotation=30, ha="right", rotation_mode="anchor")
+        label.set(rotation=45, ha="right", rotation_mode="anchor")
     return finish(ax, xlabel=table.columns.name or "why", ylabel=table.index.name or "where",
                   title=title)
 
@@ -123,7 +123,7 @@ def _mark_uncredited(ax, table: pd.DataFrame, credited: pd.DataFrame, annot: boo
     if kept_only.any():
         ax.legend(handles=[Patch(fill=False, ls="--", edgecolor="0.1",
                                  label="kept, not credited")],
-                  fontsize=8, loc="upper left", bbox_to_anchor=(0.0, -0.35))
+                  fontsize=8, loc="upper left", bbox_to_anchor=(1.0, -0.02))
 
 
 def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **kwargs):
