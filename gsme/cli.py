@@ -1,4 +1,4 @@
-"""The ``gsme`` command: demo, run, resume, status, report, verify, compare, plan, grow.
+"""The ``gsme`` command: demo, run, resume, status, report, verify, view, compare, plan, grow.
 
 Bad input (a missing or invalid config, a damaged or busy run directory) gets one line on
 stderr and exit code 2, never a traceback; an interrupted command says how to resume and
@@ -128,6 +128,15 @@ def _parser(version: str) -> argparse.ArgumentParser:
                                            "(exit 0) or what differs (exit 3); read-only")
     verify.add_argument("dir", type=Path, help="the run directory")
     verify.set_defaults(func=_verify)
+
+    show = sub.add_parser("view", help="write a run as one self-contained HTML page: run "
+                                       "table, decisions, archive, lineage, each candidate's "
+                                       "patch and rationale, searchable transcripts "
+                                       "(read-only; live or sealed)")
+    show.add_argument("dir", type=Path, help="the run directory")
+    show.add_argument("--out", type=Path, default=None, metavar="HTML",
+                      help="the page to write (default: <run directory name>.html here)")
+    show.set_defaults(func=_view)
 
     from gsme.importers import CANDIDATE_FROM, FORMATS
 
@@ -345,6 +354,16 @@ def _verify(args) -> int:
     found = verify(args.dir)
     print("ok" if not found else "; ".join(found))
     return EXIT_TAMPERED if found else 0
+
+
+def _view(args) -> int:
+    from gsme import view
+    from gsme.run import Run
+
+    with Run.open(args.dir, read_only=True) as run:
+        out = view.write(run, args.out or Path(f"{run.path.resolve().name}.html"))
+    print(f"gsme view: wrote {out}")
+    return 0
 
 
 def _compare(args) -> int:
