@@ -458,6 +458,10 @@ def test_swebench_infra_failure_ids_are_never_scored(tmp_path):
     assert rows["passed"].to_dict() == {"a": True, "b": False, "c": False, "d": False,
                                         "e": False}      # the empty patch: the agent's failure
     assert rows.loc["e", "error"] == "empty_patch"
+    report.write_text(json.dumps({**_swebench_report(), "infra_failure_ids": "c"}))
+    with pytest.raises(importers.LogError, match=r"m\.run1\.json: 'infra_failure_ids' must "
+                                                 "be a list"):
+        importers.read_swebench(report)
 
 
 def test_swebench_folder_of_reports_is_the_repeats(tmp_path):

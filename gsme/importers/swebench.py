@@ -99,10 +99,10 @@ def read_swebench(
                                       "instance-log folder: read the run report to score them"})
         else:
             name = candidate if candidate is not None else _model(source)
-            outcomes = _swebench_report(data, log_dir)
-            dropped.extend({"candidate": name, "source": str(source), "task_id": str(i),
+            outcomes = _swebench_report(source, data, log_dir)
+            dropped.extend({"candidate": name, "source": str(source), "task_id": i,
                             "reason": "incomplete: no prediction was submitted"}
-                           for i in data.get("incomplete_ids") or [])
+                           for i in _ids(source, data, "incomplete_ids"))
         for task_id, outcome, detail in outcomes:
             kind = "none" if outcome in ("resolved", "unresolved") else classify_failure(
                 outcome, failure_classes)
@@ -146,17 +146,29 @@ def _model(report: Path) -> str:
     return report.stem.rsplit(".", 1)[0]
 
 
-def _swebench_report(data: Mapping, log_dir: Path | None) -> list[tuple[str, str, str | None]]:
+def _swebench_report(report: Path, data: Mapping,
+                     log_dir: Path | None) -> list[tuple[str, str, str | None]]:
     reasons = data.get("failure_reasons") or {}
-    infra = {str(i) for i in data.get("infra_failure_ids") or []}
-    outcomes = [(str(i), "resolved", None) for i in data.get("resolved_ids") or []]
+    if not isinstance(reasons, Mapping):
+        raise LogError(f"{report}: 'failure_reasons' must be an object, got "
+                       f"{type(reasons).__name__}")
+    infra = set(_ids(report, data, "infra_failure_ids"))
+    outcomes = [(i, "resolved", None) for i in _ids(report, data, "resolved_ids")]
     outcomes += [(i, "infra_failure", reasons.get(i)) for i in sorted(infra)]
-    outcomes += [(str(i), "unresolved", None) for i in data.get("unresolved_ids") or []
-                 if str(i) not in infra]
-    outcomes += [(str(i), "empty_patch", None) for i in data.get("empty_patch_ids") or []]
-    outcomes += [(str(i), _swebench_error(None if log_dir is None else log_dir / str(i)), None)
-                 for i in data.get("error_ids") or [] if str(i) not in infra]
+    outcomes += [(i, "unresolved", None) for i in _ids(report, data, "unresolved_ids")
+                 if i not in infra]
+    outcomes += [(i, "empty_patch", None) for i in _ids(report, data, "empty_patch_ids")]
+    outcomes += [(i, _swebench_error(None if log_dir is None else log_dir / i), None)
+                 for i in _ids(report, data, "error_ids") if i not in infra]
     return outcomes
+
+
+def _ids(report: Path, data: Mapping, field: str) -> list[str]:
+    ids = data.get(field) or []
+    if not isinstance(ids, list):
+        raise LogError(f"{report}: {field!r} must be a list of instance ids, got "
+                       f"{type(ids).__name__}")
+    return [str(i) for i in ids]
 
 
 def _instance_dirs(folder: Path) -> list[Path]:
