@@ -8,9 +8,9 @@ format                  reader
 ======================  ================================================================
 ``inspect``             :func:`read_inspect` — Inspect AI ``.eval`` / ``.json`` logs
 ``harbor``              :func:`read_harbor` — Harbor / Terminal-Bench 2 job folders
-``tb``                  :func:`read_terminal_bench` — Terminal-Bench 1 run folders
+``tb``                  :func:`read_terminal_bench` — Terminal-Bench 1 runs, submissions
 ``swebench``            :func:`read_swebench` — SWE-bench evaluation reports
-``hal``                 :func:`read_hal` — HAL harness ``*_UPLOAD.json`` files
+``hal``                 :func:`read_hal` — HAL ``*_UPLOAD.json`` files, run folders
 ``csv``                 :func:`read_trials_csv` — a trials frame saved as CSV
 ======================  ================================================================
 
