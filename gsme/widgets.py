@@ -24,10 +24,10 @@ from gsme import archive, explain, plot, report, schema, stats, view
 
 __all__ = ["Explorer", "explore"]
 
-#: Height of each figure, in inches (its width is the panel's ``width``).
-HEIGHTS = {"forest": 3.4, "archive": 4.0, "paired": 3.6}
-#: Share of the panel's width the z forest takes; the candidate list sits beside it.
-FOREST_SHARE = 0.72
+#: Each figure's share of the panel's width and its height in inches. The candidate list
+#: sits beside the z forest, the retention plot (drawn once) beside the archive.
+SIZES = {"forest": (0.72, 3.4), "archive": (0.76, 4.0), "retention": (0.24, 4.0),
+         "paired": (1.0, 3.6)}
 
 
 def explore(run, *, split="train", width=10.0, max_tasks=20, dpi=100) -> Explorer:
@@ -95,8 +95,8 @@ class Explorer:
     Controls: ``round`` (IntSlider), ``candidate`` (Select, valued by candidate id),
     ``task``, ``pathology``, ``change`` (Dropdown filters, None for any) and ``pair``
     (Dropdown of the filtered rows of :attr:`pairs`). Views: ``images`` (an Image per
-    figure: ``forest``, ``archive``, ``paired``; its ``figures`` and ``axes`` by the same
-    names), ``patch`` (HTML: the patch pane) and ``sides`` (HTML: the parent's and the
+    figure: ``forest``, ``archive``, ``retention``, ``paired``; ``figures`` and ``axes`` by
+    the same names), ``patch`` (HTML: the patch pane) and ``sides`` (HTML: the parent's and the
     child's transcripts side by side).
     """
 
@@ -124,8 +124,8 @@ class Explorer:
         self.tag = "SIMULATED: " if getattr(agent, "simulated", False) else ""
 
         self.figures, self.canvases, self.images, self.axes = {}, {}, {}, {}
-        for name, share in (("forest", FOREST_SHARE), ("archive", 1.0), ("paired", 1.0)):
-            size = (width * share, HEIGHTS[name])
+        for name, (share, height) in SIZES.items():
+            size = (width * share, height)
             figure = Figure(figsize=size, dpi=dpi)
             self.figures[name], self.canvases[name] = figure, FigureCanvasAgg(figure)
             self.images[name] = widgets.Image(format="png", layout=widgets.Layout(
@@ -133,18 +133,19 @@ class Explorer:
             self.images[name].add_class(f"gsme-explorer-{name}")
         self.axes["forest"] = self.figures["forest"].add_axes((0.09, 0.14, 0.89, 0.76))
         grid = self.figures["archive"]
-        self.axes["archive"] = grid.add_axes((0.12, 0.4, 0.34, 0.52))
-        self.axes["colorbar"] = grid.add_axes((0.47, 0.4, 0.012, 0.52))
-        self.axes["progress"] = grid.add_axes((0.64, 0.4, 0.13, 0.52))
-        self.axes["retention"] = grid.add_axes((0.82, 0.4, 0.12, 0.52))
+        self.axes["archive"] = grid.add_axes((0.16, 0.4, 0.45, 0.52))
+        self.axes["colorbar"] = grid.add_axes((0.625, 0.4, 0.016, 0.52))
+        self.axes["progress"] = grid.add_axes((0.82, 0.4, 0.17, 0.52))
+        self.axes["retention"] = self.figures["retention"].add_axes((0.24, 0.4, 0.5, 0.52))
         self.axes["paired"] = self.figures["paired"].add_axes((0.1, 0.14, 0.6, 0.76))
         self._draw_retention(run)
+        self._show("retention")
 
         rounds = self.candidates["round"].astype(int)
         self.round = widgets.IntSlider(min=int(rounds.min()), max=int(rounds.max()),
                                        value=int(rounds.max()), description="round")
         self.candidate = widgets.Select(rows=14, layout=widgets.Layout(
-            width=f"{round(width * (1 - FOREST_SHARE) * 100) - 12}px"))
+            width=f"{round(width * (1 - SIZES['forest'][0]) * 100) - 12}px"))
         self.candidate.add_class("gsme-explorer-candidates")
         self.patch = widgets.HTML()
         self.patch.add_class("gsme-explorer-patch")
@@ -161,7 +162,8 @@ class Explorer:
         self.widget = widgets.VBox([
             self.round,
             widgets.HBox([self.images["forest"], widgets.VBox([heading, self.candidate])]),
-            self.images["archive"], self.images["paired"], self.patch,
+            widgets.HBox([self.images["archive"], self.images["retention"]]),
+            self.images["paired"], self.patch,
             widgets.HTML("<b>parent and child, side by side</b>"),
             widgets.HBox([self.task, self.pathology, self.change]), self.pair, self.sides,
         ])
@@ -177,7 +179,8 @@ class Explorer:
         return self.widget._repr_mimebundle_(**kwargs)
 
     def png(self, name: str = "forest") -> bytes:
-        """The figure ``name`` (``forest``, ``archive``, ``paired``) as last shown, PNG."""
+        """The figure ``name`` (``forest``, ``archive``, ``retention``, ``paired``) as last
+        shown, PNG bytes."""
         return bytes(self.images[name].value)
 
     # ------------------------------------------------------------------ events
@@ -232,8 +235,10 @@ class Explorer:
         else:
             picked = self.candidate.value
             plot.z_forest(decided, labels=_label_order(decided, picked), highlight=picked,
-                          ax=forest, title=f"{self.tag}decisions up to round {r}")
-            forest.legend(fontsize=8, ncols=3)
+                          ax=forest)
+            forest.set_title(f"{self.tag}decisions up to round {r}", loc="left")
+            forest.legend(fontsize=8, ncols=3, loc="lower right", bbox_to_anchor=(1.0, 1.0),
+                          frameon=False, borderaxespad=0.1)
         self._show("forest")
 
     def _draw_archive(self, r) -> None:

@@ -24,6 +24,12 @@ FIGURES = {
         rf"adaptive default A/A at n=26: {NUMBER}%",
         r"scoring loop equals the shared-frame evaluation: (met|MISSED)",
     ],
+    "bench_explorer.py": [
+        rf"build the panel: {NUMBER} s",
+        rf"redraw after the round slider: best {NUMBER} s, median {NUMBER} s",
+        rf"redraw after the candidate pick: best {NUMBER} s, median {NUMBER} s",
+        r"target median redraw <= 0\.5 s: (met|MISSED)",
+    ],
     "bench_gates.py": [
         rf"credit\(\): best {NUMBER} s of 1",
         (rf"CPU time best {NUMBER} s .*checking the trials frame at the boundary and encoding"

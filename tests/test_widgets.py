@@ -8,6 +8,7 @@ import io
 import sys
 from types import SimpleNamespace
 
+import matplotlib.text
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,7 +30,10 @@ PASSES = {
 class FakeRun:
     """The methods :func:`gsme.widgets.explore` uses, over three candidates in two rounds."""
 
-    config = SimpleNamespace(gate=GateConfig())
+    config = SimpleNamespace(gate=GateConfig(), policy="learned")
+    vocabulary = SimpleNamespace(labels=["careless", "runaway"])
+    sealed_result = None
+    repo = SimpleNamespace(diff=lambda parent, child: f"--- a/x\n+++ b/x\n+{child} over {parent}\n")
 
     def candidates(self):
         return pd.DataFrame({
@@ -129,90 +133,121 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def forest_points(panel):
-    ax = panel.axes[0]
+    ax = panel.axes["forest"]
     return sorted(tuple(p) for c in ax.collections
                   if isinstance(c, PathCollection) and c.get_gid() != "highlight"
                   for p in c.get_offsets().tolist())
 
 
-def test_initial_panel_shows_the_last_round(panel):
+def test_initial_panel_shows_the_last_round_and_the_reported_harness(panel):
     assert (panel.round.min, panel.round.max, panel.round.value) == (0, 2, 2)
-    assert list(panel.candidate.options) == ["c1", "c2"] and panel.candidate.value == "c2"
+    assert [v for _, v in panel.candidate.options] == ["c1", "c2"]
+    # the archive's best elite is the harness the run reports: the panel opens on it
+    assert panel.candidate.value == "c1"
+    labels = {v: k for k, v in panel.candidate.options}
+    assert labels == {"c1": "c1 · credit · z=+2.40 ★", "c2": "c2 · inconclusive · z=-0.80"}
     assert forest_points(panel) == [(1.0, 2.4), (2.0, -0.8)]
-    cells = panel.axes[1]
+    cells = panel.axes["archive"]
     assert cells.get_title() == "archive after round 2"
-    assert sorted(t.get_text() for t in cells.texts).count("0.83") == 1
+    assert "c1\n0.83" in [t.get_text() for t in cells.texts]  # the elite is named
+    assert [t.get_text() for t in cells.get_xticklabels()] == ["careless", "runaway"]
     assert sum(p.get_gid() == "empty-cell" for p in cells.patches) == 4 * 2 - 1
-    assert panel.axes[2].get_title() == "c2 vs c1: inconclusive"
-    # c2's failing trials: t2 repeat 0, t3 repeats 0..2; the first one's transcript shows
-    assert [ref for _, ref in panel.trial.options] == ["c2/t2/0", "c2/t3/0", "c2/t3/1",
-                                                       "c2/t3/2"]
-    assert "&lt;transcript c2/t2/0&gt;" in panel.transcript.value
+    assert panel.axes["colorbar"].get_ylabel() == "elite pass rate"
+    assert panel.axes["paired"].get_title() == "c1 vs c0: credit"
+
+
+def test_patch_pane_shows_the_diff_gate_and_rationale(panel):
+    value = panel.patch.value
+    assert "patch c1 ← c0" in value
+    assert "class='gsme-add'" in value and "+c1 over c0" in value
+    assert "prompt × careless" in value and "credit" in value
+    panel.candidate.value = "c2"
+    assert "+c2 over c1" in panel.patch.value and "runtime × runaway" in panel.patch.value
+
+
+def test_side_by_side_pairs_parent_and_child_trials_and_filters_them(panel):
+    # c1 vs c0: t1 fixed on every repeat, t2 fixed on repeat 2, t3 fixed on repeat 1
+    changes = {v: k for k, v in panel.change.options}
+    assert changes == {None: "any", "fixed": "fixed (5)", "both_failed": "both_failed (2)",
+                       "both_passed": "both_passed (5)"}
+    assert len(panel.pair.options) == 12
+    first = panel.pairs.iloc[panel.pair.value]
+    assert (first["task_id"], first["change"]) == ("t1", "fixed")  # opens on a change
+    sides = panel.sides.value
+    assert "parent c0: failed · careless" in sides and "child c1: passed" in sides
+    assert "&lt;transcript c0/t1/0&gt;" in sides and "&lt;transcript c1/t1/0&gt;" in sides
+    panel.task.value = "t3"
+    assert [label.split(" · ")[:2] for label, _ in panel.pair.options] == [
+        ["t3 repeat 0", "both_failed"], ["t3 repeat 1", "fixed"], ["t3 repeat 2", "both_failed"]]
+    panel.change.value = "fixed"
+    assert [label.split(" · ")[0] for label, _ in panel.pair.options] == ["t3 repeat 1"]
+    assert "c1/t3/1" in panel.sides.value
+    panel.pathology.value = "careless"
+    assert len(panel.pair.options) == 1
+    panel.change.value = "both_passed"
+    assert panel.pair.options == () and "no trials match" in panel.sides.value
+    panel.candidate.value = "c2"  # another candidate resets the filters
+    assert panel.task.value is None and panel.change.value is None
+    assert len(panel.pair.options) == 12
 
 
 def test_round_slider_redraws_forest_archive_and_picker(panel):
     panel.round.value = 1
     assert forest_points(panel) == [(1.0, 2.4)]
-    assert panel.axes[0].get_title() == "decisions up to round 1"
-    assert list(panel.candidate.options) == ["c1"] and panel.candidate.value == "c1"
-    assert panel.axes[1].get_title() == "archive after round 1"
-    assert panel.axes[2].get_title() == "c1 vs c0: credit"
-    assert panel.axes[2].get_legend().get_title().get_text() == "3 of 4 tasks moved"
+    assert panel.axes["forest"].get_title(loc="left") == "decisions up to round 1"
+    assert [v for _, v in panel.candidate.options] == ["c1"] and panel.candidate.value == "c1"
+    assert panel.axes["archive"].get_title() == "archive after round 1"
+    assert panel.axes["paired"].get_title() == "c1 vs c0: credit"
+    assert panel.axes["paired"].get_legend().get_title().get_text() == "3 of 4 tasks moved"
+    marker = next(a for a in panel.axes["progress"].lines if a.get_gid() == "current-round")
+    assert marker.get_xdata()[0] == 1
     panel.round.value = 0
     assert forest_points(panel) == []
-    assert [t.get_text() for t in panel.axes[0].texts] == ["no decisions up to round 0"]
+    assert [t.get_text() for t in panel.axes["forest"].texts] == ["no decisions up to round 0"]
     assert panel.candidate.value is None
-    assert sum(p.get_gid() == "empty-cell" for p in panel.axes[1].patches) == 4 * 2
-    assert "no failing trial" in panel.transcript.value
+    assert sum(p.get_gid() == "empty-cell" for p in panel.axes["archive"].patches) == 4 * 2
+    assert "no trials match" in panel.sides.value
 
 
-def test_candidate_and_trial_pickers_update_plot_and_transcript(panel):
-    panel.candidate.value = "c1"
-    assert panel.axes[2].get_title() == "c1 vs c0: credit"
-    assert [ref for _, ref in panel.trial.options] == ["c1/t3/0", "c1/t3/2"]
-    assert "c1/t3/0" in panel.transcript.value
-    panel.trial.value = "c1/t3/2"
-    assert "c1/t3/2" in panel.transcript.value
-    assert forest_points(panel) == [(1.0, 2.4), (2.0, -0.8)]  # the round is unchanged
-
-
-def test_figure_is_a_png_in_an_image_widget_not_a_pyplot_figure(panel):
+def test_figures_are_pngs_in_image_widgets_sized_for_a_1000_px_column(panel):
     import ipywidgets
     import matplotlib.pyplot as plt
 
-    assert isinstance(panel.image, ipywidgets.Image) and panel.image.format == "png"
-    assert panel.image in panel.widget.children
-    assert png_size(panel.png) == (15 * 150, round(4.5 * 150))  # figsize at 150 dpi
+    sizes = {name: png_size(panel.png(name)) for name in panel.images}
+    assert sizes == {"forest": (720, 340), "archive": (760, 400), "retention": (240, 400),
+                     "paired": (1000, 360)}
+    for name, image in panel.images.items():
+        assert isinstance(image, ipywidgets.Image) and image.format == "png"
+        assert image.layout.width == f"{sizes[name][0]}px"  # shown at 100 px per inch
+    # no text smaller than 7 pt: at 100 px per inch, at least 9.7 px on the page
+    for figure in panel.figures.values():
+        sizes_pt = [t.get_fontsize() for t in figure.findobj(matplotlib.text.Text)
+                    if t.get_visible() and t.get_text()]
+        assert min(sizes_pt) >= 7
     before = plt.get_fignums()
     another = widgets.explore(FakeRun())
     another._on_round({"new": another.round.value})  # a redraw, as the slider makes
     assert plt.get_fignums() == before
-    before = panel.png
+    before = panel.png("archive")
     panel.round.value = 1
-    assert panel.png != before and png_size(panel.png) == (2250, 675)
+    assert panel.png("archive") != before
     bundle = panel._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
-def test_transcript_labels_name_the_repeat(panel):
-    assert [label for label, _ in panel.trial.options][:2] == [
-        "t2 repeat=0 · careless", "t3 repeat=0 · careless"]
-
-
 def test_picked_candidate_is_ringed_in_the_forest(panel):
-    ring = next(c for c in panel.axes[0].collections if c.get_gid() == "highlight")
-    assert ring.get_offsets().tolist() == [[2.0, -0.8]]
-    before = panel.png
-    panel.candidate.value = "c1"
-    ring = next(c for c in panel.axes[0].collections if c.get_gid() == "highlight")
+    ring = next(c for c in panel.axes["forest"].collections if c.get_gid() == "highlight")
     assert ring.get_offsets().tolist() == [[1.0, 2.4]]
-    assert panel.png != before
+    before = panel.png("forest")
+    panel.candidate.value = "c2"
+    ring = next(c for c in panel.axes["forest"].collections if c.get_gid() == "highlight")
+    assert ring.get_offsets().tolist() == [[2.0, -0.8]]
+    assert panel.png("forest") != before
 
 
 def test_large_run_stays_readable():
     panel = widgets.explore(BigRun(), max_tasks=15)
-    assert png_size(panel.png) == (2250, 675)
-    paired = panel.axes[2]
+    paired = panel.axes["paired"]
     rows = [t.get_text() for t in paired.get_yticklabels()]
     assert len(rows) == 15
     title = paired.get_legend().get_title().get_text()
@@ -220,14 +255,18 @@ def test_large_run_stays_readable():
     assert title == f"{moved} of 120 tasks moved" and moved > 15
     note = next(t for t in paired.texts if t.get_gid() == "hidden-note").get_text()
     assert note == f"not shown:\n{moved - 15} moved, smaller |Δ|\n{120 - moved} unchanged"
-    # forest: 16 labelled points, crowded; the labels drawn never overlap
-    forest = panel.axes[0]
-    renderer = panel.figure.canvas.get_renderer()
+    # forest: 16 labelled points, crowded; the labels drawn never overlap, and every
+    # credit is named (a label moves around its point before it is dropped)
+    forest = panel.axes["forest"]
+    renderer = panel.figures["forest"].canvas.get_renderer()
     boxes = [t.get_window_extent(renderer) for t in forest.texts if t.get_visible()]
-    assert 1 <= len(boxes) < len(forest.texts) == 16
+    assert 1 <= len(boxes) <= len(forest.texts) == 16
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
-    picked = panel.candidate.value
-    assert picked in [t.get_text() for t in forest.texts if t.get_visible()]
+    shown = [t.get_text() for t in forest.texts if t.get_visible()]
+    assert panel.candidate.value in shown
+    credited = BigRun().decisions().query("decision == 'credit'")["candidate"]
+    assert set(credited) <= set(shown)
+    renderer = panel.figures["paired"].canvas.get_renderer()
     # and every task label of the paired plot fits in its row
     tick_boxes = [t.get_window_extent(renderer) for t in paired.get_yticklabels()]
     assert not any(a.overlaps(b) for i, a in enumerate(tick_boxes) for b in tick_boxes[i + 1:])
@@ -254,9 +293,11 @@ def test_a_simulated_run_is_titled_simulated():
         class agent:
             name, simulated = "simulated:tiny/qwen-careless", True
 
-    title = widgets.explore(SimulatedRun()).figure.get_suptitle()
-    assert title == "SIMULATED: simulated:tiny/qwen-careless"
-    assert widgets.explore(FakeRun()).figure.get_suptitle() == ""
+    panel = widgets.explore(SimulatedRun())
+    assert panel.axes["forest"].get_title(loc="left").startswith("SIMULATED: ")
+    assert panel.axes["archive"].get_title().startswith("SIMULATED: ")
+    assert panel.axes["paired"].get_title().startswith("SIMULATED: ")
+    assert not widgets.explore(FakeRun()).axes["archive"].get_title().startswith("SIMULATED")
 
 
 def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
@@ -273,7 +314,7 @@ def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
             tasks = stats.paired_tasks(trials, parent=row.parent, child=row.candidate,
                                        config=run.config.gate)
             assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp)
-            paired = panel.axes[2]
+            paired = panel.axes["paired"]
             moved = int((tasks["diff"] != 0).sum())
             title = paired.get_legend().get_title().get_text()
             assert title == f"{moved} of {row.n_tasks} tasks moved"
