@@ -2,31 +2,21 @@
 
 Specs and settings are stored in a run's ledger, so a credential in them would be stored in
 plain text. :func:`refuse_credentials` scans every nested key and string value: a key named
-like a credential (``api_key``, ``secret``, ``password``, ``token``, ...) or a value shaped
-like a key (``sk-ant-...``, ``ghp_...``, ``AKIA...``, a private key block) is refused with
-a :class:`~gsme.settings.ConfigError` that names where it is, never what it is.
+like a credential (``api_key``, ``OPENAI_KEY``, ``secret``, ``password``, ``token``, ...:
+:data:`gsme.redact.CREDENTIAL_NAME`) holding a value, or a value shaped like a key
+(``sk-ant-...``, ``ghp_...``, ``AKIA...``, a private key block: :data:`gsme.redact.KEY_RULES`)
+is refused with a :class:`~gsme.settings.ConfigError` that names where it is, never what it
+is. The rules are those that redact what a run stores (:mod:`gsme.redact`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 
+from gsme.redact import CREDENTIAL_NAME, key_kind
 from gsme.settings import ConfigError
 
 __all__ = ["refuse_credentials"]
-
-_NAME = re.compile(r"(api|access|secret|private|auth)[_-]?key|secret|password|passwd|"
-                   r"credential|bearer|(^|_)token$|^auth$|authorization", re.IGNORECASE)
-_VALUE = re.compile(
-    r"sk-(ant-)?[A-Za-z0-9_-]{16,}"          # Anthropic, OpenAI
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|AKIA[0-9A-Z]{16}|ASIA[0-9A-Z]{16}"     # AWS access keys
-    r"|AIza[0-9A-Za-z_-]{35}"                 # Google
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}"         # Slack
-    r"|hf_[A-Za-z0-9]{30,}"                   # Hugging Face
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
-)
 
 
 def refuse_credentials(value, where: str) -> None:
@@ -52,7 +42,7 @@ def _find(value, path: str) -> str | None:
     if isinstance(value, Mapping):
         for key, item in value.items():
             here = f"{path}.{key}" if path else str(key)
-            if _NAME.search(str(key)) and item not in (None, "", False):
+            if CREDENTIAL_NAME.search(str(key)) and item not in (None, "", False):
                 return here
             found = _find(item, here)
             if found is not None:
@@ -62,6 +52,6 @@ def _find(value, path: str) -> str | None:
             found = _find(item, f"{path}[{i}]")
             if found is not None:
                 return found
-    elif isinstance(value, str) and _VALUE.search(value):
+    elif isinstance(value, str) and key_kind(value) is not None:
         return f"{path or 'value'} holds a key-shaped string"
     return None

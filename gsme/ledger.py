@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme.redact import Redactor
 
 __all__ = ["GENESIS", "Ledger", "LedgerError", "event_hash"]
 
@@ -46,6 +47,12 @@ _TABLES = {
     table: tuple(schema.FRAMES[frame].columns) + extra
     for table, (frame, extra) in schema.LEDGER_TABLES.items()
 }
+_NAMES_OF = frozenset({"candidate", "parent", "parents", "borrowed_from", "task_id", "split",
+                       "trajectory", "commit", "branch", "patch_id"})
+"""Text columns that name a candidate, task, commit or transcript (and join the tables):
+stored as they are. Every other text column is redacted (:mod:`gsme.redact`)."""
+_REDACTED_AT = {table: [i for i, c in enumerate(cols) if c.kind == "text" and
+                        c.name not in _NAMES_OF] for table, cols in _TABLES.items()}
 _KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
          "decisions": ["candidate", "parent", "split"], "archive": ["snapshot", "where", "why"]}
 
@@ -76,9 +83,16 @@ class Ledger:
         self._trials: _Read | None = None
         self._tables: dict[str, tuple[int, pd.DataFrame]] = {}  # table -> (version, rows)
         self._no_events: dict[str | None, tuple] = {}  # kind -> (state, the empty frame)
+        self._redact = Redactor()
 
     def close(self) -> None:
         self._db.close()
+
+    def redact_secrets(self, secrets) -> None:
+        """Redact these values (variable name → value) from everything written from now on,
+        as well as key-shaped strings (:class:`~gsme.redact.Redactor`): meta values, text
+        columns, transcripts and evolver calls. The values are kept in memory only."""
+        self._redact = Redactor(secrets)
 
     # -- meta ---------------------------------------------------------------------------
     def get(self, key: str, default=None):
@@ -88,7 +102,7 @@ class Ledger:
     def put(self, key: str, value) -> None:
         with self._transaction():
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                             (key, json.dumps(value)))
+                             (key, json.dumps(self._redact.value(value))))
 
     # -- frames -------------------------------------------------------------------------
     def append(self, table: str, frame: pd.DataFrame) -> None:
@@ -97,7 +111,7 @@ class Ledger:
             return
         self._tables.pop(table, None)
         columns = [[_to_sql(v) for v in frame[c].tolist()] for c in _names(table)]
-        rows = list(zip(*columns))
+        rows = [self._redacted(table, list(row)) for row in zip(*columns)]
         with self._transaction():
             self._db.executemany(_insert(table), rows)
 
@@ -110,8 +124,9 @@ class Ledger:
         the inserts.
         """
         cols = _names("trials")
-        trials = [tuple(map(_to_sql, map(row.get, cols))) for row, _ in rows]
-        texts = [(row["trajectory"], _stored(transcript))
+        trials = [self._redacted("trials", list(map(_to_sql, map(row.get, cols))))
+                  for row, _ in rows]
+        texts = [(row["trajectory"], _stored(self._redact(transcript)))
                  for row, transcript in rows if transcript is not None and row.get("trajectory")]
         with self._transaction():
             self._db.executemany(_insert("trials"), trials)
@@ -125,7 +140,7 @@ class Ledger:
         with self._transaction():
             self._db.executemany(
                 f"UPDATE trials SET infra_ok = 0, passed = 0, error = ? WHERE {where}",
-                [(error, *key) for key in keys])
+                [(self._redact(error), *key) for key in keys])
 
     def frame(self, table: str, **equal) -> pd.DataFrame:
         """Rows of ``table`` whose columns equal the given values (None: no filter).
@@ -288,13 +303,20 @@ class Ledger:
     def add_call(self, record: dict) -> None:
         with self._transaction():
             self._db.execute("INSERT INTO evolver_calls (record) VALUES (?)",
-                             (json.dumps(record, default=str),))
+                             (json.dumps(self._redact.value(record), default=str),))
 
     def calls(self) -> pd.DataFrame:
         rows = self._db.execute("SELECT record FROM evolver_calls ORDER BY id").fetchall()
         return pd.DataFrame([json.loads(r[0]) for r in rows])
 
     # -- internals ----------------------------------------------------------------------
+    def _redacted(self, table: str, values: list) -> tuple:
+        """A row of ``table`` with its text columns redacted, except names (:data:`_NAMES_OF`)."""
+        for i in _REDACTED_AT[table]:
+            if type(values[i]) is str:
+                values[i] = self._redact(values[i])
+        return tuple(values)
+
     def _transaction(self):
         if self.read_only:
             raise LedgerError(f"{self.path} is open read-only")

@@ -13,7 +13,9 @@ change before anything is written, so a patch either applies whole or is refused
 ``patches/``, a ``.git*`` name, too long), a file or a harness over the size limits
 (:func:`check_size`, the one size rule of mutations and recombinations), an ``old`` text
 found zero or several times, a change that would change nothing, an env gate that does not
-parse. Every refusal is a :class:`PatchError`.
+parse, text that is not valid Unicode (a lone surrogate: git and the ledger store UTF-8) or
+holds a key-shaped string (:func:`gsme.redact.key_kind`; a patch is committed to git, so a
+key in it is refused, named by field, never shown). Every refusal is a :class:`PatchError`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path, PurePosixPath
 import tomli_w
 
 from gsme.envgate import EnvGateError, parse
+from gsme.redact import key_kind
 from gsme.schema import LEVERS
 
 __all__ = [
@@ -157,6 +160,7 @@ def plan_patch(harness: Mapping[str, str], patch: Patch) -> dict[str, str]:
     """
     if not isinstance(patch, Patch):
         raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
+    _check_text(patch)
     _check_fields(patch)
     harness = _mapping(harness)
     manifest = f"{PATCHES_DIR}/{patch.id}.toml"
@@ -311,6 +315,35 @@ def _change_from_dict(index: int, data) -> FileChange:
         if not isinstance(data[key], str):
             raise PatchError(f"patch changes[{index}].{key} must be a string: {data[key]!r}")
     return FileChange(path=data["path"], new=data["new"], old=data.get("old"))
+
+
+def _check_text(patch: Patch) -> None:
+    """Refuse a text field that is not encodable UTF-8 or holds a key, naming the field only
+    (a field of the wrong type is left to the checks that name its type)."""
+    for name, text in _texts(patch):
+        if not isinstance(text, str):
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise PatchError(f"patch {name} is not valid Unicode text (a lone surrogate at "
+                             f"character {err.start}); it must encode as UTF-8") from None
+        kind = key_kind(text)
+        if kind is not None:
+            raise PatchError(f"patch {name} holds a key-shaped string ({kind}); credentials "
+                             "never go in a harness, which is committed to git")
+
+
+def _texts(patch: Patch):
+    """``(field name, value)`` of every text a patch writes: its fields, predicted tasks and
+    each change's path, old and new text."""
+    for name in _TEXT_FIELDS:
+        yield name, getattr(patch, name)
+    for index, task in enumerate(patch.predicted_tasks):
+        yield f"predicted_tasks[{index}]", task
+    for index, change in enumerate(patch.changes):
+        for name in ("path", "old", "new"):
+            yield f"changes[{index}].{name}", getattr(change, name, None)
 
 
 def _check_fields(patch: Patch) -> None:

@@ -38,6 +38,7 @@ from gsme.evolvers.base import Evolver
 from gsme.gitrepo import HarnessRepo, RepoError
 from gsme.ledger import Ledger, LedgerError
 from gsme.patches import Patch
+from gsme.redact import secrets_of
 from gsme.resources import SEED_HARNESS
 from gsme.schema import BASELINE
 from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
@@ -85,6 +86,7 @@ class Run:
         self.evolver = evolver
         self.read_only = ledger.read_only
         self._ledger = ledger
+        ledger.redact_secrets(secrets_of(agent, evolver))
         self._lock = lock
         try:
             self.repo = HarnessRepo.open(self.path / self.REPO)
@@ -129,6 +131,7 @@ class Run:
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
         try:
             ledger = Ledger(staging / cls.LEDGER, create=True)
+            ledger.redact_secrets(secrets_of(agent, evolver))
             ledger.put("config", config.model_dump(mode="json"))
             ledger.put("schedule", None if schedule is None else schedule.model_dump())
             ledger.put("agent", {"name": agent.name, "simulated": bool(agent.simulated),

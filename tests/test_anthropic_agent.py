@@ -178,7 +178,7 @@ def test_api_key_never_reaches_trajectory_or_transcript(harness, tmp_path):
     replay = Replay((200, "lcm_wrong.json"), (401, str(echo)))
     agent = make_agent(replay)
     traj = agent.run(harness, LCM, repeat=0, attempt=0, run_seed=0)
-    assert traj.infra_ok is False and aa.REDACTED in traj.error
+    assert traj.infra_ok is False and "[REDACTED:ANTHROPIC_API_KEY]" in traj.error
     assert KEY not in repr(traj) and "TESTSECRET" not in repr(traj)
     assert KEY not in repr(agent)
 

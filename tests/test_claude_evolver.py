@@ -404,7 +404,7 @@ def test_api_key_never_appears_in_records_repr_logs_or_errors(diagnoses, harness
         propose(ev, harness, diagnoses)
         with pytest.raises(ClaudeEvolverError) as raised:
             propose(ev, harness, diagnoses)
-    assert "HTTP 401" in str(raised.value) and "[redacted]" in str(raised.value)
+    assert "HTTP 401" in str(raised.value) and "[REDACTED:ANTHROPIC_API_KEY]" in str(raised.value)
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
     texts = [str(raised.value), repr(ev), json.dumps(ev.calls), json.dumps(ev.failed_proposals),
              caplog.text]

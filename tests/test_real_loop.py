@@ -151,7 +151,7 @@ def test_an_infra_failure_is_rerun_not_scored(loop):
     assert len(failed) == 1 and not failed["passed"].any()
     repeat = failed["repeat"].item()
     assert echo.loc[echo["repeat"] == repeat, "attempt"].tolist() == [0, 1]
-    assert "[redacted]" in run.transcript(failed["trajectory"].item())
+    assert "[REDACTED:ANTHROPIC_API_KEY]" in run.transcript(failed["trajectory"].item())
 
 
 def test_the_evolver_never_sees_test_tasks(loop):

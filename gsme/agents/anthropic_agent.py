@@ -41,6 +41,7 @@ import pandas as pd
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.agents.middleware import Step, load_runtime
 from gsme.prices import call_cost
+from gsme.redact import redact
 from gsme.suites import pyfunc
 
 __all__ = ["DEFAULT_MODEL", "MODEL_ENV", "AgentConfig", "AnthropicAgent", "extract_code",
@@ -52,8 +53,6 @@ PLACEHOLDER_MODEL = "frozen-task-model"
 SUITES = ("pyfunc",)
 _CONFIG_KEYS = ("model", "temperature", "max_tokens", "thinking_budget", "turn_limit")
 _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
-_KEY_PATTERN = re.compile(r"sk-ant-[A-Za-z0-9_\-]+")
-REDACTED = "[redacted]"
 
 
 @dataclass(frozen=True)
@@ -221,11 +220,14 @@ class AnthropicAgent(TaskAgent):
                   n_total=result.n_total, error=result.error)
         return trial.trajectory(result.passed, start, error=result.error)
 
+    def secrets(self) -> dict[str, str]:
+        """The API key trials use, under ``ANTHROPIC_API_KEY`` (none when no key is set)."""
+        key = (getattr(self._client, "api_key", None) or self._api_key
+               or os.environ.get("ANTHROPIC_API_KEY"))
+        return {"ANTHROPIC_API_KEY": key} if isinstance(key, str) and key else {}
+
     def _redact(self, text: str) -> str:
-        key = getattr(self._client, "api_key", None) or self._api_key
-        if key:
-            text = text.replace(key, REDACTED)
-        return _KEY_PATTERN.sub(REDACTED, text)
+        return redact(text, self.secrets())
 
 
 class _Trial:

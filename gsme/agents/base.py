@@ -103,6 +103,14 @@ class TaskAgent(abc.ABC):
         """True when the environment is healthy enough to run trials."""
         return True
 
+    def secrets(self) -> dict[str, str]:
+        """The secrets this agent hands its trials, by variable name, as set now.
+
+        A run redacts their values from everything it stores (:mod:`gsme.redact`), so a
+        trial that prints one leaves ``[REDACTED:NAME]`` instead. The default hands none.
+        """
+        return {}
+
     def check_harness(self, harness_dir: Path) -> None:
         """Raise ``ValueError`` naming the problem if this agent cannot run the harness.
 

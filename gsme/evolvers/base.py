@@ -52,6 +52,11 @@ class Evolver(abc.ABC):
         evolver need not repeat a failure.
         """
 
+    def secrets(self) -> dict[str, str]:
+        """The secrets this evolver uses (an API key), by variable name: a run redacts
+        their values from everything it stores (:mod:`gsme.redact`). The default uses none."""
+        return {}
+
     def reseed(self, seed: int) -> None:
         """Restart the evolver's randomness from ``seed``.
 

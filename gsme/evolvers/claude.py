@@ -57,13 +57,13 @@ from gsme.evolvers.claude_tools import (
 )
 from gsme.patches import FileChange, Patch, PatchError, lever_files, read_patches, validate_patch
 from gsme.prices import call_cost
+from gsme.redact import redact
 from gsme.vocabulary import Vocabulary
 
 __all__ = ["ClaudeEvolver", "ClaudeEvolverError"]
 
 logger = logging.getLogger(__name__)
 
-_SECRET = re.compile(r"sk-ant-[A-Za-z0-9_\-]{4,}")
 ADDED_BY = "claude-evolver"
 
 
@@ -405,7 +405,7 @@ class ClaudeEvolver(Evolver):
 
     def _emit(self, record: dict, error: str | None, log: Log | None) -> None:
         """Finish ``record`` (``ok`` when there is no error), keep it and pass it on."""
-        record["error"] = None if error is None else self._redact(error)
+        record["error"] = None if error is None else redact(error, self.secrets())
         record["ok"] = error is None
         if error is not None:
             logger.warning("Claude evolver %s call %s: %s", record["kind"], record["call_id"],
@@ -414,11 +414,10 @@ class ClaudeEvolver(Evolver):
         if log is not None:
             log(dict(record))
 
-    def _redact(self, text: str) -> str:
+    def secrets(self) -> dict[str, str]:
+        """The client's API key, under ``ANTHROPIC_API_KEY`` (none when it has none)."""
         key = getattr(self._client, "api_key", None)
-        if isinstance(key, str) and key:
-            text = text.replace(key, "[redacted]")
-        return _SECRET.sub("sk-ant-[redacted]", text)
+        return {"ANTHROPIC_API_KEY": key} if isinstance(key, str) and key else {}
 
 
 def _diagnoses_frame(rows: list[dict]) -> pd.DataFrame:

@@ -183,18 +183,30 @@ def feedback(response, tool: str, problems: list[str], reasons: list[str], *,
 
     Every ``tool_use`` block of the answer gets an error ``tool_result`` carrying the
     reasons (a text turn when there is none). After answer-level ``problems`` the model
-    is asked for its full answer again; otherwise for corrected rejected items only.
+    is asked for its full answer again; otherwise for corrected rejected items only. The
+    echo is made sendable: a lone surrogate in the answer (refused as an item) becomes ``?``.
     """
     ask = (f"Call {tool} again with your full answer." if problems else
            f"Call {tool} again with corrected versions of the rejected items only "
            "(an empty list withdraws them).")
     message = (f"Not accepted. {n_kept} item(s) passed and are kept. Problems:\n"
                + "\n".join(f"- {r}" for r in reasons) + f"\n{ask}")
-    echoed = [b.model_dump(mode="json", exclude_none=True) for b in response.content]
+    echoed = [_encodable(b.model_dump(mode="json", exclude_none=True)) for b in response.content]
     reply = [{"type": "tool_result", "tool_use_id": b.id, "is_error": True, "content": message}
              for b in response.content if b.type == "tool_use"]
     turns = [{"role": "user", "content": reply or [{"type": "text", "text": message}]}]
     return ([{"role": "assistant", "content": echoed}] if echoed else []) + turns
+
+
+def _encodable(value):
+    """``value`` with every string in it encodable as UTF-8 (what a request is sent as)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {key: _encodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_encodable(item) for item in value]
+    return value
 
 
 def payload_items(tool: str, payload) -> list:

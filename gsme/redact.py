@@ -1,0 +1,288 @@
+"""Keep credentials out of everything a run stores: one rule set, one redaction.
+
+A :class:`Redactor` replaces each secret in a text with ``[REDACTED:NAME]``:
+
+* the value of a variable that trials or gsme itself are given (an agent's
+  :meth:`~gsme.agents.base.TaskAgent.secrets`, an evolver's API key), NAME being the
+  variable's name; the value is also found as JSON writes it (escaped). A value shorter than
+  :data:`MIN_SECRET_CHARS` is left alone: it would mangle ordinary text;
+* a key-shaped string matched by a rule of :data:`KEY_RULES`, NAME being the kind of key.
+  The match is redacted with the rest of its token (``[A-Za-z0-9_-]*``), so a key longer
+  than its rule requires is never left half shown.
+
+No rule matches a quote or a backslash, so JSON text stays JSON after redaction, and
+``[REDACTED:...]`` matches no rule, so redacting twice changes nothing.
+
+The config scan (:mod:`gsme.credentials`) and patch validation (:mod:`gsme.patches`) use
+the same rules: :func:`key_kind` for a key-shaped value, :data:`CREDENTIAL_NAME` for a
+name that looks like a credential.
+
+Key rules
+---------
+Most are the shapes of the detect-secrets scanner's plugins (Yelp, 1.5.0), taken as plain
+regexes rather than imported (importing its plugins costs 0.16 s and pulls in ``requests``);
+``tests/test_redact.py`` checks each one against the installed scanner. Its rules that need
+a keyword beside the value (AWS secret keys, Cloudant, IBM, SoftLayer, npm) or match
+ordinary text (public IPs, Artifactory, Mailchimp, Telegram, Discord) are not taken: those
+secrets are caught by name (:data:`CREDENTIAL_NAME`) in a config and by value when passed
+to trials.
+
+=================== =============================================== ===========================
+kind                shape                                           source
+=================== =============================================== ===========================
+anthropic-key       ``sk-ant-`` and 6 or more token characters       gsme (not in detect-secrets)
+openai-key          ``sk-...T3BlbkFJ...``                            OpenAIDetector
+aws-access-key      ``AKIA``/``ASIA``/``ABIA``/``ACCA``/``A3T.`` +16  AWSKeyDetector (key ids)
+azure-storage-key   ``AccountKey=`` and 88 base64 characters         AzureStorageKeyDetector
+github-token        ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 GitHubTokenDetector
+github-token        ``github_pat_`` and 20 or more                   gsme (fine-grained tokens)
+gitlab-token        ``glpat-``, ``glrt-``, ``GR1348941``, ...        GitLabTokenDetector
+google-api-key      ``AIza`` and 35                                  gsme
+hugging-face-token  ``hf_`` and 30 or more                           gsme
+jwt                 ``eyJ...`` header.payload.signature              JwtTokenDetector (signature
+                                                                    kept in the match)
+pypi-token          ``pypi-AgEIcHlwaS5vcmc...``                      PypiTokenDetector
+sendgrid-key        ``SG.`` + 22 + ``.`` + 43                        SendGridDetector
+slack-token         ``xoxb-1-2-abc`` (any case), a hooks.slack URL   SlackDetector
+square-secret       ``sq0csp-`` and 43                               SquareOAuthDetector (no
+                                                                    backslash)
+stripe-key          ``sk_live_``/``rk_live_`` and 24                 StripeDetector
+twilio-key          ``AC``/``SK`` and 32 lowercase or digits         TwilioKeyDetector
+private-key         a ``-----BEGIN ... PRIVATE KEY-----`` block      PrivateKeyDetector's headers
+                    through its END line                            (the body kept in the match)
+url-password        the password of ``scheme://user:password@``      BasicAuthDetector (no quote
+                                                                    or backslash)
+=================== =============================================== ===========================
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+
+__all__ = ["CREDENTIAL_NAME", "KEY_RULES", "MIN_SECRET_CHARS", "Redactor", "key_kind",
+           "passed_secrets", "redact", "secrets_of"]
+
+MIN_SECRET_CHARS = 8
+"""A secret value shorter than this is not redacted by value (only by its shape)."""
+
+CREDENTIAL_NAME = re.compile(
+    r"(api|access|secret|private|auth)[_-]?key|key$|secret|password|passwd|credential|"
+    r"bearer|(^|_)token$|^auth$|authorization", re.IGNORECASE)
+"""A name (config key, environment variable) that looks like it holds a credential."""
+
+_TOKEN = "[A-Za-z0-9_-]"
+_GITLAB = r"[A-Za-z0-9_\-]{"
+KEY_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # kind, regex, literals one of which every match holds (they make the fast pre-check)
+    ("anthropic-key", rf"sk-ant-{_TOKEN}{{6,}}", ("sk-ant-",)),
+    ("openai-key", r"sk-[A-Za-z0-9-_]*[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}", ("T3BlbkFJ",)),
+    ("aws-access-key", r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}",
+     ("A3T", "ABIA", "ACCA", "AKIA", "ASIA")),
+    ("azure-storage-key", r"AccountKey=[a-zA-Z0-9+\/=]{88}", ("AccountKey=",)),
+    ("github-token", r"(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9_]{36}",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    ("github-token", r"github_pat_[A-Za-z0-9_]{20,}", ("github_pat_",)),
+    ("gitlab-token", rf"(glpat|gldt|glft|glsoat|glrt)-{_GITLAB}20,50}}(?!\w)",
+     ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-")),
+    ("gitlab-token", rf"GR1348941{_GITLAB}20,50}}(?!\w)", ("GR1348941",)),
+    ("gitlab-token", rf"glcbt-([0-9a-fA-F]{{2}}_)?{_GITLAB}20,50}}(?!\w)", ("glcbt-",)),
+    ("gitlab-token", rf"glimt-{_GITLAB}25}}(?!\w)", ("glimt-",)),
+    ("gitlab-token", rf"glptt-{_GITLAB}40}}(?!\w)", ("glptt-",)),
+    ("gitlab-token", rf"glagent-{_GITLAB}50,1024}}(?!\w)", ("glagent-",)),
+    ("gitlab-token", rf"gloas-{_GITLAB}64}}(?!\w)", ("gloas-",)),
+    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}", ("AIza",)),
+    ("hugging-face-token", r"hf_[A-Za-z0-9]{30,}", ("hf_",)),
+    ("jwt", r"eyJ[A-Za-z0-9-_=]+\.[A-Za-z0-9-_=]+\.?[A-Za-z0-9-_.+/=]*", ("eyJ",)),
+    ("pypi-token", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9-_]{70,}", ("pypi-AgE",)),
+    ("pypi-token", r"pypi-AgENdGVzdC5weXBpLm9yZw[A-Za-z0-9-_]{70,}", ("pypi-AgE",)),
+    ("sendgrid-key", r"SG\.[a-zA-Z0-9_-]{22}\.[a-zA-Z0-9_-]{43}", ("SG.",)),
+    ("slack-token", r"xox(?:a|b|p|o|s|r)-(?:\d+-)+[a-z0-9]+",
+     ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-")),
+    ("slack-token", (r"https://hooks\.slack\.com/services/T[a-zA-Z0-9_]+/B[a-zA-Z0-9_]+"
+                     r"/[a-zA-Z0-9_]+"), ("slack.com/services/T",)),
+    ("square-secret", r"sq0csp-[0-9A-Za-z\-_]{43}", ("sq0csp-",)),
+    ("stripe-key", r"(?:r|s)k_live_[0-9a-zA-Z]{24}", ("k_live_",)),
+    ("twilio-key", r"AC[a-z0-9]{32}", ("AC",)),
+    ("twilio-key", r"SK[a-z0-9]{32}", ("SK",)),
+    ("private-key", (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+                     r"(?:[A-Za-z0-9+/=:,.\s]|\\[nr]|-(?!----))*"
+                     r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)?"), ("PRIVATE KEY",)),
+    ("private-key", r"PuTTY-User-Key-File-2", ("PuTTY-User-Key-File-2",)),
+    ("url-password", r"://[^:/?#\[\]@!$&'()*+,;=\s\"\\]+:([^:/?#\[\]@!$&'()*+,;=\s\"\\]+)@",
+     ("@",)),
+)
+"""``(kind, regex, literals)`` of every key shape redacted (see the module docstring)."""
+
+_IN_CONTEXT = "url-password"  # the one rule whose match keeps its context: only group 1 goes
+_TAILED = tuple((kind, re.compile(rule if kind == _IN_CONTEXT else f"{rule}{_TOKEN}*"))
+                for kind, rule, _ in KEY_RULES)
+_KEYS = re.compile("|".join(f"(?:{rx.pattern})" for _, rx in _TAILED))
+_LITERALS = frozenset(lit for *_, literals in KEY_RULES for lit in literals)
+_COMMON = (" \t\nabcdefghijklmnopqrstuvwxyz.,:;'\"()", "0123456789", "-", "_", "/",
+           "ITASPWHBLCEDMONRF")
+"""Tiers of characters, commonest first (any other character is rarer than all of them)."""
+_MEMO_CHARS, _MEMO_SIZE = 64, 4096  # short texts (labels, beacons) recur: their results are kept
+
+
+def key_kind(text: str) -> str | None:
+    """The kind of the first key-shaped string in ``text`` (a :data:`KEY_RULES` kind), or None.
+
+    Examples
+    --------
+    >>> key_kind("export KEY=sk-ant-" + "x" * 20), key_kind("sk-ant")
+    ('anthropic-key', None)
+    """
+    found = _KEYS.search(text)
+    return None if found is None else _rule_at(found)[0]
+
+
+class Redactor:
+    """Replaces ``secrets`` (variable name → value) and key-shaped strings in a text.
+
+    Compiled once. A text is first searched for the literals every secret or key holds
+    (each anchored on its rarest character, so ordinary text is skipped at about a
+    nanosecond a character); only a text holding one is searched with the full rules.
+    Values are held in memory only: a redactor is never stored or shown.
+
+    Examples
+    --------
+    >>> hide = Redactor({"MY_TOKEN": "hunter2-but-longer"})
+    >>> hide("token=hunter2-but-longer key=sk-ant-abcdef123")
+    'token=[REDACTED:MY_TOKEN] key=[REDACTED:anthropic-key]'
+    >>> hide.value({"note": ["sk-ant-abcdef123", 3]})
+    {'note': ['[REDACTED:anthropic-key]', 3]}
+    """
+
+    def __init__(self, secrets: Mapping[str, str] | None = None):
+        names: dict[str, str] = {}
+        for name, value in (secrets or {}).items():
+            if isinstance(value, str) and len(value) >= MIN_SECRET_CHARS:
+                for form in _written_forms(value):
+                    names.setdefault(form, name)
+        self._names = names
+        values = "|".join(map(re.escape, sorted(names, key=len, reverse=True)))
+        self._pattern = re.compile(f"{values}|{_KEYS.pattern}" if values else _KEYS.pattern)
+        self._finders = _finders(_LITERALS | set(names))
+        self._memo: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"Redactor({len(set(self._names.values()))} secret(s))"
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every secret and key-shaped string replaced."""
+        if len(text) > _MEMO_CHARS:
+            return self._redacted(text)
+        done = self._memo.get(text)
+        if done is None:
+            if len(self._memo) >= _MEMO_SIZE:
+                self._memo.clear()
+            done = self._memo[text] = self._redacted(text)
+        return done
+
+    def value(self, value):
+        """``value`` with every string in it redacted (dicts, lists and tuples walked)."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, Mapping):
+            return {key: self.value(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.value(item) for item in value]
+        return value
+
+    def _redacted(self, text: str) -> str:
+        for char, finder in self._finders:
+            if char in text and finder.search(text) is not None:
+                return self._pattern.sub(self._replace, text)
+        return text
+
+    def _replace(self, found: re.Match) -> str:
+        name = self._names.get(found.group())
+        if name is not None:
+            return f"[REDACTED:{name}]"
+        kind, rule = _rule_at(found)
+        if kind != _IN_CONTEXT:
+            return f"[REDACTED:{kind}]"
+        start, end = (i - found.start() for i in rule.span(1))
+        return f"{found.group()[:start]}[REDACTED:{kind}]{found.group()[end:]}"
+
+
+def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
+    """``text`` with ``secrets`` (name → value) and key-shaped strings replaced.
+
+    For one text; to redact many with the same secrets, make one :class:`Redactor`.
+
+    Examples
+    --------
+    >>> redact("Authorization: Bearer sk-ant-api03-abcdefgh")
+    'Authorization: Bearer [REDACTED:anthropic-key]'
+    """
+    return (Redactor(secrets) if secrets else _PATTERNS_ONLY)(text)
+
+
+def passed_secrets(pass_env, env: Mapping[str, str]) -> dict[str, str]:
+    """The secrets of a process started with variables copied from this one (``pass_env``,
+    names) and given values (``env``): those copied, as set now, and the values given under
+    a name that looks like a credential (:data:`CREDENTIAL_NAME`)."""
+    given = {name: value for name, value in env.items() if CREDENTIAL_NAME.search(name)}
+    return {**given, **{name: os.environ[name] for name in pass_env if name in os.environ}}
+
+
+def secrets_of(*holders) -> dict[str, str]:
+    """The secrets (variable name → value) the agents and evolvers given hold, read now.
+
+    Each holder's ``secrets()`` (:meth:`~gsme.agents.base.TaskAgent.secrets`,
+    :meth:`~gsme.evolvers.base.Evolver.secrets`); None and objects without one hold none.
+    """
+    found: dict[str, str] = {}
+    for holder in holders:
+        found.update(getattr(holder, "secrets", dict)())
+    return found
+
+
+def _rule_at(found: re.Match) -> tuple[str, re.Match]:
+    """The kind and own match of the key rule that made ``found`` (the first that matches
+    where it starts: the combined pattern tries the rules in the same order)."""
+    return next((kind, match) for kind, rule in _TAILED
+                if (match := rule.match(found.string, found.start())) is not None)
+
+
+def _finders(literals) -> tuple[tuple[str, re.Pattern], ...]:
+    """``(character, regex)`` pairs finding ``literals``, each from its rarest character.
+
+    Finding a character is fast (``char in text``) and so is a regex that starts with one;
+    a text without any of the few characters literals start from is skipped at once.
+    """
+    by_char: dict[str, list[tuple[str, int]]] = {}
+    for literal in sorted(set(literals)):
+        at = max(range(len(literal)), key=lambda i: (_rarity(literal[i]), -i))
+        by_char.setdefault(literal[at], []).append((literal, at))
+    return tuple((char, re.compile(re.escape(char) + _guard(found) + "(?:" + "|".join(
+        (f"(?<={re.escape(lit[:at + 1])})" if at else "") + re.escape(lit[at + 1:])
+        for lit, at in found) + ")")) for char, found in sorted(by_char.items()))
+
+
+def _guard(found: list[tuple[str, int]]) -> str:
+    """A one-character look behind the pivot that rejects most places at once (empty when a
+    literal starts with its pivot)."""
+    if not all(at for _, at in found):
+        return ""
+    before = "".join(sorted({re.escape(lit[at - 1]) for lit, at in found}))
+    return f"(?<=[{before}].)"
+
+
+def _rarity(char: str) -> int:
+    """0 for the commonest characters of text, more for rarer ones (capitals: the most)."""
+    return next((i for i, tier in enumerate(_COMMON) if char in tier), len(_COMMON))
+
+
+def _written_forms(value: str) -> set[str]:
+    """``value`` as written in text and in JSON text (escaped, ``/`` escaped or not)."""
+    escaped = json.dumps(value)[1:-1]
+    return {value, escaped, escaped.replace("/", "\\/"),
+            json.dumps(value, ensure_ascii=False)[1:-1]}
+
+
+_PATTERNS_ONLY = Redactor()
