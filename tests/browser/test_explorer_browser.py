@@ -37,7 +37,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 # an error fails at once, without waiting for them
 SERVER_START_S = 60
 WAIT_MS = 90_000
-FIGURE = "img.gsme-explorer-figure"
+FIGURE = "img.gsme-explorer-forest"
+PATCH = ".gsme-explorer-patch"
+SIDES = ".gsme-explorer-sides"
 PNG_MAGIC = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 #: Where screenshots go besides the test's tmp dir, when set.
 ARTIFACTS = os.environ.get("GSME_BROWSER_ARTIFACTS")
@@ -265,9 +267,10 @@ def drive(page, lab: Lab, last_round: int, tmp_path: Path) -> None:
     assert "Traceback" not in text, text
     first = figure(page)
     assert first["bytes"][:8] == bytes(PNG_MAGIC), "the figure is not a PNG"
-    assert first["natural"] == [2250, 675]  # 15 x 4.5 in at 150 dpi
-    assert len(first["bytes"]) > 20_000
-    assert first["shown"][0] > 600 and first["shown"][1] > 150, first["shown"]
+    assert first["natural"] == [720, 340]  # 7.2 x 3.4 in at 100 dpi
+    assert len(first["bytes"]) > 10_000
+    assert first["shown"] == [720, 340], first["shown"]  # shown at its size: legible
+    check_patch_and_sides(page)
     screenshot(page, tmp_path, f"explorer-round-{last_round}")
 
     # the slider starts on the last round; one step left with the keyboard
@@ -286,3 +289,42 @@ def drive(page, lab: Lab, last_round: int, tmp_path: Path) -> None:
     assert second["sha"] != first["sha"], "the slider moved but the figure did not change"
     assert "<Figure size" not in output_text(page)
     screenshot(page, tmp_path, f"explorer-round-{last_round - 1}")
+
+
+PANE = """([patch, sides]) => {
+    const pane = document.querySelector(patch), both = document.querySelector(sides);
+    const text = (root, sel) => Array.from(root.querySelectorAll(sel), (e) => e.textContent);
+    return {heading: text(pane, "h4"), diff: text(pane, "pre.gsme-diff"),
+            added: text(pane, "pre.gsme-diff span.gsme-add").length,
+            gate: text(pane, "table.gsme-gate th"),
+            parent: text(both, "table.gsme-sides th.gsme-side-parent"),
+            child: text(both, "table.gsme-sides th.gsme-side-child"),
+            transcripts: text(both, "table.gsme-sides pre.gsme-transcript")};
+}"""
+
+
+def check_patch_and_sides(page) -> None:
+    """The patch pane holds a marked-up diff and the gate table; the side-by-side view a
+    table with the parent's and the child's transcripts; picking another candidate in the
+    list replaces both."""
+    page.wait_for_selector(f"{PATCH} pre.gsme-diff span.gsme-add")
+    page.wait_for_selector(f"{SIDES} table.gsme-sides pre.gsme-transcript")
+    pane = page.evaluate(PANE, [PATCH, SIDES])
+    assert len(pane["heading"]) == 1 and pane["heading"][0].startswith("patch c"), pane
+    assert pane["diff"][0].startswith("diff --git") and pane["added"] > 0, pane
+    assert {"where × why", "env gate", "beacon", "activation", "decision"} <= set(pane["gate"])
+    assert pane["parent"][0].startswith("parent ") and pane["child"][0].startswith("child ")
+    assert len(pane["transcripts"]) == 2 and all(t.strip() for t in pane["transcripts"])
+    picker = page.locator(".gsme-explorer-candidates select")
+    values = picker.locator("option").evaluate_all("(os) => os.map((o) => o.value)")
+    labels = [t.replace("\xa0", " ") for t in picker.locator("option").all_inner_texts()]
+    assert all(" · " in label and "z=" in label for label in labels), labels
+    current = picker.evaluate("(s) => s.value")
+    other = next(v for v in values if v != current)
+    before = pane["heading"][0]
+    picker.select_option(other)
+    page.wait_for_function(
+        """([sel, before]) => { const h = document.querySelector(sel + " h4");
+            return h && h.textContent !== before; }""", arg=[PATCH, before])
+    after = page.evaluate(PANE, [PATCH, SIDES])
+    assert after["heading"][0] != before and after["diff"][0].startswith("diff --git")
