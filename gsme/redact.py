@@ -10,8 +10,9 @@ A :class:`Redactor` replaces each secret in a text with ``[REDACTED:NAME]``:
   The match is redacted with the rest of its token (``[A-Za-z0-9_-]*``), so a key longer
   than its rule requires is never left half shown.
 
-No rule matches a quote or a backslash, so JSON text stays JSON after redaction, and
-``[REDACTED:...]`` matches no rule, so redacting twice changes nothing.
+No rule matches a quote, or a backslash other than a whole ``\\n`` or ``\\r`` escape, so JSON
+text stays JSON after redaction; ``[REDACTED:...]`` matches no rule, so redacting twice
+changes nothing.
 
 The config scan (:mod:`gsme.credentials`) and patch validation (:mod:`gsme.patches`) use
 the same rules: :func:`key_kind` for a key-shaped value, :data:`CREDENTIAL_NAME` for a
@@ -49,7 +50,7 @@ square-secret       ``sq0csp-`` and 43                               SquareOAuth
 stripe-key          ``sk_live_``/``rk_live_`` and 24                 StripeDetector
 twilio-key          ``AC``/``SK`` and 32 lowercase or digits         TwilioKeyDetector
 private-key         a ``-----BEGIN ... PRIVATE KEY-----`` block      PrivateKeyDetector's headers
-                    through its END line                            (the body kept in the match)
+                    through its END line, a PuTTY key file's lines  (the body kept in the match)
 url-password        the password of ``scheme://user:password@``      BasicAuthDetector (no quote
                                                                     or backslash)
 =================== =============================================== ===========================
@@ -74,6 +75,7 @@ CREDENTIAL_NAME = re.compile(
 """A name (config key, environment variable) that looks like it holds a credential."""
 
 _TOKEN = "[A-Za-z0-9_-]"
+_BODY = r"(?:[A-Za-z0-9+/=:,.\s]|\\[nr]|-(?!----))*"  # a key file's lines (JSON-escaped too)
 _GITLAB = r"[A-Za-z0-9_\-]{"
 KEY_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     # kind, regex, literals one of which every match holds (they make the fast pre-check)
@@ -107,10 +109,9 @@ KEY_RULES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("stripe-key", r"(?:r|s)k_live_[0-9a-zA-Z]{24}", ("k_live_",)),
     ("twilio-key", r"AC[a-z0-9]{32}", ("AC",)),
     ("twilio-key", r"SK[a-z0-9]{32}", ("SK",)),
-    ("private-key", (r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-                     r"(?:[A-Za-z0-9+/=:,.\s]|\\[nr]|-(?!----))*"
+    ("private-key", (rf"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----{_BODY}"
                      r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)?"), ("PRIVATE KEY",)),
-    ("private-key", r"PuTTY-User-Key-File-2", ("PuTTY-User-Key-File-2",)),
+    ("private-key", rf"PuTTY-User-Key-File-2{_BODY}", ("PuTTY-User-Key-File-2",)),
     ("url-password", r"://[^:/?#\[\]@!$&'()*+,;=\s\"\\]+:([^:/?#\[\]@!$&'()*+,;=\s\"\\]+)@",
      ("@",)),
 )

@@ -1,0 +1,176 @@
+"""A secret handed to trials, or shaped like a key, is never stored: not in the ledger (any
+table, compressed or not), not in the run's git repository; it is stored as
+``[REDACTED:NAME]``. Patches holding a key or text that is not UTF-8 are refused."""
+
+import json
+import sqlite3
+import subprocess
+import textwrap
+import zlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from faultkit import cli, one_line_error, tiny_config
+
+from gsme.patches import FileChange, Patch, PatchError, harness_files, validate_patch
+from gsme.resources import SEED_HARNESS
+
+KEY = "sk-ant-api03-" + "Zq7Wx9" * 12  # fake, built here
+PASSWORD = "correct-horse-battery-staple-42"  # not key-shaped: redacted by value alone
+GITHUB = "ghp_" + "T0k3n" * 7 + "x"  # a key-shaped task feature
+
+PROBE = textwrap.dedent('''
+    import json, os, sys
+    from pathlib import Path
+    task, out = sys.argv[1], Path(sys.argv[2])
+    key, password = os.environ["ANTHROPIC_API_KEY"], os.environ["DB_PASSWORD"]
+    row = json.loads((out / "task.json").read_text())
+    if task.endswith(("1", "3", "5")):  # fails: stderr reaches the trial's error
+        print(f"auth failed for {key} / {password}", file=sys.stderr)
+        sys.exit(3)
+    text = f"using {key} and {password}; task row {json.dumps(row)}\\n" * (1 + 40 * (task == "t0"))
+    (out / "result.json").write_text(json.dumps({
+        "passed": task.endswith(("0", "2")), "transcript_text": text,
+        "error": f"upstream said: bad key {key}", "pathology": f"leak-{password}"}))
+''')
+
+
+def _command_run(tmp_path, **extra_columns):
+    (tmp_path / "probe.py").write_text(PROBE)
+    tasks = pd.DataFrame({"task_id": [f"t{i}" for i in range(8)],
+                          "split": ["train"] * 6 + ["test"] * 2, **extra_columns})
+    tasks.to_csv(tmp_path / "tasks.csv", index=False)
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[run]\ndir = "run"\nrounds = 1\nchildren_per_round = 1\nworkers = 2\n'
+        '[agent]\nkind = "command"\ntasks = "tasks.csv"\n'
+        'command = "{python} probe.py {task_id} {out}"\n'
+        'pass_env = ["ANTHROPIC_API_KEY", "DB_PASSWORD"]\n'
+        '[evolver]\nkind = "rule"\n')
+    return path
+
+
+def _everything_stored(run_dir: Path) -> str:
+    """Every byte under the run directory, every ledger row (compressed transcripts
+    decompressed) and every object of the harness repository, as one text."""
+    parts = [p.read_bytes().decode("latin-1") for p in run_dir.rglob("*") if p.is_file()]
+    db = sqlite3.connect(run_dir / "ledger.sqlite")
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        for row in db.execute(f"SELECT * FROM {table}"):
+            parts += [zlib.decompress(v).decode() if isinstance(v, bytes) else str(v)
+                      for v in row]
+    db.close()
+    objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"],
+                             cwd=run_dir / "harness", capture_output=True, check=True).stdout
+    history = subprocess.run(["git", "log", "-p", "--all"], cwd=run_dir / "harness",
+                             capture_output=True, check=True, text=True).stdout
+    return "\n".join([*parts, objects.decode("latin-1"), history])
+
+
+def test_a_trial_printing_its_passed_secrets_leaves_them_nowhere(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("DB_PASSWORD", PASSWORD)
+    monkeypatch.chdir(tmp_path)
+    assert cli(capsys, "run", _command_run(tmp_path), "--quiet")[0] == 0
+    stored = _everything_stored(tmp_path / "run")
+    assert KEY not in stored and KEY[:24] not in stored and PASSWORD not in stored
+    for name in ("ANTHROPIC_API_KEY", "DB_PASSWORD"):
+        assert f"[REDACTED:{name}]" in stored
+    db = sqlite3.connect(tmp_path / "run" / "ledger.sqlite")
+    errors = [r[0] for r in db.execute("SELECT error FROM trials WHERE error IS NOT NULL")]
+    assert any("stderr: auth failed for [REDACTED:ANTHROPIC_API_KEY]" in e for e in errors)
+    assert any("bad key [REDACTED:ANTHROPIC_API_KEY]" in e for e in errors)
+    assert any(isinstance(r[0], bytes) for r in db.execute("SELECT text FROM transcripts"))
+
+
+def test_a_key_shaped_task_feature_is_stored_redacted(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("DB_PASSWORD", PASSWORD)
+    monkeypatch.chdir(tmp_path)
+    path = _command_run(tmp_path, notes=[f"token {GITHUB}"] * 8)
+    assert cli(capsys, "run", path, "--quiet")[0] == 0
+    stored = _everything_stored(tmp_path / "run")
+    assert GITHUB not in stored and "[REDACTED:github-token]" in stored
+    db = sqlite3.connect(tmp_path / "run" / "ledger.sqlite")
+    tasks = json.loads(json.loads(db.execute("SELECT value FROM meta WHERE key = 'tasks'")
+                                  .fetchone()[0]))
+    notes = [row[tasks["columns"].index("notes")] for row in tasks["data"]]
+    assert notes == ["token [REDACTED:github-token]"] * 8
+
+
+@pytest.mark.parametrize("entry", [
+    '[agent.env]\nMODE = "sk-ant-fake123"\n',
+    '[agent.env]\nOPENAI_KEY = "d41d8cd98f00b204e9800998ecf8427e"\n',
+    '[agent.env]\nAPIKEY = "x1"\n',
+])
+def test_short_keys_and_key_named_values_are_refused_by_the_config_scan(tmp_path, capsys,
+                                                                          entry):
+    path = tiny_config(tmp_path / "c.toml", tmp_path / "run")
+    path.write_text(path.read_text().split("[agent]")[0]
+                    + '[agent]\nkind = "command"\ntasks = "t.csv"\ncommand = "run {out}"\n'
+                    + entry + '[evolver]\nkind = "rule"\n')
+    code, out, err = cli(capsys, "run", path)
+    line = one_line_error(err)
+    assert code == 2 and "credentials never go" in line and "env." in line
+    assert "fake123" not in out + err and "d41d8cd9" not in out + err
+    assert not (tmp_path / "run").exists()
+
+
+def _patch(**fields) -> Patch:
+    base = {"id": "p1", "where": "prompt", "why": "careless-submit", "mechanism": "verify",
+            "beacon": "verify", "changes": (FileChange("prompt/verify.md", "Check.\n"),)}
+    return Patch(**{**base, **fields})
+
+
+@pytest.mark.parametrize("fields, field", [
+    ({"rationale": f"the key is {KEY}"}, "rationale"),
+    ({"mechanism": "use sk-ant-fake123"}, "mechanism"),
+    ({"changes": (FileChange("prompt/verify.md", f"API_KEY={KEY}\n"),)}, "changes[0].new"),
+    ({"predicted_tasks": (GITHUB,)}, "predicted_tasks[0]"),
+    ({"rationale": "lone \ud800 surrogate"}, "rationale"),
+    ({"changes": (FileChange("prompt/verify.md", "x\udfff"),)}, "changes[0].new"),
+])
+def test_a_patch_holding_a_key_or_a_lone_surrogate_is_a_patch_error(fields, field):
+    with pytest.raises(PatchError) as raised:
+        validate_patch(harness_files(SEED_HARNESS), _patch(**fields))
+    message = str(raised.value)
+    assert f"patch {field} " in message
+    assert KEY not in message and "fake123" not in message and GITHUB not in message
+    message.encode("utf-8")  # the message itself can be printed and stored
+
+
+def test_the_claude_evolver_refuses_such_patches_and_goes_on(tmp_path):
+    anthropic = pytest.importorskip("anthropic")
+    httpx2 = pytest.importorskip("httpx2")
+    from gsme.evolvers.claude import ClaudeEvolver
+    from gsme.vocabulary import Vocabulary
+
+    answer = json.loads((Path(__file__).parents[1] / "data" / "claude_evolver" /
+                         "propose_ok.json").read_text())
+    first, second = answer["content"][1]["input"]["patches"]
+    first["rationale"] = "t1 \ud800 submitted"  # arrives as JSON "\ud800": a lone surrogate
+    second["changes"][0]["new"] += f"\nkey = {KEY}\n"
+    sent = []
+
+    def server(request):
+        sent.append(request.content)
+        return httpx2.Response(200, content=json.dumps(answer).encode(),
+                               headers={"content-type": "application/json"})
+
+    client = anthropic.Anthropic(api_key="sk-ant-test-" + "0" * 20, max_retries=0,
+                                 http_client=httpx2.Client(transport=httpx2.MockTransport(server)))
+    evolver = ClaudeEvolver(client=client)
+    diagnoses = pd.DataFrame({"candidate": ["base"] * 2, "task_id": ["t1", "t2"],
+                              "repeat": [0, 1], "where": ["prompt", "config"],
+                              "why": ["careless-submit", "thinking-runaway"],
+                              "evidence": ["e1", "e2"], "confidence": [0.8, 0.6]})
+    logged = []
+    patches = evolver.propose(diagnoses, harness=harness_files(SEED_HARNESS), n=2,
+                              vocabulary=Vocabulary.default(), log=logged.append)
+    assert patches == [] and len(sent) == 2  # refused, retried once, nothing raised
+    reasons = [f["reason"] for f in evolver.failed_proposals]
+    assert any("patch rationale is not valid Unicode" in r for r in reasons)
+    assert any("patch changes[0].new holds a key-shaped string" in r for r in reasons)
+    assert KEY not in json.dumps(logged) + json.dumps(reasons)
