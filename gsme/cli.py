@@ -387,10 +387,7 @@ def _compare(args) -> int:
     counts = imported.trials.groupby("candidate", sort=False).size()
     print(f"gsme compare: {parent} ({counts[parent]} trials, {args.baseline}) vs "
           f"{child} ({counts[child]} trials, {args.child}); {config.design} gate")
-    shown = row.drop(columns=["tasks_up", "tasks_down"]).T
-    with pd.option_context("display.width", 120, "display.max_colwidth", 200,
-                           "display.float_format", "{:.3g}".format):
-        print(shown.to_string(header=False))
+    _print_frame(row.drop(columns=["tasks_up", "tasks_down"]).T, header=False)
     for direction in ("up", "down"):
         ids = row[f"tasks_{direction}"].iloc[0]
         print(f"moved {direction} ({row[f'n_{direction}'].iloc[0]}): {ids or '-'}")
@@ -431,9 +428,33 @@ def _plan(args) -> int:
         return 0
     print(f"gsme plan: {args.tasks} tasks, effect {args.effect:g} pp, repeat sd "
           f"{repeat_sd:.3g} pp ({source})")
-    with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
-        print(table.set_index("design").T.to_string())
+    _print_frame(table.set_index("design").T)
+    for line in _plan_notes(table, compare.MAX_K, compare.MAX_TASKS):
+        print(line)
     return 0
+
+
+def _plan_notes(table: pd.DataFrame, max_k: int, max_tasks: int) -> list[str]:
+    """What each n/a or zero in a plan means, in words."""
+    notes = []
+    for row in table.itertuples():
+        target = f"{row.target_power:.0%} power"
+        if row.design == "adaptive":
+            notes.append("adaptive: k_needed and n_tasks_needed are computed for the fixed "
+                         "design only (the adaptive design is simulated)")
+            if row.power == 0:
+                notes.append(f"adaptive: power 0: none of the simulated comparisons was "
+                             f"credited with {row.n_tasks} tasks (too few for its boundaries)")
+        elif row.k_needed != row.k_needed:
+            notes.append(f"fixed: k_needed n/a: no K up to {max_k} reaches {target} with "
+                         f"{row.n_tasks} tasks; more tasks are needed")
+        if row.design == "fixed" and row.n_tasks_needed != row.n_tasks_needed:
+            notes.append(f"fixed: n_tasks_needed n/a: no number of tasks up to {max_tasks:,} "
+                         f"reaches {target} at K = {row.k}")
+        if row.mde_pp != row.mde_pp:
+            notes.append(f"{row.design}: mde_pp n/a: even a 100 pp effect is not detected "
+                         f"with {target} by {row.n_tasks} tasks")
+    return notes
 
 
 def _grow(args) -> int:
@@ -502,6 +523,16 @@ def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:
         print(f"{name:<{width}}  {_number(value, p='_p_' in name or name.startswith('p_'))}")
 
 
+def _print_frame(frame: pd.DataFrame, *, header: bool = True) -> None:
+    """A table whose rows are fields (their names in the index), numbers as
+    :func:`_number` writes them."""
+    shown = frame.copy().astype(object)
+    for name in frame.index:
+        p = "_p_" in str(name) or str(name).startswith("p_")
+        shown.loc[name] = [_number(v, p=p) for v in frame.loc[name]]
+    print(shown.to_string(header=header))
+
+
 def _signed(value: float) -> str:
     text = _number(value)
     return "+" + text if value > 0 and text != "0" else text
@@ -524,8 +555,14 @@ def _number(value, *, p: bool = False) -> str:
 
 
 def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0] if text else type(err).__name__
+    """The error's first line; when it ends in ":" (a list follows), with the list's first
+    item, so the line still says what is wrong."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__
+    if lines[0].endswith(":") and len(lines) > 1 and lines[1].startswith("- "):
+        return f"{lines[0]} {lines[1][2:]}"
+    return lines[0]
 
 
 if __name__ == "__main__":

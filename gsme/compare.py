@@ -264,7 +264,12 @@ def plan(
     """
     config = _paired.gate_config(config)
     k = config.k if k is None else _paired.check_int("k", k, 1)
+    if k > MAX_K:
+        raise ValueError(f"k must be at most {MAX_K} repeats per task, got {k}")
     n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    if not 0 <= float(effect_pp) <= 100:
+        raise ValueError("effect_pp must be a difference of pass rates in percentage points, "
+                         f"between 0 and 100, got {effect_pp!r}")
     rows = []
     for design in designs:
         _paired.check_choice("design", design, ("fixed", "adaptive"))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
+from scipy import integrate, optimize, stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 
 from gsme import _paired
@@ -178,7 +178,27 @@ def _power(n, effect_pp, sd_pp, config: GateConfig):
         out = NormalIndPower().power(effect, n, alpha, ratio=0, alternative="two-sided")
     else:
         out = TTestPower().power(effect, n, alpha, alternative="two-sided")
+        out = _fill_nct_gaps(out, effect, n, alpha)
     return out if np.ndim(out) else float(out)
+
+
+def _fill_nct_gaps(out, effect: np.ndarray, n: np.ndarray, alpha: float) -> np.ndarray:
+    """``out`` with its NaNs computed again: SciPy's noncentral t tail (which statsmodels
+    uses) is NaN for some large noncentralities; there the power is integrated over the
+    chi-square of the sd instead (equal to the nct's to ~1e-12 where both exist)."""
+    out = np.array(out, dtype=np.float64)
+    flat, effects, sizes = out.reshape(-1), effect.reshape(-1), n.reshape(-1)
+    for i in np.flatnonzero(np.isnan(flat)):
+        df = sizes[i] - 1.0
+        t_crit, nc = stats.t.isf(alpha / 2, df), effects[i] * np.sqrt(sizes[i])
+
+        def tails(v, t_crit=t_crit, nc=nc, df=df):
+            scale = t_crit * np.sqrt(v / df)
+            return stats.chi2.pdf(v, df) * (stats.norm.sf(scale - nc)
+                                            + stats.norm.cdf(-scale - nc))
+
+        flat[i] = min(1.0, integrate.quad(tails, 0, np.inf)[0])
+    return out
 
 
 def _difference_sd(repeat_sd_pp, task_sd_pp, k):

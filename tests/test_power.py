@@ -82,3 +82,23 @@ def test_power_table_is_the_grid_of_power_and_mde():
     assert row["mde_pp"].item() == pytest.approx(stats.mde(n_tasks=26, repeat_sd_pp=sd, k=3))
     more_k = table[(table["n_tasks"] == 100) & (table["effect_pp"] == 5)]
     assert more_k.sort_values("k")["power"].is_monotonic_increasing
+
+
+def test_power_where_the_noncentral_t_is_nan_is_integrated_instead():
+    from scipy import integrate
+
+    from gsme.power import _difference_sd, _power
+
+    config = GateConfig()
+    sd = _difference_sd(70.7, 0, 3)
+    t_crit, nc = sps.t.isf(config.alpha, 3), 160 / sd * 2
+    assert np.isnan(sps.nct.cdf(-t_crit, 3, nc))  # SciPy's gap the power fills
+    got = power_module.power(n_tasks=4, effect_pp=160, repeat_sd_pp=70.7, k=3)
+    by_hand = integrate.quad(lambda v: sps.chi2.pdf(v, 3) * (
+        sps.norm.sf(t_crit * np.sqrt(v / 3) - nc)
+        + sps.norm.cdf(-t_crit * np.sqrt(v / 3) - nc)), 0, np.inf)[0]
+    assert got == pytest.approx(by_hand, abs=1e-12) and 0.99 < got < 1
+    near = 163.27 / sd * 2  # where the nct works, both agree
+    assert _power(4, 163.27, sd, config) == pytest.approx(
+        sps.nct.sf(t_crit, 3, near) + sps.nct.cdf(-t_crit, 3, near), abs=1e-10)
+    assert np.isfinite(power_module.mde(n_tasks=4, repeat_sd_pp=70.7, k=3))

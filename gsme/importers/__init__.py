@@ -91,7 +91,12 @@ def read_trials_csv(path, *, candidate: str | None = None, split: str = "train")
     check_split(split)
     frames = []
     for file in expand(path, "*.csv", "trials CSV"):
-        frame = pd.read_csv(file)
+        try:
+            frame = pd.read_csv(file, encoding="utf-8")
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+            reason = ("not UTF-8 text" if isinstance(err, UnicodeDecodeError)
+                      else str(err).strip().splitlines()[0])
+            raise ConfigError(f"{file} is not a readable trials CSV ({reason})") from None
         if "split" not in frame.columns:
             frame["split"] = split
         if candidate is not None:
@@ -181,6 +186,9 @@ def read_pair(baseline, child, *, format: str | None = None,
     if names[0] == names[1]:
         raise ConfigError(f"the two sides need different names, both are {names[0]!r} "
                           f"(candidate_from={candidate_from!r})")
+    empty = [shown(p) for p, side in zip(paths, sides) if side.trials.empty]
+    if empty:
+        raise ConfigError(f"no trials in {' and '.join(empty)}: nothing to compare")
     trials = pd.concat([s.trials for s in sides], ignore_index=True)
     dropped = pd.concat([s.dropped for s in sides], ignore_index=True)
     return Imported(schema.as_trials(trials), dropped)
