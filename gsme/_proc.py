@@ -52,7 +52,7 @@ MAX_STDERR = 4000
 _REAPER = r"""
 import ctypes, os, resource, signal, subprocess, sys
 parent = int(os.environ.pop("GSME_PARENT_PID"))
-limits = [(getattr(resource, name), int(value)) for name, value in
+limits = [(getattr(resource, name), tuple(map(int, values.split(":")))) for name, values in
           (item.split("=") for item in os.environ.pop("GSME_RLIMITS").split())]
 def stop(*_):
     os.killpg(0, signal.SIGKILL)
@@ -65,8 +65,8 @@ except (OSError, AttributeError):
 if os.getppid() != parent:
     stop()  # gsme died before the signal was armed
 def limit():
-    for kind, value in limits:
-        resource.setrlimit(kind, (value, value))
+    for kind, soft_hard in limits:
+        resource.setrlimit(kind, soft_hard)
 try:
     code = subprocess.Popen(sys.argv[1:], preexec_fn=limit if limits else None).wait()
 except OSError as err:
@@ -107,8 +107,11 @@ def run_limited(
     _require_executable(argv[0], env.get("PATH"), cwd)
     if sandbox is not None:
         argv = sandbox.wrap(argv)
-    limits = " ".join(f"{name}={value}" for name, value in
-                      (("RLIMIT_CPU", cpu_s), ("RLIMIT_DATA", (memory_mb or 0) << 20)) if value)
+    limits = []  # soft:hard; SIGXCPU at cpu_s, SIGKILL a second later
+    if cpu_s:
+        limits.append(f"RLIMIT_CPU={cpu_s}:{cpu_s + 1}")
+    if memory_mb:
+        limits.append(f"RLIMIT_DATA={memory_mb << 20}:{memory_mb << 20}")
     start = time.perf_counter()
     with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as given:
         given.write((stdin or "").encode())
@@ -119,7 +122,7 @@ def run_limited(
             stdout=subprocess.DEVNULL,
             stderr=err,
             env={**env, "GSME_PARENT_PID": str(os.getpid()),
-                 "GSME_RLIMITS": limits},
+                 "GSME_RLIMITS": " ".join(limits)},
             cwd=cwd,
             start_new_session=True,
         )

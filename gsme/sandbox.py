@@ -112,8 +112,7 @@ class Sandbox:
             raise RuntimeError(f"no sandbox: {reason}")
         shown = [self.workdir, *_interpreter()]
         hidden = [h for h in dict.fromkeys([*_always_hidden(), *self.hidden])
-                  if h != Path("/") and h.is_dir()
-                  and not any(h.is_relative_to(p) for p in _PRIVATE)]
+                  if h.is_dir() and str(h) not in ("/", *_PRIVATE)]
         # a hidden folder holding something shown is masked first, then the shown paths
         # are bound back on top; the other hidden folders are masked after them
         early = [h for h in hidden if any(s.is_relative_to(h) for s in shown)]

@@ -145,6 +145,14 @@ def test_health_check_runs_the_health_command():
     assert (ok.health_check(), bad.health_check()) == (True, False)
 
 
+def test_cpu_and_memory_limits_hold_for_each_process(tmp_path):
+    busy = CommandAgent(["{python}", "-c", "while True: pass"], TASKS, cpu_s=1, isolation="none")
+    assert run(busy, tmp_path).error.startswith("exit code -24")  # SIGXCPU
+    greedy = CommandAgent(["{python}", "-c", "b = bytearray(400 << 20)"], TASKS, memory_mb=200)
+    traj = run(greedy, tmp_path)
+    assert traj.error.startswith("exit code 1; stderr: ") and "MemoryError" in traj.error
+
+
 def test_tasks_from_files(tmp_path):
     TASKS.to_csv(tmp_path / "tasks.csv", index=False)
     TASKS.to_json(tmp_path / "tasks.jsonl", orient="records", lines=True)
@@ -169,6 +177,10 @@ def test_tasks_from_files(tmp_path):
         ({"tasks": TASKS.drop(columns="split")}, ValueError, r"tasks lack the columns \['split'\]"),
         ({"tasks": TASKS.assign(split="dev")}, ValueError, "split outside"),
         ({"health_command": "check {task_id}"}, ValueError, "allowed: \\['{python}'\\]"),
+        ({"isolation": "docker"}, ValueError, r"isolation must be one of \['sandbox', 'none'\]"),
+        ({"isolation": "none", "network": False}, ValueError, 'needs isolation = "sandbox"'),
+        ({"cpu_s": 0}, ValueError, "cpu_s must be a positive whole number"),
+        ({"memory_mb": 1.5}, ValueError, "memory_mb must be a positive whole number"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, message):

@@ -4,6 +4,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from gsme import sandbox
+from gsme.resources import PYFUNC_TASKS
 from gsme.suites import pyfunc
 
 
@@ -93,6 +95,16 @@ def test_solution_runs_without_the_callers_secrets(monkeypatch):
     code = "import os\ndef lcm(a, b):\n    return os.environ.get('ANTHROPIC_API_KEY')\n"
     result = pyfunc.run_examples("lcm", code)
     assert result.error == "lcm(4, 6) returned None; expected 12"
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None,
+                    reason=f"no sandbox here: {sandbox.unavailable()}")
+def test_solutions_see_neither_the_task_files_nor_the_network():
+    code = ("import pathlib, socket\ndef lcm(a, b):\n"
+            f"    return (pathlib.Path({str(PYFUNC_TASKS / 'lcm.toml')!r}).exists(), "
+            "[name for _, name in socket.if_nameindex()])\n")
+    result = pyfunc.run_examples("lcm", code)
+    assert result.error == "lcm(4, 6) returned (False, ['lo']); expected 12"
 
 
 def test_unknown_task_and_bad_arguments_are_named():
