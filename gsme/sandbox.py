@@ -142,7 +142,8 @@ def _interpreter() -> list[Path]:
     found = [Path(sys.executable).resolve().parent, Path(sys.prefix), Path(sys.base_prefix),
              Path(site.getusersitepackages())]
     found = [p.resolve() for p in found if p.is_dir()]
-    return [p for p in dict.fromkeys(found) if not any(p != q and p.is_relative_to(q) for q in found)]
+    return [p for p in dict.fromkeys(found)
+            if not any(p != q and p.is_relative_to(q) for q in found)]
 
 
 def _always_hidden() -> list[Path]:
@@ -160,7 +161,7 @@ def _database_folders() -> list[Path]:
     for fd in fds.iterdir():
         try:
             target = Path(os.readlink(fd))
-            if target.is_file():
+            if target.is_absolute() and target.is_file():
                 with target.open("rb") as fh:
                     if fh.read(len(_SQLITE)) == _SQLITE:
                         found.append(target.parent.resolve())
