@@ -44,7 +44,7 @@ jwt                 ``eyJ...`` header.payload.signature              JwtTokenDet
                                                                     kept in the match)
 pypi-token          ``pypi-AgEIcHlwaS5vcmc...``                      PypiTokenDetector
 sendgrid-key        ``SG.`` + 22 + ``.`` + 43                        SendGridDetector
-slack-token         ``xoxb-1-2-abc`` (any case), a hooks.slack URL   SlackDetector
+slack-token         ``xoxb-1-2-abc``, a hooks.slack URL              SlackDetector (lowercase)
 square-secret       ``sq0csp-`` and 43                               SquareOAuthDetector (no
                                                                     backslash)
 stripe-key          ``sk_live_``/``rk_live_`` and 24                 StripeDetector
