@@ -38,7 +38,7 @@ from gsme.evolvers.base import Evolver
 from gsme.gitrepo import HarnessRepo, RepoError
 from gsme.ledger import Ledger, LedgerError
 from gsme.patches import Patch
-from gsme.redact import secrets_of
+from gsme.redact import key_kind, secrets_of
 from gsme.resources import SEED_HARNESS
 from gsme.schema import BASELINE
 from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
@@ -816,6 +816,11 @@ def _checked_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
         raise schema.FrameError(f"agent.tasks() repeats task ids:\n{tasks[dup].head()}")
     if not (tasks["split"] == "train").any():
         raise schema.FrameError("agent.tasks() has no train task")
+    keyed = [i for i, t in enumerate(tasks["task_id"].astype(str)) if key_kind(t)]
+    if keyed:
+        raise schema.FrameError(f"agent.tasks() has {len(keyed)} task id(s) shaped like a key "
+                                f"(row {keyed[0]}); task ids are stored as they are, so they "
+                                "may not hold credentials")
     out = tasks.drop(columns=[c for c in ("content",) if c in tasks.columns])
     return out.assign(task_id=out["task_id"].astype(str)).reset_index(drop=True)
 

@@ -174,3 +174,29 @@ def test_the_claude_evolver_refuses_such_patches_and_goes_on(tmp_path):
     assert any("patch rationale is not valid Unicode" in r for r in reasons)
     assert any("patch changes[0].new holds a key-shaped string" in r for r in reasons)
     assert KEY not in json.dumps(logged) + json.dumps(reasons)
+
+
+def test_a_key_shaped_task_id_is_refused_before_anything_is_made(tmp_path):
+    import pandas as pd
+    import pytest
+
+    from gsme.agents.base import TaskAgent, Trajectory
+    from gsme.evolvers.rule import RuleEvolver
+    from gsme.run import Run
+    from gsme.schema import FrameError
+
+    key = "ghp_" + "a1B2" * 9
+
+    class Keyed(TaskAgent):
+        name = "keyed"
+
+        def tasks(self):
+            return pd.DataFrame({"task_id": ["t1", key, "t3"],
+                                 "split": ["train", "train", "test"]})
+
+        def run(self, harness_dir, task, *, repeat, attempt, run_seed):
+            return Trajectory(False)
+
+    with pytest.raises(FrameError, match="shaped like a key") as refused:
+        Run.create(tmp_path / "run", agent=Keyed(), evolver=RuleEvolver())
+    assert key not in str(refused.value) and not (tmp_path / "run").exists()
