@@ -3,7 +3,8 @@
 A trials frame is reduced to integer-coded *slots* (one per candidate, split, task and
 ``repeat``), then to per-task counts, then paired child-versus-parent task by task
 (:class:`Paired`: one entry per paired task of every pair), then summarised and tested
-per pair. Every step is a NumPy array operation: no Python loop runs per trial, per task or
+per pair. What is averaged is each trial's value (:func:`gsme.schema.trial_values`):
+``passed`` as integer counts, or, when the trials carry graded scores, their sums. Every step is a NumPy array operation: no Python loop runs per trial, per task or
 per pair (the exact sign-flip test loops over task *ranks*, not tasks, see
 :func:`sign_flip_tails`).
 
@@ -103,7 +104,8 @@ def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
                 return False
         elif dtype != _CONTRACT_DTYPES[column.kind]:
             return False
-    return True
+    return all(dtypes.get(column.name, _CONTRACT_DTYPES["float"]) == _CONTRACT_DTYPES["float"]
+               for column in schema.FRAMES["trials"].optional)
 
 
 def text(values) -> pd.Series:
@@ -141,7 +143,10 @@ class Slots:
 
     ``attempts`` counts a slot's attempts and ``last_attempt`` is the highest attempt
     number; ``valid`` says an attempt with ``infra_ok`` exists; ``passed`` and ``activated`` are
-    those of the slot's scoring attempt (its first valid one) and False when not valid.
+    those of the slot's scoring attempt (its first valid one) and False when not valid;
+    when the trials carry scores that are all 0 or 1, ``passed`` is the score's. ``score``
+    is the scoring attempt's score (0 when not valid) when the trials carry graded scores
+    (:func:`gsme.schema.graded`), else None: the values are ``passed``.
     ``source`` codes (into ``sources``, which starts with ``candidates``) the candidate that
     really ran the scoring attempt: ``borrowed_from`` when the row was borrowed, else the
     slot's own candidate. Two slots with the same source and repeat are the same trial.
@@ -163,6 +168,7 @@ class Slots:
     activated: np.ndarray
     source: np.ndarray
     row: np.ndarray
+    score: np.ndarray | None = None
 
     def needs_rerun(self, max_reruns: int) -> np.ndarray:
         """Slots without a valid attempt that may still be re-run (the validity gate's rule)."""
@@ -210,6 +216,7 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
     rows = order[np.where(valid, first_valid, starts)]
     source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object), rows, cand,
                                candidates)
+    passed, score = _values(trials, rows, valid)
     return Slots(
         candidates=candidates,
         splits=splits,
@@ -222,11 +229,30 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
         attempts=ends - starts,
         last_attempt=attempt[order[ends - 1]],
         valid=valid,
-        passed=trials["passed"].to_numpy(bool)[rows] & valid,
+        passed=passed,
         activated=trials["activated"].to_numpy(bool)[rows] & valid,
         source=source,
         row=rows,
+        score=score,
     )
+
+
+def _values(trials: pd.DataFrame, rows: np.ndarray, valid: np.ndarray):
+    """The slots' ``passed`` and ``score`` (see :class:`Slots`) from their scoring ``rows``."""
+    passed = trials["passed"].to_numpy(bool)[rows] & valid
+    if not schema.carries_scores(trials):
+        return passed, None
+    value = schema.trial_values(trials)[rows]
+    missing = valid & ~np.isfinite(value)
+    if missing.any():
+        raise schema.FrameError(
+            f"trials carry scores, but {int(missing.sum())} scored trial(s) have none (or a "
+            "non-finite one); give every valid trial a score, or drop the 'score' column to "
+            f"judge 'passed':\n{trials.iloc[rows[missing][:10]]}")
+    value = np.where(valid, value, 0.0)
+    if not ((value == 0.0) | (value == 1.0)).all():
+        return passed, value
+    return value == 1.0, None
 
 
 def _first_valid(ok: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -269,26 +295,36 @@ def _sources(borrowed: np.ndarray, rows: np.ndarray, cand: np.ndarray, candidate
 
 @dataclass(frozen=True)
 class TaskCounts:
-    """Per (candidate, split, task): repeats scored, valid and passed; sorted by ``key``."""
+    """Per (candidate, split, task): repeats scored, valid and passed; sorted by ``key``.
+
+    ``total`` sums the valid repeats' scores when the trials carry graded scores, else None.
+    """
 
     key: np.ndarray
     n_slots: np.ndarray
     n_valid: np.ndarray
     n_passed: np.ndarray
+    total: np.ndarray | None = None
 
 
 def count_tasks(slots: Slots) -> TaskCounts:
     """Aggregate slots per (candidate, split, task), keyed by :func:`task_key`."""
     key = task_key(slots, slots.cand, slots.split, slots.task)
     if not len(key):
-        return TaskCounts(key, key, key, key)
+        return TaskCounts(key, key, key, key, None if slots.score is None else key * 0.0)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     return TaskCounts(
         key=key[starts],
         n_slots=np.diff(np.r_[starts, len(key)]),
         n_valid=np.add.reduceat(slots.valid.astype(np.int64), starts),
         n_passed=np.add.reduceat(slots.passed.astype(np.int64), starts),
+        total=None if slots.score is None else np.add.reduceat(slots.score, starts),
     )
+
+
+def task_values(counts: TaskCounts) -> np.ndarray:
+    """Each task's summed values: the graded scores' ``total``, else ``n_passed``."""
+    return counts.n_passed if counts.total is None else counts.total
 
 
 def task_key(slots: Slots, cand, split, task) -> np.ndarray:
@@ -316,6 +352,8 @@ class Paired:
     """The paired tasks of many pairs: one entry per (pair, paired task), sorted by pair.
 
     ``n_either`` (one per pair) counts the tasks with trials on either side, paired or not.
+    ``child_total`` and ``parent_total`` sum the valid repeats' graded scores (None when
+    the values are ``passed``: then the ``*_passed`` counts are summed).
     """
 
     n_pairs: int
@@ -325,6 +363,12 @@ class Paired:
     parent_valid: np.ndarray
     parent_passed: np.ndarray
     n_either: np.ndarray
+    child_total: np.ndarray | None = None
+    parent_total: np.ndarray | None = None
+
+    @property
+    def graded(self) -> bool:
+        return self.child_total is not None
 
 
 def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> Paired:
@@ -348,8 +392,11 @@ def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> P
     paired = found & (counts.n_valid[row] > 0) & (counts.n_valid[pos] > 0)
     n_either = lengths + (parent_hi - parent_lo) - np.bincount(pair[found], minlength=n_pairs)
     pair, row, pos = pair[paired], row[paired], pos[paired]
+    totals = {} if counts.total is None else {"child_total": counts.total[row],
+                                               "parent_total": counts.total[pos]}
     return Paired(n_pairs, pair, counts.n_valid[row], counts.n_passed[row],
-                  counts.n_valid[pos], counts.n_passed[pos], n_either.astype(np.int64))
+                  counts.n_valid[pos], counts.n_passed[pos], n_either.astype(np.int64),
+                  **totals)
 
 
 def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code: int):
@@ -371,12 +418,12 @@ def describe(paired: Paired) -> dict[str, np.ndarray]:
         sides), ``n_dropped`` (tasks with trials on either side that could not be paired),
         ``n_changed`` (paired tasks whose rate differs), ``k`` (most valid repeats of any
         paired task), ``looks`` (1), ``rate_parent``, ``rate_child`` (mean per-task rates,
-        fractions), ``mean_d`` and ``sd_d`` (mean and ddof=1 sd of the per-task
-        differences; sd is exactly 0 when all differences are equal).
+        fractions; mean per-task scores when graded), ``mean_d`` and ``sd_d`` (mean and
+        ddof=1 sd of the per-task differences, rounded to 12 decimals so that equal ones
+        compare equal; sd is exactly 0 when all differences are equal).
     """
     n_pairs, pair = paired.n_pairs, paired.pair
-    rate_child = paired.child_passed / paired.child_valid
-    rate_parent = paired.parent_passed / paired.parent_valid
+    rate_child, rate_parent = task_rates(paired)
     diff = np.round(rate_child - rate_parent, 12)  # equal differences compare equal
     n = np.bincount(pair, minlength=n_pairs)
     equal = np.zeros(n_pairs, dtype=bool)  # all of a pair's differences are equal
@@ -403,6 +450,15 @@ def describe(paired: Paired) -> dict[str, np.ndarray]:
             "mean_d": mean_d,
             "sd_d": sd_d,
         }
+
+
+def task_rates(paired: Paired) -> tuple[np.ndarray, np.ndarray]:
+    """Per paired task: the child's and the parent's mean value over their valid repeats."""
+    if paired.graded:
+        return (paired.child_total / paired.child_valid,
+                paired.parent_total / paired.parent_valid)
+    return (paired.child_passed / paired.child_valid,
+            paired.parent_passed / paired.parent_valid)
 
 
 # ------------------------------------------------------------------------------ the test
@@ -526,7 +582,8 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
     paired t statistic is increasing in S = Σ d_i (Σ d_i² is fixed), so its exact p-values
     are those of S. Differences are turned into integers (a common denominator of the
     pair's valid repeat counts, then divided by their gcd) and the distribution of S is
-    built by :func:`sign_flip_tails`.
+    built by :func:`sign_flip_tails`; graded scores' differences are not integers, and
+    their flips are enumerated (:func:`graded_tails`).
 
     Returns
     -------
@@ -534,6 +591,8 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
         ``(p_upper, p_lower, p_two_sided)``: P(S* ≥ S), P(S* ≤ S) and P(|S*| ≥ |S|), one
         per entry of ``pairs``.
     """
+    if paired.graded:
+        return graded_tails(paired, pairs)
     mask = np.isin(paired.pair, pairs)
     pair = paired.pair[mask]
     cv, cp = paired.child_valid[mask], paired.child_passed[mask]
@@ -551,6 +610,46 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
     unit = np.gcd.reduceat(np.abs(numer), starts)
     values = numer // np.repeat(unit, np.diff(np.r_[starts, len(pair)]))
     return sign_flip_tails(local, values, len(pairs))
+
+
+MAX_GRADED_FLIPS = 20
+"""Most changed tasks whose 2^m sign flips :func:`graded_tails` enumerates."""
+
+
+def graded_tails(paired: Paired, pairs: np.ndarray):
+    """:func:`exact_tails` of graded scores: every sign flip of the m changed tasks' rounded
+    differences enumerated (2^m sums, m at most :data:`MAX_GRADED_FLIPS`), pairs with the
+    same m at once. Sums within 1e-9 · Σ|d_i| of the observed one count as reaching it.
+    """
+    mask = np.isin(paired.pair, pairs)
+    rate_child, rate_parent = task_rates(paired)
+    diff = np.round(rate_child - rate_parent, 12)[mask]
+    local = np.searchsorted(pairs, paired.pair[mask])
+    local, diff = local[diff != 0], diff[diff != 0]
+    counts = np.bincount(local, minlength=len(pairs))
+    if counts.max(initial=0) > MAX_GRADED_FLIPS:
+        raise ValueError(f"the exact sign-flip test of graded scores enumerates at most "
+                         f"{MAX_GRADED_FLIPS} changed tasks, got {int(counts.max())}; set "
+                         f"exact_below to at most {MAX_GRADED_FLIPS + 1}")
+    rank = np.arange(len(local)) - np.repeat(np.cumsum(counts) - counts, counts)
+    observed = np.bincount(local, diff, minlength=len(pairs))
+    out = np.ones((3, len(pairs)))
+    for m in np.unique(counts[counts > 0]):
+        signs = 1.0 - 2.0 * ((np.arange(2**m)[:, None] >> np.arange(m)) & 1)  # (2^m, m)
+        groups = np.flatnonzero(counts == m)
+        at = np.searchsorted(groups, local)
+        ours = (at < len(groups)) & (groups[np.minimum(at, len(groups) - 1)] == local)
+        grid = np.zeros((len(groups), m))
+        grid[at[ours], rank[ours]] = np.abs(diff[ours])
+        for chunk in np.array_split(np.arange(len(groups)),
+                                    max(1, len(groups) * 2**m // _DP_CELLS + 1)):
+            sums = grid[chunk] @ signs.T
+            seen = observed[groups[chunk]][:, None]
+            tol = 1e-9 * grid[chunk].sum(axis=1)[:, None]
+            out[:, groups[chunk]] = ((sums >= seen - tol).mean(axis=1),
+                                     (sums <= seen + tol).mean(axis=1),
+                                     (np.abs(sums) >= np.abs(seen) - tol).mean(axis=1))
+    return out[0], out[1], out[2]
 
 
 def sign_flip_tails(group: np.ndarray, values: np.ndarray, n_groups: int):

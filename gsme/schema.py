@@ -11,6 +11,17 @@ Names are fixed: later versions add columns, never rename them (see ``CHANGELOG.
 Cells hold scalars only; list-valued fields (``beacons`` of a trial, ``parents`` of a
 candidate) are comma-separated strings, see :func:`split_ids`. A *repeat* is one of the K
 runs of a candidate on a task: ``repeat`` is its index (0..K-1) and ``k`` always a count.
+
+**A trial's value.** ``passed`` is the task's own pass/fail verdict; a trials frame may
+also carry an optional float ``score`` (an evaluator's graded score, NaN where a trial has
+none). A frame *carries scores* when its ``score`` column holds at least one number; a
+frame without the column, or with NaN throughout, carries none (every statistic treats the
+two alike). A trial's *value*, what per-task rates, the paired test, the gates and power
+average, is its ``score`` when the frame carries scores, else ``passed`` as 0/1
+(:func:`trial_values`). In a frame that carries scores every trial that is scored (the
+first attempt with ``infra_ok`` of its repeat) needs a score. Scores that are all 0 or 1 are
+pass/fail outcomes; any other score makes the values *graded* (:func:`graded`), and the
+statistics that only mean something for pass/fail (pass@k) refuse them.
 """
 
 from __future__ import annotations
@@ -28,8 +39,8 @@ from pandera.errors import SchemaErrors
 __all__ = [
     "BASELINE", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS", "LEDGER_TABLES",
     "LEVERS", "OUTCOMES", "POLICIES", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
-    "FrameError", "as_trials", "columns", "conforms", "empty", "join_ids", "require",
-    "split_ids", "task_features", "validate",
+    "FrameError", "as_trials", "carries_scores", "columns", "conforms", "empty", "graded",
+    "join_ids", "require", "split_ids", "task_features", "trial_values", "validate",
 ]
 
 BASELINE = "baseline"
@@ -103,11 +114,13 @@ def _bool(name, **kw) -> Column:
 
 @dataclass(frozen=True)
 class Frame:
-    """A frame's contract: its columns in order and the columns that key a row."""
+    """A frame's contract: its columns in order, the columns that key a row, and optional
+    columns (checked when present, never filled in: a frame may leave them out)."""
 
     name: str
     columns: tuple[Column, ...]
     key: tuple[str, ...] = ()
+    optional: tuple[Column, ...] = ()
 
     @property
     def names(self) -> list[str]:
@@ -129,7 +142,7 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("trajectory", nullable=True, default=None),
         _text("error", nullable=True, default=None),
         _text("borrowed_from", nullable=True, default=None),
-    ), tuple(TRIAL_KEY)),
+    ), tuple(TRIAL_KEY), (_float("score", default=np.nan),)),
     Frame("candidates", (
         _text("candidate", unique=True), _text("parents"), _text("kind", isin=KINDS),
         _text("where", nullable=True, isin=LEVERS), _text("why", nullable=True),
@@ -175,7 +188,8 @@ FRAMES = MappingProxyType({f.name: f for f in (
     )),
     Frame("tasks", (_text("task_id", unique=True), _text("split", isin=SPLITS))),
 )})
-"""Every frame's contract, by name. Frames may carry more columns than listed."""
+"""Every frame's contract, by name. Frames may carry more columns than listed; the trials
+frame's optional ``score`` is checked when present (float, NaN where a trial has none)."""
 
 LEDGER_TABLES = MappingProxyType({
     "trials": ("trials", (_int("round"),)),
@@ -272,7 +286,9 @@ def as_trials(frame: pd.DataFrame) -> pd.DataFrame:
     columns take defaults (``attempt`` 0, ``infra_ok`` True, ``activated`` False,
     ``beacons`` "", numbers NaN, ``pathology``/``trajectory``/``error``/``borrowed_from``
     None). ``passed``, ``infra_ok`` and ``activated`` may be given as bools, 0/1 or
-    "true"/"false"; anything else (NaN included) is rejected, never guessed.
+    "true"/"false"; anything else (NaN included) is rejected, never guessed. ``score`` is
+    kept when given (as float64, after the contracted columns) and left out when not: a
+    frame with or without it is accepted (see the module doc for what it means).
 
     Examples
     --------
@@ -302,8 +318,11 @@ def as_trials(frame: pd.DataFrame) -> pd.DataFrame:
             out[col.name] = pd.to_numeric(out[col.name], errors="coerce").astype(np.float64)
         else:
             out[col.name] = out[col.name].astype(object).where(out[col.name].notna(), None)
+    for col in contract.optional:
+        if col.name in out.columns:
+            out[col.name] = _as_float(out, col.name)
     out["beacons"] = out["beacons"].fillna("")
-    front = contract.names
+    front = contract.names + [c.name for c in contract.optional if c.name in out.columns]
     out = out[front + [c for c in out.columns if c not in front]]
     return validate(out.reset_index(drop=True), "trials")
 
@@ -320,24 +339,61 @@ def join_ids(values) -> str:
     return ",".join(str(v) for v in values)
 
 
+def carries_scores(trials: pd.DataFrame) -> bool:
+    """True when the trials frame carries scores: a ``score`` column holding a number."""
+    return "score" in trials.columns and bool(trials["score"].notna().any())
+
+
+def trial_values(trials: pd.DataFrame) -> np.ndarray:
+    """Each trial's value (float64): its ``score`` when the frame carries scores, else
+    ``passed`` as 0/1 (NaN only where a frame with scores gives a trial none).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"passed": [True, False]})
+    >>> trial_values(t).tolist(), trial_values(t.assign(score=[0.9, 0.25])).tolist()
+    ([1.0, 0.0], [0.9, 0.25])
+    """
+    if carries_scores(trials):
+        return trials["score"].to_numpy(np.float64)
+    return trials["passed"].to_numpy(bool).astype(np.float64)
+
+
+def graded(trials: pd.DataFrame) -> bool:
+    """True when the trials carry a score other than 0 or 1 (values are not pass/fail).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"passed": [True, False]})
+    >>> graded(t), graded(t.assign(score=[1.0, 0.0])), graded(t.assign(score=[1.0, 0.5]))
+    (False, False, True)
+    """
+    if not carries_scores(trials):
+        return False
+    scores = trials["score"].to_numpy(np.float64)
+    scores = scores[~np.isnan(scores)]
+    return bool(((scores != 0.0) & (scores != 1.0)).any())
+
+
 # ---------------------------------------------------------------------------- internals
 
 _DTYPES = {"text": object, "int": np.int64, "float": np.float64, "bool": bool}
 
 
 def _pandera(frame: Frame) -> pa.DataFrameSchema:
-    def column(c: Column) -> pa.Column:
+    def column(c: Column, required: bool = True) -> pa.Column:
         checks = []
         if c.isin is not None:
             checks.append(pa.Check.isin(list(c.isin)))
         if c.ge is not None:
             checks.append(pa.Check.ge(c.ge))
         return pa.Column(_DTYPES[c.kind], checks=checks, nullable=c.nullable,
-                         unique=c.unique, coerce=False)
+                         unique=c.unique, coerce=False, required=required)
 
     unique = list(frame.key) if len(frame.key) > 1 else None
-    return pa.DataFrameSchema({c.name: column(c) for c in frame.columns}, unique=unique,
-                              name=frame.name)
+    columns = {c.name: column(c) for c in frame.columns}
+    columns.update({c.name: column(c, required=False) for c in frame.optional})
+    return pa.DataFrameSchema(columns, unique=unique, name=frame.name)
 
 
 _PANDERA = {name: _pandera(frame) for name, frame in FRAMES.items()}
@@ -365,9 +421,10 @@ def conforms(frame: pd.DataFrame, kind: str, *,
     if not frame.columns.is_unique:
         return False
     dtypes = dict(zip(frame.columns.tolist(), frame.dtypes.tolist()))
+    present = [*contract.columns, *(c for c in contract.optional if c.name in dtypes)]
     return (all(c.name in dtypes for c in contract.columns)
             and all(_column_conforms(frame, c, dtypes[c.name], codes.get(c.name))
-                    for c in contract.columns)
+                    for c in present)
             and _key_unique(frame, list(contract.key), codes))
 
 
@@ -478,6 +535,17 @@ def _as_bool(frame: pd.DataFrame, name: str) -> pd.Series:
             f"{int(bad.sum())} row(s) hold something else:\n{frame.loc[bad].head(10)}"
         )
     return mapped.astype(bool)
+
+
+def _as_float(frame: pd.DataFrame, name: str) -> pd.Series:
+    col = pd.to_numeric(frame[name], errors="coerce").astype(np.float64)
+    bad = col.isna() & frame[name].notna() | np.isinf(col)
+    if bad.any():
+        raise FrameError(
+            f"trials column {name!r} must hold finite numbers (NaN where a trial has none); "
+            f"{int(bad.sum())} row(s) do not:\n{frame.loc[bad].head(10)}"
+        )
+    return col
 
 
 def _as_int(frame: pd.DataFrame, name: str) -> pd.Series:

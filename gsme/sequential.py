@@ -5,8 +5,8 @@ once, at one-sided level ``alpha`` each way (credit / cull).
 
 ``design="adaptive"`` is group-sequential. Look 1 uses ``k`` repeats per task and side.
 After an interim look that does not stop, every task whose *pooled* child and parent
-outcomes at look 1 are mixed (neither all pass nor all fail) gets ``k_step`` more repeats on
-both sides, up to ``k_max``; a task where the child's trials are the parent's own (borrowed:
+outcomes at look 1 are mixed (neither all pass nor all fail; for graded scores, not all
+equal) gets ``k_step`` more repeats on both sides, up to ``k_max``; a task where the child's trials are the parent's own (borrowed:
 same source) is identical on both sides and is never extended. The pooled rule is blind to
 which arm is which, so under the null it cannot favour the child. Once mixed a task stays
 mixed, so look ℓ uses r_ℓ = min(k + (ℓ − 1)·k_step, k_max) repeats on the extended tasks and
@@ -229,7 +229,10 @@ class _Panel:
     ``counts[name]`` for name in :data:`_COUNTS` is an (involved candidates + 1, tasks,
     looks) array counting a candidate's slots (valid, passed, waiting for a re-run) with
     repeat below the look's count; its last row, all zero, stands for a candidate without
-    trials. ``child`` and ``parent`` are each pair's rows; ``identical`` (pairs, tasks) says
+    trials. When the trials carry graded scores, ``counts["total"]`` sums the valid slots'
+    scores the same way and ``low``, ``high`` (rows, tasks) are the least and greatest
+    score among the first ``k`` repeats (±inf without one); else ``low`` and ``high`` are
+    None. ``child`` and ``parent`` are each pair's rows; ``identical`` (pairs, tasks) says
     the child's trials there are the parent's own.
     """
 
@@ -238,6 +241,8 @@ class _Panel:
     parent: np.ndarray
     identical: np.ndarray
     tasks: np.ndarray
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
 
 
 def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
@@ -268,8 +273,9 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
     key = (lc * n_tasks + lt) * n_looks + lb
     size = (n_cand + 1) * n_tasks * n_looks  # a last all-zero row for absent candidates
 
-    def prefix(counted):
-        counts = np.bincount(key if counted is None else key[counted[keep]], minlength=size)
+    def prefix(counted, weights=None):
+        counts = np.bincount(key if counted is None else key[counted[keep]], weights,
+                             minlength=size)
         return np.cumsum(counts.reshape(n_cand + 1, n_tasks, n_looks), axis=2)
 
     counts = {
@@ -284,8 +290,17 @@ def _panel(slots: _paired.Slots, child, parent, split: str, config: GateConfig,
     identical = _identical(slots, first, local_cand[slots.cand[first]],
                            local_task[slots.task[first]], c_local, p_local,
                            (n_cand + 1, n_tasks, config.k))
+    spread = {}
+    if slots.score is not None:
+        counts["total"] = prefix(None, slots.score[keep])
+        scored = first & slots.valid
+        at = (local_cand[slots.cand[scored]], local_task[slots.task[scored]])
+        spread = {"low": np.full((n_cand + 1, n_tasks), np.inf),
+                  "high": np.full((n_cand + 1, n_tasks), -np.inf)}
+        np.minimum.at(spread["low"], at, slots.score[scored])
+        np.maximum.at(spread["high"], at, slots.score[scored])
     return _Panel(counts=counts, child=c_local, parent=p_local, identical=identical,
-                  tasks=names)
+                  tasks=names, **spread)
 
 
 def _identical(slots: _paired.Slots, first, rows, columns, child, parent, shape) -> np.ndarray:
@@ -362,10 +377,8 @@ def _replay(panel: _Panel, config: GateConfig) -> _Replay:
     reader = _Reader(panel)
     first = reader.at("child", 0), reader.at("parent", 0)
     c, p = first
-    pooled_passed = c["passed"] + p["passed"]
-    pooled_valid = c["valid"] + p["valid"]
-    extended = ((c["valid"] > 0) & (p["valid"] > 0) & (pooled_passed > 0)
-                & (pooled_passed < pooled_valid) & ~panel.identical & (n_looks > 1))
+    extended = ((c["valid"] > 0) & (p["valid"] > 0) & _mixed(panel, c, p)
+                & ~panel.identical & (n_looks > 1))
     parts, n_either = [], []
     complete = np.zeros((n_pairs, n_looks), dtype=bool)
     available = np.ones((n_pairs, n_looks), dtype=bool)
@@ -392,9 +405,13 @@ def _replay(panel: _Panel, config: GateConfig) -> _Replay:
         n_either.append(((c["slots"] + p["slots"]) > 0).sum(axis=1)[moved])
         at = np.flatnonzero((c["valid"] > 0) & (p["valid"] > 0) & moved[:, None])
         parts.append((rank[at // max(n_tasks, 1)], c["valid"].ravel()[at],
-                      c["passed"].ravel()[at], p["valid"].ravel()[at], p["passed"].ravel()[at]))
-    paired = _paired.Paired(n_tested, *(np.concatenate(a) for a in zip(*parts)),
-                            n_either=np.concatenate(n_either).astype(np.int64))
+                      c["passed"].ravel()[at], p["valid"].ravel()[at], p["passed"].ravel()[at],
+                      *((c["total"].ravel()[at], p["total"].ravel()[at])
+                        if "total" in c else ())))
+    columns = [np.concatenate(a) for a in zip(*parts)]
+    paired = _paired.Paired(n_tested, *columns[:5],
+                            n_either=np.concatenate(n_either).astype(np.int64),
+                            **dict(zip(("child_total", "parent_total"), columns[5:])))
     stats = _paired.significance(_paired.describe(paired), paired, config=config)
     tested = {name: a[tested_row] for name, a in stats.items()}
     cull_level = np.r_[np.full(n_pairs, config.alpha), np.zeros((n_looks - 1) * n_pairs)]
@@ -414,10 +431,25 @@ def _replay(panel: _Panel, config: GateConfig) -> _Replay:
                    futile & ~decided, child_trials, parent_trials, repeats, bounds)
 
 
+def _mixed(panel: _Panel, child: dict, parent: dict) -> np.ndarray:
+    """(pairs, tasks): are the pooled child and parent values at look 1 not all equal?
+
+    For pass/fail values: some pass and some fail among the valid repeats (``child`` and
+    ``parent`` are look 1's counts); for graded scores: the least and greatest differ.
+    """
+    if panel.low is None:
+        pooled_passed = child["passed"] + parent["passed"]
+        return (pooled_passed > 0) & (pooled_passed < child["valid"] + parent["valid"])
+    low = np.minimum(panel.low[panel.child], panel.low[panel.parent])
+    high = np.maximum(panel.high[panel.child], panel.high[panel.parent])
+    return low < high
+
+
 def _moved(counts: dict, first: dict) -> np.ndarray:
-    """Per pair: do a side's slot, valid or passed counts differ from look 1's on any task?"""
-    return ((counts["slots"] != first["slots"]) | (counts["valid"] != first["valid"])
-            | (counts["passed"] != first["passed"])).any(axis=1)
+    """Per pair: do a side's slot, valid, passed counts (or score sums) differ from look 1's
+    on any task?"""
+    names = [name for name in ("slots", "valid", "passed", "total") if name in counts]
+    return np.logical_or.reduce([counts[name] != first[name] for name in names]).any(axis=1)
 
 
 def _stopping_look(replay: _Replay) -> np.ndarray:

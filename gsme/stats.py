@@ -12,6 +12,11 @@ in :mod:`gsme.power` and are importable from here too.
 
 Every function here is vectorised (no Python loop per trial, task or pair). Rates are
 fractions in [0, 1]; differences and standard errors named ``*_pp`` are percentage points.
+
+What is averaged is each trial's value (:func:`gsme.schema.trial_values`): its ``score``
+when the trials carry scores, else ``passed`` as 0/1. A *rate* is then a task's (or a
+candidate's) mean value, and ``*_pp`` is 100 × a difference of values: percentage points
+of score for scores in [0, 1]. pass@k needs pass/fail values and refuses graded scores.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ __all__ = [
 
 
 def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFrame:
-    """Pass rate of every candidate on every task, over the valid repeats only.
+    """Pass rate (mean value) of every candidate on every task, over the valid repeats only.
 
     A repeat (slot ``candidate, task_id, split, repeat``) is valid when one of its attempts
     has ``infra_ok``; it is scored by its first valid attempt. Infrastructure failures never
@@ -60,7 +65,8 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     -------
     DataFrame
         ``candidate, task_id, split, n_slots, n_valid, n_passed, rate``: repeats seen,
-        valid and passed, and ``rate = n_passed / n_valid`` (NaN when no repeat is valid).
+        valid and passed, and ``rate``, the mean value of the valid repeats (NaN when none
+        is valid): ``n_passed / n_valid``, or the mean score when the trials carry scores.
 
     Examples
     --------
@@ -78,7 +84,7 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     out["n_valid"] = counts.n_valid.astype(np.int64)
     out["n_passed"] = counts.n_passed.astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["rate"] = counts.n_passed / counts.n_valid
+        out["rate"] = _paired.task_values(counts) / counts.n_valid
     if split is not None:
         out = out[out["split"] == split].reset_index(drop=True)
     return out
@@ -180,14 +186,19 @@ def paired_test(
 ) -> pd.DataFrame:
     """Per-task paired test of ``child`` against ``parent`` on one split: one look.
 
-    For each task i with a valid repeat on both sides, r_i is the mean pass over all its
-    valid repeats and d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n)
+    For each task i with a valid repeat on both sides, r_i is the mean value (pass as 0/1,
+    or score when the trials carry scores) over all its valid repeats and
+    d_i = r_i(child) − r_i(parent); z = mean(d) / (sd(d, ddof=1) / √n)
     (Student's paired t statistic). The test is one-sided at level α = Φ(−z_crit) on each
     side: ``credit`` when the upper p (``p_one_sided``, the p of a gain) is at most α,
     ``cull`` when the lower p is, else ``inconclusive``; ``p_value`` is two-sided (for
     reference: the rule never reads it). The p-values come from
     ``config.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
-    distribution of the d_i when fewer than ``config.exact_below`` tasks changed.
+    distribution of the d_i when fewer than ``config.exact_below`` tasks changed (for
+    graded scores by enumerating the 2^m sign flips, m at most
+    :data:`gsme._paired.MAX_GRADED_FLIPS`). On per-task mean scores with the t reference
+    and no exact p, z and ``p_one_sided`` are those of ``scipy.stats.ttest_rel``
+    (``alternative="greater"``).
 
     This is always the one-look test over every repeat, whatever ``config.design``; the
     adaptive design's look-by-look procedure is :func:`gsme.sequential.looks` and
@@ -442,7 +453,10 @@ def pass_at_k_estimate(n, c, k: int):
 def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.DataFrame:
     """pass@k per candidate and split: the mean over tasks of :func:`pass_at_k_estimate`.
 
-    Each task contributes n = its valid repeats and c = those passed. Tasks with fewer
+    pass@k is defined for pass/fail outcomes only: trials that carry graded scores (any
+    score other than 0 or 1, :func:`gsme.schema.graded`) are refused with a ValueError;
+    drop their ``score`` column for pass@k of ``passed``. Scores that are all 0 or 1 are
+    the outcomes counted. Each task contributes n = its valid repeats and c = those passed. Tasks with fewer
     than ``k`` valid repeats cannot estimate pass@k: they are left out and counted. The
     estimate is unbiased when n does not depend on the outcomes: on a run's trials under
     the adaptive design, pass :func:`first_repeats` (as :func:`gsme.report.run_table` does).
@@ -461,6 +475,11 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     0.5
     """
     k = _paired.check_int("k", k, 1)
+    trials = _paired.checked_trials(trials)
+    if schema.graded(trials):
+        raise ValueError("pass@k needs pass/fail outcomes, but these trials carry graded "
+                         "scores (not all 0 or 1); drop the 'score' column for pass@k of "
+                         "'passed'")
     rates = task_rates(trials, split=split)
     usable = (rates["n_valid"] >= k).to_numpy()
     estimate = np.full(len(rates), np.nan)
