@@ -11,6 +11,8 @@ format                  reader
 ``tb``                  :func:`read_terminal_bench` — Terminal-Bench 1 runs, submissions
 ``swebench``            :func:`read_swebench` — SWE-bench evaluation reports
 ``hal``                 :func:`read_hal` — HAL ``*_UPLOAD.json`` files, run folders
+``gepa``                :func:`~gsme.importers.gepa.read_gepa_trials` — a GEPA ``run_dir``
+                        (val scores: selection-biased; see :mod:`gsme.importers.gepa`)
 ``csv``                 :func:`read_trials_csv` — a trials frame saved as CSV
 ======================  ================================================================
 
@@ -55,6 +57,7 @@ from gsme.importers._common import (
     result_files,
     shown,
 )
+from gsme.importers.gepa import read_gepa_trials
 from gsme.importers.hal import UPLOAD_FILES, read_hal
 from gsme.importers.inspect_logs import read_inspect
 from gsme.importers.swebench import read_swebench
@@ -67,7 +70,7 @@ __all__ = [
     "read_swebench", "read_terminal_bench", "read_trials_csv",
 ]
 
-FORMATS = ("inspect", "harbor", "tb", "swebench", "hal", "csv")
+FORMATS = ("inspect", "harbor", "tb", "swebench", "hal", "gepa", "csv")
 """Formats :func:`read` knows, as ``gsme compare --format`` names them."""
 
 CANDIDATE_FROM = ("path", "log")
@@ -112,7 +115,8 @@ def read_trials_csv(path, *, candidate: str | None = None, split: str = "train")
 # --------------------------------------------------------------------------- dispatching
 
 _READERS = {"inspect": read_inspect, "harbor": read_harbor, "tb": read_terminal_bench,
-            "swebench": read_swebench, "hal": read_hal, "csv": read_trials_csv}
+            "swebench": read_swebench, "hal": read_hal, "gepa": read_gepa_trials,
+            "csv": read_trials_csv}
 
 
 def read(path, *, format: str | None = None, **options) -> Imported:
@@ -247,6 +251,8 @@ def detect_format(path) -> str:
             return "swebench"
         if any(f for pattern in UPLOAD_FILES for f in first.glob(pattern)):
             return "hal"
+        if (first / "candidates.json").is_file() and (first / "run_log.json").is_file():
+            return "gepa"
         if any(first.glob("*.csv")):
             return "csv"
         for file in sorted(first.glob("*.json")):

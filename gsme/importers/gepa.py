@@ -138,7 +138,7 @@ def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
     log = read_json(run_dir / "run_log.json") if (run_dir / "run_log.json").is_file() else []
     parents = _lineage(data, log, len(texts))
     names = [candidate_name(i) for i in range(len(texts))]
-    iterations = _iterations(log, names, train_ids)
+    iterations = _iterations(log, names, train_ids, val_ids)
     accepted = iterations[iterations["accepted"]]
     rounds = dict(zip(accepted["child_index"].astype(int), accepted["iteration"]))
     notes = [BIAS_NOTE, "GEPA scores an infrastructure exception as 0: such items cannot be "
@@ -279,16 +279,19 @@ def _lineage(data, log: list, n: int) -> list[list[int]]:
     return parents
 
 
-def _iterations(log: list, names: list[str], train_ids) -> pd.DataFrame:
+def _iterations(log: list, names: list[str], train_ids, val_ids) -> pd.DataFrame:
+    """A merge's minibatch is drawn from the val set, a mutation's from the train set."""
     rows = []
     for entry in log:
         accepted = entry.get("new_program_indices") or (
             [entry["new_program_idx"]] if "new_program_idx" in entry else [])
         base = {"iteration": int(entry["i"]) + 1}
         if entry.get("merged_entities"):
-            first, second = (int(x) for x in entry["merged_entities"][:2])
-            before = [max(a, b) for a, b in zip(entry.get("id1_subsample_scores", []),
-                                                entry.get("id2_subsample_scores", []))]
+            # GEPA keeps a merge scoring at least its better parent: that parent is its pair
+            sides = [(int(x), entry.get(f"id{n}_subsample_scores", []))
+                     for n, x in ((1, entry["merged_entities"][0]),
+                                  (2, entry["merged_entities"][1]))]
+            (first, before), (second, _) = sorted(sides, key=lambda s: -sum(s[1]))
             tasks = [{"parent_idx": first, "other": second, "kind": "merge",
                       "subsample_ids": entry.get("subsample_ids", []), "subsample_scores": before,
                       "new_subsample_scores": entry.get("new_program_subsample_scores")}]
@@ -298,7 +301,8 @@ def _iterations(log: list, names: list[str], train_ids) -> pd.DataFrame:
             if task.get("new_subsample_scores") is None:
                 continue  # skipped: perfect parent scores, or no proposal
             child = accepted.pop(0) if accepted else None
-            ids = [_id(train_ids, i, "train") for i in task["subsample_ids"]]
+            ids = [_id(val_ids, i, "val") if task["kind"] == "merge" else
+                   _id(train_ids, i, "train") for i in task["subsample_ids"]]
             before = [float(s) for s in task["subsample_scores"]]
             after = [float(s) for s in task["new_subsample_scores"]]
             rows.append({**base, "kind": task["kind"],
