@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -283,7 +284,8 @@ def _print_round(summary: dict, args) -> None:
     from tqdm.auto import tqdm
 
     if args.json:
-        plain = {k: None if isinstance(v, float) and v != v else v for k, v in summary.items()}
+        plain = {k: None if isinstance(v, float) and math.isnan(v) else v
+                 for k, v in summary.items()}
         print(json.dumps(plain, default=str), flush=True)
         return
     if args.quiet:
@@ -445,13 +447,13 @@ def _plan_notes(table: pd.DataFrame, max_k: int, max_tasks: int) -> list[str]:
             if row.power == 0:
                 notes.append(f"adaptive: power 0: none of the simulated comparisons was "
                              f"credited with {row.n_tasks} tasks (too few for its boundaries)")
-        elif row.k_needed != row.k_needed:
+        elif math.isnan(row.k_needed):
             notes.append(f"fixed: k_needed n/a: no K up to {max_k} reaches {target} with "
                          f"{row.n_tasks} tasks; more tasks are needed")
-        if row.design == "fixed" and row.n_tasks_needed != row.n_tasks_needed:
+        if row.design == "fixed" and math.isnan(row.n_tasks_needed):
             notes.append(f"fixed: n_tasks_needed n/a: no number of tasks up to {max_tasks:,} "
                          f"reaches {target} at K = {row.k}")
-        if row.mde_pp != row.mde_pp:
+        if math.isnan(row.mde_pp):
             notes.append(f"{row.design}: mde_pp n/a: even a 100 pp effect is not detected "
                          f"with {target} by {row.n_tasks} tasks")
     return notes
@@ -546,7 +548,7 @@ def _number(value, *, p: bool = False) -> str:
     if isinstance(value, (bool, np.bool_, int, np.integer)):
         return str(value.item() if hasattr(value, "item") else value)
     value = float(value)
-    if value != value:
+    if math.isnan(value):
         return "n/a"
     if p:
         return "< 0.001" if value < 0.001 else f"{value:.3f}"

@@ -36,8 +36,14 @@ from pydantic import BaseModel
 
 from gsme import plugins
 from gsme.credentials import refuse_credentials
-from gsme.settings import (DEFAULT_ISOLATION, ConfigError, RunConfig, Schedule, ValidationError,
-                           describe)
+from gsme.settings import (
+    DEFAULT_ISOLATION,
+    ConfigError,
+    RunConfig,
+    Schedule,
+    ValidationError,
+    describe,
+)
 
 __all__ = ["ConfigError", "RunSpec", "load"]
 

@@ -1,5 +1,3 @@
-import doctest
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -28,9 +26,6 @@ def sample_trials(rng, n=60):
         "trajectory": rng.choice(np.array([None, "runs/a b.json", "s3://x/y"], dtype=object), n),
     }))
 
-
-def test_docstring_examples_run():
-    assert doctest.testmod(io, raise_on_error=False).failed == 0
 
 
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])

@@ -11,11 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from test_explorer_browser import CHROMIUM_ARGS, WAIT_MS, chromium_path, screenshot
 
 from gsme.cli import main
 from gsme.experiments import simulated_run
-
-from test_explorer_browser import CHROMIUM_ARGS, WAIT_MS, chromium_path, screenshot
 
 HOSTILE = "<script>window.pwned = true</script>"
 

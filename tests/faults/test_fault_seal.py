@@ -3,6 +3,7 @@ turned against gsme: what an attacker with the run directory in reach would try.
 
 import errno
 import fcntl
+import itertools
 import os
 import sqlite3
 import subprocess
@@ -22,12 +23,9 @@ def _sql(run_dir, *statements):
 
 
 _UNGUARD = ("DROP TRIGGER events_no_update", "DROP TRIGGER events_no_delete")
-_REGUARD = (
-    "CREATE TRIGGER events_no_update BEFORE UPDATE ON events "
-    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END",
-    "CREATE TRIGGER events_no_delete BEFORE DELETE ON events "
-    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END",
-)
+_REGUARD = tuple(
+    f"CREATE TRIGGER events_no_{verb.lower()} BEFORE {verb} ON events "
+    "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END" for verb in ("UPDATE", "DELETE"))
 
 
 def _untag(run_dir):
@@ -135,5 +133,5 @@ def test_the_chain_links_every_event_to_the_one_before(finished):
     rows = db.execute("SELECT prev, hash FROM events ORDER BY id").fetchall()
     db.close()
     assert len(rows) > 4 and rows[0][0] == "0" * 64
-    assert all(later[0] == earlier[1] for earlier, later in zip(rows, rows[1:]))
+    assert all(later[0] == earlier[1] for earlier, later in itertools.pairwise(rows))
     assert len({h for _, h in rows}) == len(rows)
