@@ -164,6 +164,9 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--threshold", type=float, default=None,
                          help="a trial passes when its score is at least this (Inspect, "
                               "Harbor; default 1)")
+    compare.add_argument("--on", default=None, choices=["score", "passed"],
+                         help="gate on the trials' scores or on pass/fail (default: score "
+                              "when some score is neither 0 nor 1, else passed)")
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
@@ -378,7 +381,8 @@ def _compare(args) -> int:
                                    score_key=args.score_key, threshold=args.threshold)
     parent, child = imported.trials["candidate"].unique()
     try:
-        row = compare.compare(imported.trials, parent=parent, child=child, config=config)
+        row = compare.compare(imported.trials, parent=parent, child=child, config=config,
+                              on=args.on)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     dropped = imported.dropped
@@ -388,7 +392,8 @@ def _compare(args) -> int:
         return 0
     counts = imported.trials.groupby("candidate", sort=False).size()
     print(f"gsme compare: {parent} ({counts[parent]} trials, {args.baseline}) vs "
-          f"{child} ({counts[child]} trials, {args.child}); {config.design} gate")
+          f"{child} ({counts[child]} trials, {args.child}); {config.design} gate on "
+          f"{row['outcome'].iloc[0]}")
     _print_frame(row.drop(columns=["tasks_up", "tasks_down"]).T, header=False)
     for direction in ("up", "down"):
         ids = row[f"tasks_{direction}"].iloc[0]

@@ -19,10 +19,11 @@ from gsme import _paired, gates, schema, sequential, stats
 from gsme import power as power_mod
 from gsme.settings import GateConfig
 
-__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "PLAN_COLUMNS", "compare", "plan", "repeat_sd_from_aa"]
+__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "OUTCOMES", "PLAN_COLUMNS", "compare", "outcome",
+           "plan", "repeat_sd_from_aa"]
 
 COMPARE_COLUMNS = [
-    "parent", "child", "split", "design", "n_tasks", "n_dropped", "n_changed", "n_up",
+    "parent", "child", "split", "design", "outcome", "n_tasks", "n_dropped", "n_changed", "n_up",
     "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",
     "rate_child", "delta_pp", "se_pp", "z", "p_one_sided", "pass_k", "pass_at_k_parent",
     "pass_at_k_child", "sd_pp", "mde_pp", "power_effect_pp", "power", "gate_failed",
@@ -35,6 +36,8 @@ PLAN_COLUMNS = [
 LOGS_GATE = GateConfig(design="fixed")
 """The gate of :func:`compare` unless told otherwise: one look at every repeat the logs hold
 (logs cannot be extended with the repeats an adaptive design would ask for)."""
+OUTCOMES = ("score", "passed")
+"""What :func:`compare` can gate on: the trials' scores, or ``passed`` as 0/1."""
 MAX_K = 100
 """Most repeats per task :func:`plan` considers for ``k_needed``."""
 MAX_TASKS = 1_000_000
@@ -50,6 +53,7 @@ def compare(
     config: GateConfig | None = None,
     effect_pp: float = 5.0,
     power: float = 0.8,
+    on: str | None = None,
 ) -> pd.DataFrame:
     """The paper's row for ``child`` against ``parent``: the gate's verdict and its reach.
 
@@ -75,13 +79,18 @@ def compare(
         The true effect ``power`` is reported for.
     power : float
         The power the MDE is reported at.
+    on : {"score", "passed"} or None
+        What a trial's value is (:func:`outcome`): its ``score`` or ``passed`` as 0/1.
+        None: ``score`` when the trials carry graded scores (any score other than 0 or 1),
+        else ``passed``.
 
     Returns
     -------
     DataFrame
         One row, :data:`COMPARE_COLUMNS`:
 
-        * ``parent, child, split, design``
+        * ``parent, child, split, design``, ``outcome`` (``score`` or ``passed``: what was
+          gated on; rates, Δ, se and sd below are of it)
         * ``n_tasks`` (paired), ``n_dropped`` (tasks not paired), ``n_changed``, ``n_up``,
           ``n_down``, ``n_tied`` (paired tasks whose pass rate rose, fell, stayed, over the
           repeats the decision read: :func:`gsme.stats.paired_tasks`)
@@ -95,7 +104,8 @@ def compare(
           every task), ``pass_at_k_parent``, ``pass_at_k_child``
           (:func:`gsme.stats.pass_at_k` of :func:`gsme.stats.first_repeats`: over the first
           ``config.k`` repeats of every task, fractions; tasks with fewer than ``pass_k``
-          valid repeats among them left out)
+          valid repeats among them left out; NaN when gating on graded scores, which have
+          no pass@k)
         * ``sd_pp`` (sd of the per-task differences at this K), ``mde_pp`` (the effect
           detected with probability ``power`` at this n, K and spread),
           ``power_effect_pp``, ``power`` (of detecting ``effect_pp``): the one-look test's,
@@ -119,7 +129,7 @@ def compare(
     """
     config = LOGS_GATE if config is None else _paired.gate_config(config)
     _paired.check_choice("split", split, schema.SPLITS)
-    trials = _paired.checked_trials(trials)
+    trials, on = outcome(trials, on=on)
     on_split = trials.loc[trials["split"] == split, "candidate"]
     for role, name in (("parent", parent), ("child", child)):
         if not (on_split == name).any():
@@ -139,6 +149,7 @@ def compare(
     invalid = verdict["gate_failed"] == "validity"
     row = {
         "parent": parent, "child": child, "split": split, "design": config.design,
+        "outcome": on,
         "n_tasks": n, "n_dropped": int(tested["n_dropped"]), "n_changed": int(tested["n_changed"]),
         "n_up": int((tasks["diff"] > 0).sum()), "n_down": int((tasks["diff"] < 0).sum()),
         "n_tied": int((tasks["diff"] == 0).sum()), "k": k, "looks": int(tested["looks"]),
@@ -146,7 +157,8 @@ def compare(
         **{c: float(tested[c]) for c in ("rate_parent", "rate_child", "delta_pp", "se_pp", "z",
                                          "p_one_sided")},
         "pass_k": pass_k,
-        **_pass_at_k(stats.first_repeats(trials, k=config.k), parent, child, split, pass_k),
+        **_pass_at_k(stats.first_repeats(trials, k=config.k), parent, child, split,
+                     0 if schema.graded(trials) else pass_k),
         "sd_pp": sd,
         "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
         if reach else np.nan,
@@ -164,6 +176,39 @@ def compare(
     for name in ("gate_failed", "reason"):
         out[name] = _paired.text(out[name])
     return out
+
+
+def outcome(trials: pd.DataFrame, *, on: str | None = None) -> tuple[pd.DataFrame, str]:
+    """The checked trials with the values :func:`compare` gates on, and what they are.
+
+    ``on="passed"`` drops the ``score`` column (the values are ``passed`` as 0/1);
+    ``on="score"`` keeps it and needs scores; None picks ``score`` when the trials carry
+    graded scores (:func:`gsme.schema.graded`: some score other than 0 or 1), else
+    ``passed``, since scores that are all 0 or 1 are pass/fail outcomes.
+
+    Returns
+    -------
+    tuple
+        ``(trials, on)``: the trials frame and ``"score"`` or ``"passed"``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"], "split": "train",
+    ...                   "repeat": 0, "passed": [True, False], "score": [0.9, 0.4]})
+    >>> outcome(t)[1], outcome(t, on="passed")[1], "score" in outcome(t, on="passed")[0]
+    ('score', 'passed', False)
+    """
+    if on is not None:
+        _paired.check_choice("on", on, OUTCOMES)
+    trials = _paired.checked_trials(trials)
+    if on == "score" and not schema.carries_scores(trials):
+        raise schema.FrameError("on='score', but the trials carry no scores (no 'score' "
+                                "column holding a number); use on='passed'")
+    if on is None:
+        on = "score" if schema.graded(trials) else "passed"
+    if on == "passed" and "score" in trials.columns:
+        trials = trials.drop(columns="score")
+    return trials, on
 
 
 def _validity(trials, parent, child, split, config) -> pd.Series:
@@ -215,7 +260,7 @@ def plan(
 
     The fixed design is analytic (:mod:`gsme.power`). The adaptive design
     (:mod:`gsme.sequential`) is simulated through the real gate: ``simulations``
-    comparisons drawn from the same noise model (per task a parent pass probability and a
+    comparisons of pass/fail outcomes drawn from the same noise model (per task a parent pass probability and a
     child one ``effect_pp`` higher, plus between-task spread ``task_sd_pp``; the rates are
     fitted to ``repeat_sd_pp``, or to the largest spread pass/fail outcomes allow at that
     effect when it asks for more), replayed look by look by :func:`gsme.sequential.looks`
@@ -232,7 +277,10 @@ def plan(
         Repeats per task and side (the adaptive design's first look); default ``config.k``.
     repeat_sd_pp, task_sd_pp : float
         The noise model of :func:`gsme.power.power` (default: the largest repeat sd a
-        pass/fail outcome allows, 70.7, which errs towards too little power).
+        pass/fail outcome or a score in [0, 1] allows, 70.7, which errs towards too little
+        power; for scores on another scale give it, e.g. :func:`repeat_sd_from_aa`). For
+        graded scores the fixed design's figures hold as for pass/fail; the adaptive
+        design's are simulated with pass/fail outcomes of that spread, an approximation.
     power : float
         The target power (default 0.8).
     config : GateConfig, optional
@@ -380,8 +428,9 @@ def repeat_sd_from_aa(trials: pd.DataFrame, *, candidate: str, rerun: str,
                       split: str = "train") -> float:
     """The repeat sd (pp) of :func:`gsme.power.power`, estimated from an A/A pair.
 
-    ``candidate`` and ``rerun`` are the same harness scored twice. With no true effect a
-    task's difference d_i = r_i(rerun) − r_i(candidate) has variance σ²/k_i, σ the repeat
+    ``candidate`` and ``rerun`` are the same harness scored twice; the values are those
+    the trials carry (their scores, else ``passed``: :func:`gsme.schema.trial_values`),
+    so graded scores get their own spread. With no true effect a task's difference d_i = r_i(rerun) − r_i(candidate) has variance σ²/k_i, σ the repeat
     sd and k_i = 2 / (1/n_i + 1/m_i) for n_i, m_i valid repeats on each side, so
     σ² = Σ k_i (d_i − d̄)² / (n − 1).
 

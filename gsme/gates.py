@@ -5,7 +5,8 @@
 2. activation — the candidate's own patch beacon must have fired, else ``inactive``;
 3. significance — the per-task paired test of :func:`gsme.stats.paired_test` under the
    gate's design: one look (``fixed``) or group-sequential looks (``adaptive``, see
-   :mod:`gsme.sequential`).
+   :mod:`gsme.sequential`), on each trial's value: its ``score`` when the trials carry
+   scores, else ``passed`` as 0/1 (:func:`gsme.schema.trial_values`).
 
 :func:`credit` chains them into a decisions frame. Everything runs on whole frames at once.
 """

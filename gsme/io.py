@@ -20,9 +20,10 @@ __all__ = ["FORMATS", "read_trials", "write_trials"]
 
 FORMATS = ("csv", "parquet")
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-_TEXT = [c.name for c in schema.FRAMES["trials"].columns if c.kind == "text"]
-_FLOATS = ["tokens", "cost_usd", "seconds"]
-_MISSING_AS_EMPTY = [c.name for c in schema.FRAMES["trials"].columns if c.nullable]
+_COLUMNS = schema.FRAMES["trials"].columns + schema.FRAMES["trials"].optional
+_TEXT = [c.name for c in _COLUMNS if c.kind == "text"]
+_FLOATS = [c.name for c in _COLUMNS if c.kind == "float"]
+_MISSING_AS_EMPTY = [c.name for c in _COLUMNS if c.nullable]
 
 
 def write_trials(trials: pd.DataFrame, path, *, format: str | None = None) -> Path:
@@ -90,8 +91,9 @@ def read_trials(path, *, format: str | None = None) -> pd.DataFrame:
     DataFrame
         The validated trials columns of :mod:`gsme.schema` (``candidate, task_id, split,
         repeat, attempt, passed, infra_ok, activated, beacons, tokens, cost_usd, seconds,
-        pathology, trajectory, error, borrowed_from``) followed by any extra columns in the
-        file.
+        pathology, trajectory, error, borrowed_from``), then ``score`` when the file has
+        it (floats, NaN where a trial has none; bit for bit in CSV too), then any extra
+        columns in the file.
     """
     path = Path(path)
     kind = _format(path, format)

@@ -1,10 +1,19 @@
 """Power of the per-task paired test: how many tasks and repeats an effect needs.
 
-Per-task differences d_i have a spread made of within-task binomial noise, whose variance
-shrinks as 1/K with the number of repeats, and between-task heterogeneity of the effect,
-which repeats do not shrink. ``repeat_sd_pp`` is the sd of one repeat's child-minus-parent
-outcome within a task (at most 70.7 pp for pass/fail), ``task_sd_pp`` the heterogeneity.
+Per-task differences d_i have a spread made of within-task noise (binomial for pass/fail),
+whose variance shrinks as 1/K with the number of repeats, and between-task heterogeneity of
+the effect, which repeats do not shrink. ``repeat_sd_pp`` is the sd of one repeat's
+child-minus-parent value within a task, ``task_sd_pp`` the heterogeneity.
 Also importable from :mod:`gsme.stats`.
+
+**Pass/fail or scores.** The formulas hold for any trial value (:func:`gsme.schema.trial_values`)
+whose per-task mean differences are near normal; pp are 100 × the value's units. A value in
+[0, 1], pass/fail or a score, has variance at most 1/4 (Popoviciu), so its ``repeat_sd_pp``
+is at most 100·√0.5 = 70.7 pp, the default of :func:`power_table` and
+:func:`gsme.compare.plan`: for such values that default errs towards too little power.
+Scores on any other scale have no such bound: give their repeat sd, measured from the data
+(:func:`gsme.compare.repeat_sd_from_aa` on an A/A pair, or the ``sd_pp`` that
+:func:`gsme.compare.compare` reports).
 
 These are the power of the fixed, one-look design (``design="fixed"``) with the normal or
 t reference, for a smooth (normal) distribution of the differences; they do not model the
@@ -131,8 +140,9 @@ def power_table(
 ) -> pd.DataFrame:
     """:func:`power` and :func:`mde` over every combination of tasks, effects and K.
 
-    The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome allows (both
-    pass probabilities 0.5), so the table errs towards too little power, never too much.
+    The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome, or a score in
+    [0, 1], allows (both pass probabilities 0.5), so the table errs towards too little
+    power, never too much; scores on another scale need theirs given.
     ``k`` defaults to ``config.k``.
 
     Returns

@@ -270,8 +270,13 @@ def test_cli_compare_scorer_threshold_and_candidate_from(tmp_path, capsys):
     assert row["n_tasks"] == 8 and row["k"] == 3
     assert main([*argv, "--scorer", "_confidence", "--threshold", "0.5"]) == 0  # 0.9 or 0.4
     assert json.loads(capsys.readouterr().out)["z"] == pytest.approx(reference.statistic)
-    assert main([*argv, "--scorer", "_confidence", "--threshold", "0.3"]) == 0  # all pass
+    assert main([*argv, "--scorer", "_confidence", "--threshold", "0.3", "--on",
+                 "passed"]) == 0  # all pass
     assert json.loads(capsys.readouterr().out)["delta_pp"] == 0
+    assert main([*argv, "--scorer", "_confidence", "--threshold", "0.3"]) == 0  # graded
+    row = json.loads(capsys.readouterr().out)  # 0.4 + 0.5 pass: the same z, half the Δ
+    assert row["outcome"] == "score" and row["z"] == pytest.approx(reference.statistic)
+    assert row["pass_at_k_child"] is None  # graded scores have no pass@k
     assert main([*argv, "--scorer", "match", "--candidate-from", "log"]) == 2   # one model
     assert "both are 'mockllm/model'" in capsys.readouterr().err
     write(tmp_path / "a", base, metadata={"harness": "v3"})

@@ -28,6 +28,10 @@ when the verifier still says so. ``"none"`` is no failure. Names not in the tabl
 class of ``"*"`` (infrastructure). Every reader takes ``failure_classes={name: class}`` to
 override entries; the upstream name is kept at the start of the ``error`` column.
 
+**Scores.** Readers of logs that grade a trial (Inspect scorers, Harbor rewards) keep the
+value in ``score`` beside the ``passed`` their ``threshold`` gives; the gates judge the
+score when it is graded (not all 0 or 1), see :func:`gsme.compare.compare`'s ``on``.
+
 **Repeats** of a task are numbered 0..K-1 run by run, where the format names its runs (an
 Inspect log and its epochs, a Harbor job, a Terminal-Bench 1 results file and its
 ``i-of-n`` attempts, a SWE-bench report, a HAL upload), never by mixing trials of several
@@ -157,7 +161,9 @@ def read_pair(baseline, child, *, format: str | None = None,
         What scores a trial, for the formats whose logs carry scores: ``scorer`` is the
         Inspect scorer or the Harbor reward key (``reward_key``), ``score_key`` the key of
         a dict-valued Inspect score, ``threshold`` the value that passes (the readers'
-        default: 1). Refused for the other formats, whose verdicts are pass/fail.
+        default: 1). Refused for the other formats, whose verdicts are pass/fail. The
+        score itself is kept in the ``score`` column beside ``passed``;
+        :func:`gsme.compare.compare` gates on it when it is graded (not all 0 or 1).
     **options
         Passed to the reader (``split=``, ``failure_classes=``, ...).
 

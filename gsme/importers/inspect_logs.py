@@ -52,8 +52,11 @@ def read_inspect(
                          sample's ``started_at``)
     ``attempt``          ``sample.retries`` (earlier attempts that errored and were
                          retried become attempts 0..retries-1 with ``infra_ok=False``)
-    ``passed``           the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
-                         numbers: ``inspect_ai.scorer.value_to_float``) ``>= threshold``
+    ``score``            the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
+                         numbers: ``inspect_ai.scorer.value_to_float``), not thresholded;
+                         0 for an errored sample scored as a failure, NaN for one not
+                         scored
+    ``passed``           ``score >= threshold``
     ``infra_ok``         False when ``sample.error`` is set (class ``"sample_error"``)
     ``error``            ``"sample_error: "`` + ``sample.error``
     ``tokens``           sum of ``total_tokens`` over ``sample.model_usage``
@@ -82,7 +85,9 @@ def read_inspect(
     score_key : str, optional
         For scorers whose value is a dict: the key to read.
     threshold : float
-        ``passed`` when the value as a float is at least this (C/I scores: 1 or 0).
+        ``passed`` when the value as a float is at least this (C/I scores: 1 or 0). The
+        value itself is kept in ``score``, which the gates judge when it is graded (not
+        all 0 or 1; :func:`gsme.compare.compare`'s ``on``).
     split : {"train", "test"}
     failure_classes : mapping, optional
         Overrides of :data:`FAILURE_CLASSES` (``{"sample_error": "agent"}`` scores errored
@@ -133,14 +138,14 @@ def read_inspect(
                     "cost_usd": _sum_usage(s.model_usage, "total_cost", all_known=True),
                     "seconds": first_number(s.working_time, s.total_time)}
             retries = int(s.retries or 0)
+            failed = {"passed": False, "infra_ok": failure != "infra",
+                      "score": math.nan if failure == "infra" else 0.0}
             for attempt in range(retries):  # what earlier attempts used is not recorded
                 rows.append({**base, "tokens": math.nan, "cost_usd": math.nan,
-                             "seconds": math.nan, "attempt": attempt, "passed": False,
-                             "infra_ok": failure != "infra",
+                             "seconds": math.nan, "attempt": attempt, **failed,
                              "error": "sample_error: errored and was retried"})
             if s.error:
-                rows.append({**base, "attempt": retries, "passed": False,
-                             "infra_ok": failure != "infra",
+                rows.append({**base, "attempt": retries, **failed,
                              "error": f"sample_error: {first_line(s.error)}"})
                 continue
             value, reason = _inspect_value(s, scorer, score_key, path)
@@ -149,7 +154,7 @@ def read_inspect(
                                 "reason": reason})
                 continue
             rows.append({**base, "attempt": retries, "passed": value >= threshold,
-                         "infra_ok": True, "error": None})
+                         "score": value, "infra_ok": True, "error": None})
         offsets[run] = offset + last_epoch
     return finish(rows, dropped, split, what=f"Inspect logs {shown(logs)}", numbered=True)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,10 +51,11 @@ def read_harbor(
          "agent_result": {"n_input_tokens": 51200, "n_cache_tokens": 40000,
                           "n_output_tokens": 2300, "cost_usd": 0.21}}  # each may be null
 
-    ``passed`` is ``rewards[reward_key] >= threshold``; an exception is classified by its
-    ``exception_type`` (:data:`FAILURE_CLASSES`): an infrastructure one sets
-    ``infra_ok=False``, an agent one (a timeout, say) keeps the verifier's verdict, False
-    when there is none. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
+    ``score`` is ``rewards[reward_key]`` as a float (not thresholded) and ``passed`` is
+    ``score >= threshold``; an exception is classified by its ``exception_type``
+    (:data:`FAILURE_CLASSES`): an infrastructure one sets ``infra_ok=False`` (score NaN),
+    an agent one (a timeout, say) keeps the verifier's verdict, False (score 0) when there
+    is none. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
     ``finished_at - started_at``, ``trajectory`` = the trial folder. A trial with neither
     a reward nor an exception (unfinished) is dropped. Repeats of a task are numbered job
     by job (jobs in order of their first ``started_at``), within a job by ``started_at``
@@ -68,6 +70,8 @@ def read_harbor(
     reward_key : str
         The key of ``verifier_result.rewards`` that scores the trial.
     threshold : float
+        ``passed`` when the reward is at least this; the reward itself is kept in
+        ``score``, which the gates judge when it is graded (not all 0 or 1).
     split : {"train", "test"}
     failure_classes : mapping, optional
         Overrides of :data:`FAILURE_CLASSES`.
@@ -123,6 +127,7 @@ def _harbor_row(data: dict, file: Path, reward_key, threshold, failure_classes) 
         "task_id": str(data["task_name"]),
         "started": data.get("started_at"),
         "passed": kind != "infra" and reward is not None and float(reward) >= threshold,
+        "score": math.nan if kind == "infra" else 0.0 if reward is None else float(reward),
         "infra_ok": kind != "infra",
         "tokens": token_total(agent.get("n_input_tokens"), agent.get("n_output_tokens")),
         "cost_usd": as_number(agent.get("cost_usd")),

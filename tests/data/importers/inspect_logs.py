@@ -47,6 +47,16 @@ def _confidence():
     return score
 
 
+@scorer(metrics=[accuracy()])
+def _graded(scores: dict[str, list[float]]):
+    """A float scorer: the score ``scores`` gives the sample's task at its epoch."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        return Score(value=scores[str(state.sample_id)][state.epoch - 1])
+
+    return score
+
+
 def write_inspect_log(
     log_dir: Path,
     outcomes: dict[str, list[bool]],
@@ -58,10 +68,12 @@ def write_inspect_log(
     two_scorers: bool = False,
     log_format: str = "eval",
     name: str | None = None,
+    graded: dict[str, list[float]] | None = None,
 ) -> Path:
     """Run a tiny Inspect eval on the mock model and return the log file it wrote.
 
-    ``name`` names the Inspect task (default: Inspect's, ``"task"``).
+    ``name`` names the Inspect task (default: Inspect's, ``"task"``). ``graded`` (task →
+    a float score per epoch) makes the only scorer one that gives those scores.
     """
     epochs = max(len(v) for v in outcomes.values())
     answered: Counter = Counter()
@@ -77,7 +89,8 @@ def write_inspect_log(
     task = Task(
         dataset=[Sample(id=t, input=f"Is this solved: {t}", target="yes") for t in outcomes],
         solver=[_flaky(crash, retry), generate()],
-        scorer=[match(), _confidence()] if two_scorers else match(),
+        scorer=(_graded(graded) if graded is not None
+                else [match(), _confidence()] if two_scorers else match()),
         epochs=epochs,
         metadata=metadata or {},
         name=name,
