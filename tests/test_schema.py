@@ -162,3 +162,20 @@ def test_string_columns_are_validated_as_they_are_without_pandera(trials, monkey
     monkeypatch.setattr(schema, "_PANDERA", {})  # the slow path would raise KeyError
     assert schema.validate(arrow, "trials") is arrow
     assert arrow["candidate"].dtype != object  # nothing converted
+
+
+def test_score_is_optional_kept_as_float_after_the_contract_and_checked_when_present(trials):
+    assert "score" not in trials.columns and not schema.carries_scores(trials)
+    given = schema.as_trials(trials.assign(extra=1, score=["0.5", None, 1, np.nan]))
+    assert list(given.columns) == [*schema.columns("trials"), "score", "extra"]
+    assert given["score"].dtype == np.float64 and given["score"].isna().tolist() == [
+        False, True, False, True]
+    assert schema.carries_scores(given) and schema.graded(given)
+    assert not schema.carries_scores(trials.assign(score=np.nan))
+    assert schema.trial_values(given)[[0, 2]].tolist() == [0.5, 1.0]
+    assert schema.conforms(given, "trials")
+    assert not schema.conforms(given.assign(score=given["score"].astype(object)), "trials")
+    with pytest.raises(FrameError, match="'score'"):
+        schema.validate(given.assign(score=["x", "y", "z", "w"]), "trials")
+    with pytest.raises(FrameError, match="finite numbers"):
+        schema.as_trials(trials.assign(score=[0.1, np.inf, 0.2, 0.3]))
