@@ -147,6 +147,29 @@ def test_the_colour_blindness_check_rejects_red_green():
     assert delta_e(OLD_RED_GREEN["credit"], OLD_RED_GREEN["cull"], "deuteranopia") < 15
 
 
+CVD_VIEWS = (None, "deuteranopia", "protanopia", "tritanopia")
+
+
+@pytest.mark.parametrize("deficiency", CVD_VIEWS)
+def test_category_palette_stays_apart_under_colour_blindness(deficiency):
+    # every two category colours, and each against the grey of "unknown", stay apart in
+    # CAM02-UCS after the Machado et al. (2009) simulation (colorspacious's, full severity);
+    # Paul Tol's muted scheme, used before, fell to 12.3 under deuteranopia (rose vs teal)
+    colorspacious = pytest.importorskip("colorspacious")
+    colors = [to_rgb(c) for c in [*plot.CATEGORY_PALETTE, plot.category_colors(["unknown"])[
+        "unknown"]]]
+    if deficiency is not None:
+        cvd = {"name": "sRGB1+CVD", "cvd_type": deficiency.replace("opia", "omaly"),
+               "severity": 100}
+        colors = np.clip(colorspacious.cspace_convert(np.array(colors), cvd, "sRGB1"), 0, 1)
+    ucs = colorspacious.cspace_convert(np.array(colors), "sRGB1", "CAM02-UCS")
+    distances = np.linalg.norm(ucs[:, None] - ucs[None], axis=2)[np.triu_indices(len(ucs), 1)]
+    assert distances.min() > 19
+    # the same check on the hand-written matrices above, in CIELAB (ΔE76)
+    assert min(delta_e(a, b, deficiency) for i, a in enumerate(plot.CATEGORY_PALETTE)
+               for b in [*plot.CATEGORY_PALETTE[i + 1:], "#DDDDDD"]) > 20
+
+
 def test_category_palette_is_apart_from_decisions():
     decision_hex = {to_hex(c) for c in [*plot.DECISION_COLORS.values(),
                                         *plot.DIRECTION_COLORS.values()]}

@@ -4,8 +4,11 @@ The palettes live here and only here. Decisions and directions use the Okabe–I
 orange, which stay apart under every common colour-vision deficiency, each doubled by a
 marker shape (▲ credit/up, ▼ cull/down, ● inconclusive/unchanged) so that a figure reads
 in greyscale too; "nothing happened" is a neutral grey. Pathologies use a different
-palette (Paul Tol's *muted*), as does any other category (a mechanism, a profile), so
-neither is mistaken for a decision.
+palette, as does any other category (a mechanism, a profile), so neither is mistaken for a
+decision: nine colours chosen so that every two of them, and each against the light grey of
+``unknown``, stay at least 19 CAM02-UCS ΔE apart with normal vision and under simulated
+deuteranopia, protanopia and tritanopia (Machado et al. 2009, full severity);
+``tests/test_plot.py`` checks it.
 """
 
 from __future__ import annotations
@@ -44,10 +47,13 @@ DIRECTION_COLORS = {"up": BLUE, "down": ORANGE, "unchanged": GREY}
 #: Markers of the child's rate by direction: ▲ up, ▼ down, ● unchanged.
 DIRECTION_MARKERS = {"up": "^", "down": "v", "unchanged": "o"}
 
-#: Paul Tol's *muted* qualitative scheme: colour-blind safe, and shares no colour with
-#: :data:`DECISION_COLORS`. Pathologies (and other categories) take these in order.
-CATEGORY_PALETTE = ("#CC6677", "#332288", "#DDCC77", "#117733", "#88CCEE", "#882255",
-                     "#44AA99", "#999933", "#AA4499")
+#: Nine category colours (indigo, olive, teal, plum, light green, raspberry, lavender,
+#: pink, dark olive), searched on the sRGB grid for the largest smallest distance under
+#: normal vision and the three simulated dichromacies, each at least 20 CAM02-UCS ΔE from
+#: every :data:`DECISION_COLORS` colour. Pathologies (and other categories) take these in
+#: order; the earlier ones are the more distinct.
+CATEGORY_PALETTE = ("#4B2DA5", "#878700", "#3CA5A5", "#781E4B", "#87E169", "#B44B69",
+                     "#8769E1", "#FF96FF", "#4B4B00")
 
 #: The colour of failures without a pathology label (``"unknown"``).
 UNKNOWN_PATHOLOGY = "#DDDDDD"
@@ -64,7 +70,7 @@ def category_colors(levels) -> dict:
     Examples
     --------
     >>> category_colors(["careless-submit", "unknown"])
-    {'careless-submit': '#CC6677', 'unknown': '#DDDDDD'}
+    {'careless-submit': '#4B2DA5', 'unknown': '#DDDDDD'}
     """
     levels = list(dict.fromkeys(levels))
     named = [lv for lv in levels if lv != "unknown"]
