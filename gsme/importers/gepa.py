@@ -141,8 +141,8 @@ def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
     iterations = _iterations(log, names, train_ids, val_ids)
     accepted = iterations[iterations["accepted"]]
     rounds = dict(zip(accepted["child_index"].astype(int), accepted["iteration"]))
-    notes = [BIAS_NOTE, "GEPA scores an infrastructure exception as 0: such items cannot be "
-                        "told apart here (infra_ok is True throughout)"]
+    notes = [BIAS_NOTE, ("GEPA scores an infrastructure exception as 0: such items cannot be "
+                        "told apart here (infra_ok is True throughout)")]
     val = (data or {}).get("val_subscores")
     if val is None:
         notes.append("no val scores: pass result= (GEPAResult.to_dict() as JSON) or "
@@ -228,7 +228,7 @@ def _result_data(run_dir: Path, result, trust_pickle: bool) -> tuple[dict | None
         warnings.warn(f"unpickling {state}: this runs whatever code the file names; read only "
                       "files you trust", UserWarning, stacklevel=3)
         with open(state, "rb") as f:
-            saved = pickle.load(f)  # noqa: S301 - behind trust_pickle, warned
+            saved = pickle.load(f)
         front = saved.get("program_at_pareto_front_valset", {})
         return {"candidates": saved["program_candidates"],
                 "parents": saved["parent_program_for_candidate"],

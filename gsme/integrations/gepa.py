@@ -130,7 +130,7 @@ def _evaluate(adapter, candidate, items, specs, threshold) -> list[dict]:
         scores = [float(x) for x in result.scores]
         if len(scores) != len(specs):
             raise ValueError(f"evaluate returned {len(scores)} scores for {len(specs)} items")
-    except Exception as err:  # an infrastructure failure: re-run, never scored
+    except Exception as err:  # noqa: BLE001 (an infrastructure failure: re-run, never scored)
         error = f"{type(err).__name__}: {err}"[:300]
         return [{**row, "passed": False, "infra_ok": False, "score": np.nan, "error": error}
                 for row in base]

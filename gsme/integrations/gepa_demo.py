@@ -39,18 +39,16 @@ __all__ = ["RULES", "SEED_CANDIDATE", "SKILLS", "DemoAdapter", "DemoInfraError",
            "ScriptedReflection", "dspy_metric", "dspy_program", "dspy_task_lm", "make_tasks",
            "pass_probability", "true_rate"]
 
-SKILLS = ("units", "format", "arithmetic", "dates", "negation", "citations")
+SKILLS = ("units", "format", "arithmetic", "dates")
 """Skills a task may test; each has one fixing rule in :data:`RULES`."""
 
 RULES = {
-    "Always state the unit of every number.": {"units": 2.5},
-    "Answer in exactly the requested format.": {"format": 2.5},
-    "Check each arithmetic step twice.": {"arithmetic": 2.0},
-    "Write dates as YYYY-MM-DD.": {"dates": 2.5},
-    "Read every 'not' in the question twice.": {"negation": 2.0},
-    "Cite the source sentence for each claim.": {"citations": 2.0},
-    "Be as brief as possible.": {"arithmetic": -1.5, "citations": -1.5, "format": 0.5},
-    "Think step by step at length.": {"format": -1.5, "units": 0.5},
+    "Always state the unit of every number.": {"units": 4.0},
+    "Answer in exactly the requested format.": {"format": 4.0},
+    "Check each arithmetic step twice.": {"arithmetic": 3.5},
+    "Write dates as YYYY-MM-DD.": {"dates": 4.0},
+    "Be as brief as possible.": {"arithmetic": -2.0, "units": -1.0, "format": 0.5},
+    "Think step by step at length.": {"format": -2.0, "dates": -1.0, "arithmetic": 0.5},
     "Be polite.": {},
     "Use a friendly tone.": {},
 }
@@ -74,11 +72,11 @@ def _hash(*parts) -> int:
 
 
 def _task(task_id: str) -> tuple[str, float]:
-    """A task's skill and base log-odds, drawn from its id: about 40% nearly never pass,
+    """A task's skill and base log-odds, drawn from its id: about 35% nearly never pass,
     25% nearly always, the rest in between."""
     rng = np.random.default_rng(_hash("task", task_id))
     kind = rng.random()
-    base = -3.5 if kind < 0.4 else (3.0 if kind < 0.65 else rng.normal(-0.5, 1.0))
+    base = -4.0 if kind < 0.35 else (3.0 if kind < 0.6 else rng.normal(-1.0, 1.0))
     return SKILLS[int(rng.integers(len(SKILLS)))], float(base)
 
 
