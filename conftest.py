@@ -1,10 +1,53 @@
-"""Test-session settings inherited by the notebook kernels that nbval starts.
+"""Test-session settings, shared by the notebook kernels that nbval starts, and the tiers.
 
 The notebooks read ``GSME_NOTEBOOK_SIZE`` in their parameter cell: CI runs them small. A
 value already set in the environment wins. ``MPLBACKEND=Agg`` draws without a display.
+
+Tiers: tests that spawn processes, build a wheel, run notebooks or drive a browser are
+marked ``slow`` (those driving Chromium also ``browser``) here, in one list;
+``pytest -m "not slow"`` runs the quick tier. Doctests run once each (``--doctest-modules``),
+in a temporary folder of their own, with ``np`` and ``pd`` in their namespace.
 """
 
 import os
+import tempfile
+
+import numpy as np
+import pandas as pd
+import pytest
 
 os.environ.setdefault("GSME_NOTEBOOK_SIZE", "small")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+BROWSER = ("tests/browser/",)
+SLOW = BROWSER + (
+    "notebooks/",
+    "tests/test_benchmarks.py",
+    "tests/faults/test_fault_sandbox.py",
+    "tests/faults/test_fault_isolation.py",
+    "tests/faults/test_fault_visible.py",
+    "tests/faults/test_fault_secrets.py::test_a_trial_printing_its_passed_secrets",
+    "tests/faults/test_fault_secrets.py::test_a_key_shaped_task_feature",
+    "tests/test_cli.py::test_a_users_own_runner_evolves_through_the_command_agent",
+    "tests/test_cli.py::test_kill_9_mid_round",
+    "tests/test_architecture.py::test_the_wheel_carries_the_data",
+    "tests/test_architecture.py::test_an_installed_wheel_runs_the_demo",
+    "tests/test_pyfunc.py::test_every_reference_passes_its_hidden_tests",
+)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.nodeid.startswith(SLOW):
+            item.add_marker(pytest.mark.slow)
+        if item.nodeid.startswith(BROWSER):
+            item.add_marker(pytest.mark.browser)
+
+
+@pytest.fixture(autouse=True)
+def _doctests_in_a_temporary_folder(request, tmp_path, monkeypatch, doctest_namespace):
+    """A doctest's files (runs, CSVs, harness copies) land in its own temporary folder."""
+    if type(request.node).__name__ == "DoctestItem":
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        doctest_namespace.update(np=np, pd=pd)

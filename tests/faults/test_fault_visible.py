@@ -2,6 +2,7 @@
 interrupts and closed pipes never print a traceback."""
 
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -43,9 +44,8 @@ def test_sigint_is_one_line_and_the_run_resumes(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ledger = tmp_path / "run" / Run.LEDGER
     deadline = time.time() + 120
-    while time.time() < deadline and not ledger.exists():
+    while time.time() < deadline and not _round_started(ledger):  # gsme is in its rounds
         time.sleep(0.05)
-    time.sleep(1.0)  # let it get into the rounds
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -63,3 +63,18 @@ def test_a_closed_pipe_is_quiet(finished):
     proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert proc.returncode == 0
+
+
+def _round_started(ledger) -> bool:
+    """True once the run has recorded the start of a round (read without a lock)."""
+    if not ledger.exists():
+        return False
+    try:
+        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+        try:
+            return db.execute("SELECT 1 FROM events WHERE kind = 'round_started'").fetchone() \
+                is not None
+        finally:
+            db.close()
+    except sqlite3.Error:  # the ledger is still being created
+        return False
