@@ -548,8 +548,10 @@ def _signed(value: float) -> str:
 def _number(value, *, p: bool = False) -> str:
     """A value as people read it: three significant digits (whole numbers from 100), no
     ``-0``, a p below 0.001 as ``< 0.001``, NaN as ``n/a``."""
-    if value is None or isinstance(value, str):
-        return str(value)
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
     if isinstance(value, (bool, np.bool_, int, np.integer)):
         return str(value.item() if hasattr(value, "item") else value)
     value = float(value)
