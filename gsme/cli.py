@@ -1,4 +1,5 @@
-"""The ``gsme`` command: demo, run, resume, status, report, verify, view, compare, plan, grow.
+"""The ``gsme`` command: demo, run, resume, status, report, verify, view, compare, plan, grow,
+export.
 
 Bad input (a missing or invalid config, a damaged or busy run directory) gets one line on
 stderr and exit code 2, never a traceback; an interrupted command says how to resume and
@@ -210,6 +211,20 @@ def _parser(version: str) -> argparse.ArgumentParser:
     grow.add_argument("--json", action="store_true",
                       help="print the re-gated decisions as JSON records")
     grow.set_defaults(func=_grow)
+
+    from gsme.integrations.mlflow import EXPERIMENT, RUN_ID_TAG
+
+    export = sub.add_parser("export", help="write a run to MLflow: a parent run (config, run "
+                                           "table) and a nested run per candidate (decision, "
+                                           "patch); re-exporting replaces (read-only)")
+    export.add_argument("dir", type=Path, help="the run directory (live or sealed)")
+    export.add_argument("--mlflow", required=True, metavar="URI",
+                        help="MLflow's tracking URI (http://..., sqlite:///..., file:...); "
+                             f"the earlier export of the run (tag {RUN_ID_TAG}) is replaced")
+    export.add_argument("--experiment", default=None, metavar="NAME",
+                        help=f"the MLflow experiment (default: {EXPERIMENT}; created when "
+                             "missing)")
+    export.set_defaults(func=_export)
     return parser
 
 
@@ -499,6 +514,23 @@ def _grow(args) -> int:
           f"{int(table['changed'].sum())} of {len(table)} decisions changed")
     with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
         print(shown.to_string(index=False))
+    return 0
+
+
+def _export(args) -> int:
+    from gsme.integrations import mlflow
+    from gsme.run import Run
+
+    try:
+        with Run.open(args.dir, read_only=True) as run:
+            done = mlflow.export(run, args.mlflow, experiment=args.experiment)
+    except (ImportError, mlflow.ExportError) as err:
+        print(f"gsme: error: {_one_line(err)}", file=sys.stderr)
+        return EXIT_USAGE
+    replaced = f"; replaced {len(done.replaced)} runs of the earlier export" if done.replaced \
+        else ""
+    print(f"gsme export: {args.dir} -> {args.mlflow} experiment {done.experiment_id}: parent "
+          f"run {done.parent_run_id}, {len(done.runs) - 1} candidate runs{replaced}")
     return 0
 
 

@@ -91,7 +91,8 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
     {"gsme.run"},
     {"gsme.evolve", "gsme.report", "gsme.config", "gsme.importers", "gsme.compare",
      "gsme.grow", "gsme.explain", "gsme.view"},
-    {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations.gepa", "gsme.integrations.gepa_gate"},
+    {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations.gepa", "gsme.integrations.gepa_gate",
+     "gsme.integrations.mlflow"},
 ]
 
 

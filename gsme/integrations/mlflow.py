@@ -1,0 +1,250 @@
+"""A gsme run in MLflow: one parent run, a nested run per candidate, each patch as files.
+
+:func:`export` writes what a run directory holds to an MLflow tracking store:
+
+============  =================================================================================
+MLflow run    what it holds
+============  =================================================================================
+parent        params: the run's config (``policy``, ``run_seed``, ``gate.*``, ``keep.*``, ...),
+              its schedule (``schedule.*``) and the agent's ``agent.kind, agent.preset, ...``
+              (:data:`AGENT_PARAMS` only: a spec's other keys, such as a command agent's
+              environment, are never exported); metrics: the numbers of
+              :func:`gsme.report.run_table` once the run is sealed, and ``rounds_done``,
+              ``trials_spent`` always; tags: ``gsme.run_id``, ``gsme.dir``, ``simulated`` and
+              ``sealed`` (``yes``/``no``), ``agent`` and the table's other texts
+per candidate  nested under the parent, named after the candidate: metrics: the numbers of
+              its decision (:meth:`gsme.run.Run.decisions` on the train split: ``delta_pp,
+              z, p_one_sided, round, kept`` (1 or 0), ``n_tasks``, ...); tags:
+              ``gsme.run_id``, ``gsme.candidate``, ``decision, parent, kind, where, why,
+              patch_id, env_gate, beacon, gate_failed, reason``; artifacts:
+              ``patch/diff.patch`` (the unified diff from its parent's harness, from the empty
+              tree for the baseline) and ``patch/rationale.md`` (the evolver's rationale)
+============  =================================================================================
+
+A NaN (an undecided candidate's z, a non-simulated run's true effects) and a None are not
+logged. Every text comes from the run's ledger and repository, which redact what they
+store.
+
+**Re-exporting replaces.** The runs of an export carry the gsme run's id in the tag
+``gsme.run_id``. An export first writes the whole new parent and its nested runs, then
+deletes every other run of the experiment holding that tag (MLflow's soft delete: they go
+to its trash, ``mlflow gc`` removes them for good). The experiment therefore holds one
+parent per gsme run, with the candidates as they are now; a failed export leaves the
+earlier one in place and is itself replaced by the next.
+
+MLflow is an optional extra (``pip install "gsme[mlflow]"``, ``mlflow-skinny`` suffices);
+it is imported when :func:`export` is called, and so are the modules that read the run
+(importing this one for its names stays light).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import NamedTuple
+
+import pandas as pd
+
+__all__ = ["AGENT_PARAMS", "EXPERIMENT", "MISSING", "RUN_ID_TAG", "Export", "ExportError",
+           "export"]
+
+EXPERIMENT = "gsme"
+"""The MLflow experiment an export goes to unless another is named."""
+RUN_ID_TAG = "gsme.run_id"
+"""The tag holding the gsme run's id on the parent and on every nested run."""
+CANDIDATE_TAG = "gsme.candidate"
+AGENT_PARAMS = ("kind", "preset", "profile", "mix", "suite_seed", "model", "isolation")
+"""The agent spec's keys exported as ``agent.<key>`` params; no other key is."""
+MISSING = 'exporting to MLflow needs mlflow: pip install "gsme[mlflow]"'
+_CANDIDATE_TAGS = ("kind", "where", "why", "patch_id", "env_gate", "beacon")
+_BATCH = 100  # MLflow takes at most 100 params or tags per batch
+
+
+class ExportError(RuntimeError):
+    """MLflow refused the export (a bad tracking URI, a deleted experiment, a store error)."""
+
+
+class Export(NamedTuple):
+    """What :func:`export` wrote: the experiment, the parent run, the runs it replaced.
+
+    ``runs`` has one row per MLflow run written: ``candidate`` (None for the parent),
+    ``mlflow_run_id``.
+    """
+
+    experiment_id: str
+    parent_run_id: str
+    runs: pd.DataFrame
+    replaced: list[str]
+
+
+def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
+    """Write ``run`` to the MLflow tracking store at ``tracking_uri``, replacing its last
+    export.
+
+    Parameters
+    ----------
+    run : gsme.run.Run
+        A run, live or sealed (open it read-only: ``Run.open(path, read_only=True)``).
+    tracking_uri : str
+        MLflow's tracking URI: a server (``http://...``), a database (``sqlite:///...``) or
+        a folder (``file:...``).
+    experiment : str, optional
+        The experiment's name (default :data:`EXPERIMENT`); created when missing.
+
+    Returns
+    -------
+    Export
+        ``experiment_id, parent_run_id``, ``runs`` (one row per MLflow run written:
+        ``candidate`` (None for the parent), ``mlflow_run_id``) and ``replaced`` (the ids
+        of the earlier export's runs, now deleted).
+
+    Raises
+    ------
+    ImportError
+        mlflow is not installed (:data:`MISSING`).
+    ExportError
+        MLflow refused a step; the message is MLflow's.
+
+    Examples
+    --------
+    >>> done = export(run, "sqlite:///mlflow.db")  # doctest: +SKIP
+    >>> done.runs["candidate"].tolist()  # doctest: +SKIP
+    [None, 'baseline', 'c0001', 'c0002', 'c0003']
+    """
+    mlflow = _mlflow()
+    try:
+        return _export(mlflow, run, tracking_uri, experiment or EXPERIMENT)
+    except mlflow.exceptions.MlflowException as err:
+        raise ExportError(f"MLflow at {tracking_uri}: {err.message}") from None
+
+
+def _mlflow():
+    try:
+        import mlflow
+    except ImportError:
+        raise ImportError(MISSING) from None
+    return mlflow
+
+
+def _export(mlflow, run, tracking_uri: str, experiment: str) -> Export:
+    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    experiment_id = (found.experiment_id if found is not None
+                     else client.create_experiment(experiment))
+    earlier = _tagged(client, experiment_id, run.run_id)
+    into = (client, experiment_id, run.run_id, int(time.time() * 1000))
+    parent = _write(into, run.path.name, _parent(run))
+    written = [(None, parent)] + [(name, _write(into, name, fields, parent=parent))
+                                  for name, fields in _candidates(run).items()]
+    replaced = sorted(earlier - {run_id for _, run_id in written})
+    for run_id in replaced:
+        client.delete_run(run_id)
+    runs = pd.DataFrame(written, columns=["candidate", "mlflow_run_id"])
+    return Export(experiment_id, parent, runs, replaced)
+
+
+def _write(into: tuple, name: str, fields: dict, *, parent: str | None = None) -> str:
+    """Create one MLflow run holding ``fields`` (params, metrics, tags, files); its id."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    client, experiment_id, gsme_id, stamp = into
+    nested = {} if parent is None else {"mlflow.parentRunId": parent}
+    run_id = client.create_run(experiment_id, run_name=name,
+                               tags={RUN_ID_TAG: gsme_id, **nested}).info.run_id
+    params = [Param(k, str(v)) for k, v in fields.get("params", {}).items() if _present(v)]
+    tags = [RunTag(k, str(v)) for k, v in fields["tags"].items() if _present(v)]
+    metrics = [Metric(k, float(v), stamp, 0) for k, v in fields["metrics"].items()
+               if _present(v)]
+    client.log_batch(run_id, metrics=metrics)
+    for start in range(0, max(len(params), len(tags)), _BATCH):
+        client.log_batch(run_id, params=params[start:start + _BATCH],
+                         tags=tags[start:start + _BATCH])
+    for path, text in fields.get("files", {}).items():
+        if _present(text):
+            client.log_text(run_id, str(text), path)
+    client.set_terminated(run_id, "FINISHED")
+    return run_id
+
+
+def _parent(run) -> dict:
+    """The parent run's params, metrics and tags."""
+    from gsme import report
+
+    sealed = run.sealed_result is not None
+    params = _flat(run.config.model_dump())
+    if run.schedule is not None:
+        params.update(_flat(run.schedule.model_dump(), "schedule."))
+    spec = run.agent_spec or {}
+    params.update({f"agent.{k}": spec[k] for k in AGENT_PARAMS if k in spec})
+    metrics = {"rounds_done": run.rounds_done(), "trials_spent": run.trials_spent()}
+    simulated = bool(run.agent.simulated)
+    tags = {"gsme.dir": str(run.path.resolve()), "agent": run.agent.name,
+            "simulated": _yes(simulated), "sealed": _yes(sealed),
+            "mlflow.note.content": f"gsme run {run.run_id}"
+            + (" (SIMULATED agent)" if simulated else "")}
+    if sealed:
+        table = report.run_table(run)
+        numbers, texts = _numbers_and_texts(table)
+        metrics.update(table[numbers].iloc[0])
+        tags.update({k: v for k, v in table[texts].iloc[0].items() if k not in tags})
+    return {"params": params, "metrics": metrics, "tags": tags}
+
+
+def _candidates(run) -> dict[str, dict]:
+    """Each candidate's tags, metrics (its decision's numbers) and patch files."""
+    from gsme import explain
+
+    decisions = run.decisions()
+    numbers, texts = _numbers_and_texts(decisions.drop(columns=["candidate", "parent"]))
+    decisions = decisions[decisions["split"] == "train"].set_index(["candidate", "parent"])
+    out = {}
+    for row in explain.patch_details(run).itertuples(index=False):
+        tags = {CANDIDATE_TAG: row.candidate, "parent": row.parent,
+                **{k: getattr(row, k) for k in _CANDIDATE_TAGS}}
+        metrics = {}
+        if (row.candidate, row.parent) in decisions.index:
+            decision = decisions.loc[(row.candidate, row.parent)]
+            tags.update(decision[texts])
+            metrics = dict(decision[numbers])
+        out[row.candidate] = {"tags": tags, "metrics": metrics,
+                              "files": {"patch/diff.patch": row.diff,
+                                        "patch/rationale.md": row.rationale}}
+    return out
+
+
+def _numbers_and_texts(frame: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """The columns logged as metrics (numbers and flags, a flag as 1 or 0) and as tags."""
+    numbers = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c])]
+    return numbers, [c for c in frame.columns if c not in numbers]
+
+
+def _tagged(client, experiment_id: str, run_id: str) -> set[str]:
+    """The ids of the experiment's active MLflow runs tagged with gsme run ``run_id``."""
+    found, token = set(), None
+    while True:
+        page = client.search_runs([experiment_id], f"tags.`{RUN_ID_TAG}` = {json.dumps(run_id)}",
+                                  max_results=1000, page_token=token)
+        found.update(r.info.run_id for r in page)
+        token = page.token
+        if not token:
+            return found
+
+
+def _flat(values: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _present(value) -> bool:
+    return not (value is None or value is pd.NA
+                or isinstance(value, float) and math.isnan(value))
+
+
+def _yes(flag) -> str:
+    return "yes" if flag else "no"
