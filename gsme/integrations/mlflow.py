@@ -2,24 +2,23 @@
 
 :func:`export` writes what a run directory holds to an MLflow tracking store:
 
-============  =================================================================================
-MLflow run    what it holds
-============  =================================================================================
-parent        params: the run's config (``policy``, ``run_seed``, ``gate.*``, ``keep.*``, ...),
-              its schedule (``schedule.*``) and the agent's ``agent.kind, agent.preset, ...``
-              (:data:`AGENT_PARAMS` only: a spec's other keys, such as a command agent's
-              environment, are never exported); metrics: the numbers of
-              :func:`gsme.report.run_table` once the run is sealed, and ``rounds_done``,
-              ``trials_spent`` always; tags: ``gsme.run_id``, ``gsme.dir``, ``simulated`` and
-              ``sealed`` (``yes``/``no``), ``agent`` and the table's other texts
-per candidate  nested under the parent, named after the candidate: metrics: the numbers of
-              its decision (:meth:`gsme.run.Run.decisions` on the train split: ``delta_pp,
-              z, p_one_sided, round, kept`` (1 or 0), ``n_tasks``, ...); tags:
-              ``gsme.run_id``, ``gsme.candidate``, ``decision, parent, kind, where, why,
-              patch_id, env_gate, beacon, gate_failed, reason``; artifacts:
-              ``patch/diff.patch`` (the unified diff from its parent's harness, from the empty
-              tree for the baseline) and ``patch/rationale.md`` (the evolver's rationale)
-============  =================================================================================
+* **the parent run**, named after the run directory. Params: the run's config
+  (``policy``, ``run_seed``, ``gate.*``, ``keep.*``, ...), its schedule (``schedule.*``)
+  and the agent's ``agent.<key>`` for the keys of :data:`AGENT_PARAMS` only (a spec's other
+  keys, such as a command agent's environment, are never exported). Metrics:
+  ``rounds_done, trials_spent`` and, once the run is sealed, every number of
+  :func:`gsme.report.run_table` (train and sealed Δ, z, p, retention, pass@k, counts; a
+  flag as 1 or 0). Tags: ``gsme.run_id``, ``gsme.dir`` (the run directory), ``simulated``
+  and ``sealed`` (``yes`` or ``no``), ``agent`` and the run table's other texts
+  (``selected``, ``sealed_decision``, ...).
+* **a nested run per candidate**, the baseline included, named after it. Metrics: the
+  numbers of its decision on the train split (:meth:`gsme.run.Run.decisions`: ``delta_pp,
+  z, p_one_sided, round, kept`` (1 or 0), ``n_tasks, se_pp, expected_delta_pp``, ...; none
+  for the baseline). Tags: ``gsme.run_id, gsme.candidate, parent, kind, where, why,
+  patch_id, env_gate, beacon`` and the decision's texts (``decision, split, gate_failed,
+  reason``). Artifacts: ``patch/diff.patch`` (the unified diff from its parent's harness;
+  from the empty tree for the baseline) and ``patch/rationale.md`` (the evolver's
+  rationale), as :func:`gsme.explain.patch_details` gives them.
 
 A NaN (an undecided candidate's z, a non-simulated run's true effects) and a None are not
 logged. Every text comes from the run's ledger and repository, which redact what they
@@ -46,14 +45,15 @@ from typing import NamedTuple
 
 import pandas as pd
 
-__all__ = ["AGENT_PARAMS", "EXPERIMENT", "MISSING", "RUN_ID_TAG", "Export", "ExportError",
-           "export"]
+__all__ = ["AGENT_PARAMS", "CANDIDATE_TAG", "EXPERIMENT", "MISSING", "RUN_ID_TAG", "Export",
+           "ExportError", "export"]
 
 EXPERIMENT = "gsme"
 """The MLflow experiment an export goes to unless another is named."""
 RUN_ID_TAG = "gsme.run_id"
 """The tag holding the gsme run's id on the parent and on every nested run."""
 CANDIDATE_TAG = "gsme.candidate"
+"""The tag holding the candidate's id on its nested run."""
 AGENT_PARAMS = ("kind", "preset", "profile", "mix", "suite_seed", "model", "isolation")
 """The agent spec's keys exported as ``agent.<key>`` params; no other key is."""
 MISSING = 'exporting to MLflow needs mlflow: pip install "gsme[mlflow]"'
@@ -68,7 +68,7 @@ class ExportError(RuntimeError):
 class Export(NamedTuple):
     """What :func:`export` wrote: the experiment, the parent run, the runs it replaced.
 
-    ``runs`` has one row per MLflow run written: ``candidate`` (None for the parent),
+    ``runs`` has one row per MLflow run written: ``candidate`` (missing for the parent),
     ``mlflow_run_id``.
     """
 
@@ -87,8 +87,10 @@ def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
     run : gsme.run.Run
         A run, live or sealed (open it read-only: ``Run.open(path, read_only=True)``).
     tracking_uri : str
-        MLflow's tracking URI: a server (``http://...``), a database (``sqlite:///...``) or
-        a folder (``file:...``).
+        MLflow's tracking URI: a tracking server (``http://...``), a folder (``file:...``;
+        MLflow 3 writes one only with ``MLFLOW_ALLOW_FILE_STORE=true`` set) or, with the
+        full ``mlflow`` package rather than ``mlflow-skinny``, a database
+        (``sqlite:///mlflow.db``).
     experiment : str, optional
         The experiment's name (default :data:`EXPERIMENT`); created when missing.
 
@@ -96,7 +98,7 @@ def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
     -------
     Export
         ``experiment_id, parent_run_id``, ``runs`` (one row per MLflow run written:
-        ``candidate`` (None for the parent), ``mlflow_run_id``) and ``replaced`` (the ids
+        ``candidate`` (missing for the parent), ``mlflow_run_id``) and ``replaced`` (the ids
         of the earlier export's runs, now deleted).
 
     Raises
@@ -108,15 +110,16 @@ def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
 
     Examples
     --------
-    >>> done = export(run, "sqlite:///mlflow.db")  # doctest: +SKIP
-    >>> done.runs["candidate"].tolist()  # doctest: +SKIP
-    [None, 'baseline', 'c0001', 'c0002', 'c0003']
+    >>> done = export(run, "http://localhost:5000")  # doctest: +SKIP
+    >>> done.runs["candidate"].dropna().tolist()  # doctest: +SKIP
+    ['baseline', 'c0001', 'c0002', 'c0003']
     """
     mlflow = _mlflow()
     try:
         return _export(mlflow, run, tracking_uri, experiment or EXPERIMENT)
     except mlflow.exceptions.MlflowException as err:
-        raise ExportError(f"MLflow at {tracking_uri}: {err.message}") from None
+        message = str(err.message).strip()
+        raise ExportError(f"MLflow at {tracking_uri}: {message}") from None
 
 
 def _mlflow():
