@@ -26,14 +26,10 @@ from scipy import special
 from scipy import stats as sps
 
 from gsme import schema
+from gsme.schema import PAIRED_COLUMNS
 from gsme.settings import GateConfig
 
 REFERENCES = ("normal", "t")
-PAIRED_COLUMNS = [
-    "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
-    "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "decision",
-    "reason",
-]
 _DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 MiB)
 
 
@@ -725,7 +721,7 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig
     Returns
     -------
     DataFrame
-        :data:`PAIRED_COLUMNS`, one row per pair, in the order of ``pairs``.
+        :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair, in the order of ``pairs``.
     """
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
@@ -736,7 +732,7 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str, config: GateConfig
 
 
 def paired_frame(child, parent, split: str, tested: dict[str, np.ndarray]) -> pd.DataFrame:
-    """The :data:`PAIRED_COLUMNS` frame of tested pairs: one row per ``child, parent``, the
+    """The :data:`gsme.schema.PAIRED_COLUMNS` frame of tested pairs: one row per ``child, parent``, the
     statistics from :func:`significance` columns and a ``decision`` (:func:`decide`)."""
     columns = {"candidate": text(child), "parent": text(parent),
                "split": text([split] * len(child))}

@@ -71,8 +71,11 @@ def _parser(version: str) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gsme {version}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    from gsme.schema import POLICIES
+    from gsme.registry import DESIGNS, FORMATS, POLICIES
+    from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig, RunConfig, Schedule
     from gsme.sim import DEFAULT_MIX, MIXES, PRESETS, PROFILES
+
+    schedule, gate = Schedule(), GateConfig()
 
     demo = sub.add_parser("demo", help="evolve a simulated agent offline, end to end")
     demo.add_argument("--preset", default="tb2", choices=PRESETS,
@@ -83,20 +86,21 @@ def _parser(version: str) -> argparse.ArgumentParser:
                       help="the simulated world of proposals: what patches truly do "
                            f"(default: {DEFAULT_MIX}; see gsme.sim.MIXES)")
     demo.add_argument("--rounds", type=int, default=None,
-                      help="evolution rounds (default: the schedule's, 5)")
+                      help=f"evolution rounds (default: {schedule.rounds})")
     demo.add_argument("--children", type=int, default=None,
-                      help="children proposed per round (default: 3)")
+                      help=f"children proposed per round (default: "
+                           f"{schedule.children_per_round})")
     demo.add_argument("--seed", type=int, default=0,
                       help="seeds the simulated suite, the run and the evolver (default: 0)")
-    demo.add_argument("--policy", default=None, choices=POLICIES,
-                      help="which children are kept: gated (credited by the paper's gates), "
-                           "greedy (any train gain), peak, learned (expected gain under the "
-                           "proposal mix learned so far) (default: the library's)")
+    demo.add_argument("--policy", default=None, choices=POLICIES.names(),
+                      help=f"which children are kept: {_listed(POLICIES)} (default: "
+                           f"{RunConfig().policy})")
     demo.add_argument("--learn-from", type=Path, default=None, metavar="CSV",
                       help="a comparisons file of earlier runs the learned policy learns from; "
                            "this run's comparisons are appended when it is sealed")
-    demo.add_argument("--gate", default=None, choices=["fixed", "adaptive"],
-                      help="the significance gate's design (default: the library's)")
+    demo.add_argument("--gate", default=None, choices=DESIGNS.names(),
+                      help=f"the significance gate's design: {_listed(DESIGNS)} (default: "
+                           f"{gate.design})")
     demo.add_argument("--out", type=Path, default=None,
                       help="run directory to create (default: a new temporary folder)")
     demo.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -140,16 +144,17 @@ def _parser(version: str) -> argparse.ArgumentParser:
                       help="the page to write (default: <run directory name>.html here)")
     show.set_defaults(func=_view)
 
-    from gsme.importers import CANDIDATE_FROM, FORMATS
+    from gsme.importers import CANDIDATE_FROM
 
     compare = sub.add_parser("compare", help="gate two harnesses on eval logs you already "
                                              "have: Δ, z, one-sided p, decision, pass@k, "
                                              "MDE")
     compare.add_argument("baseline", type=Path, help="the baseline's logs (file or folder)")
     compare.add_argument("child", type=Path, help="the child's logs (file or folder)")
-    compare.add_argument("--format", default=None, choices=FORMATS,
-                         help="log format (default: detected from the baseline's files)")
-    compare.add_argument("--design", default=None, choices=["fixed", "adaptive"],
+    compare.add_argument("--format", default=None, choices=FORMATS.names(),
+                         help=f"log format: {_listed(FORMATS)} (default: detected from the "
+                              "baseline's files)")
+    compare.add_argument("--design", default=None, choices=DESIGNS.names(),
                          help="the significance gate's design (default: fixed, one look at "
                               "every repeat the logs hold; adaptive needs k_max repeats)")
     compare.add_argument("--candidate-from", default="path", metavar="SOURCE",
@@ -177,21 +182,22 @@ def _parser(version: str) -> argparse.ArgumentParser:
     plan.add_argument("--effect", type=float, required=True,
                       help="the true effect to detect, percentage points")
     plan.add_argument("--k", type=int, default=None,
-                      help="repeats per task and side (default: the gate's, 3)")
+                      help=f"repeats per task and side (default: the gate's, {gate.k})")
     noise = plan.add_mutually_exclusive_group()
     noise.add_argument("--repeat-sd", type=float, default=None,
-                       help="sd of one repeat's child-minus-parent outcome, pp (default: 70.7, "
-                            "the largest pass/fail allows)")
+                       help="sd of one repeat's child-minus-parent outcome, pp (default: "
+                            f"{REPEAT_SD_PP:.1f}, the largest pass/fail allows)")
     noise.add_argument("--aa", nargs=2, type=Path, default=None, metavar=("A", "B"),
                        help="estimate the repeat sd from an A/A pair of logs (one harness, "
                             "run twice)")
-    plan.add_argument("--format", default=None, choices=FORMATS,
+    plan.add_argument("--format", default=None, choices=FORMATS.names(),
                       help="format of the --aa logs (default: detected)")
     plan.add_argument("--task-sd", type=float, default=0.0,
                       help="spread of the true effect between tasks, pp (default: 0)")
-    plan.add_argument("--power", type=float, default=0.8, help="target power (default: 0.8)")
-    plan.add_argument("--design", default="both", choices=["fixed", "adaptive", "both"],
-                      help="designs to plan (default: both; adaptive is simulated)")
+    plan.add_argument("--power", type=float, default=TARGET_POWER,
+                      help=f"target power (default: {TARGET_POWER})")
+    plan.add_argument("--design", default="all", choices=[*DESIGNS.names(), "all"],
+                      help="designs to plan (default: all; adaptive is simulated)")
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     plan.set_defaults(func=_plan)
 
@@ -226,6 +232,13 @@ def _parser(version: str) -> argparse.ArgumentParser:
                              "missing)")
     export.set_defaults(func=_export)
     return parser
+
+
+def _listed(registry) -> str:
+    """``name (what it does), ...`` for every object of a registry, for help texts."""
+    listed = ", ".join(f"{name} ({registry.get(name).summary})" if registry.get(name).summary
+                       else name for name in registry.names())
+    return listed.replace("%", "%%")  # argparse formats help texts with %
 
 
 def _demo(args) -> int:
@@ -423,10 +436,9 @@ def _compare(args) -> int:
 
 
 def _plan(args) -> int:
-    import numpy as np
 
     from gsme import compare, importers
-    from gsme.settings import ConfigError
+    from gsme.settings import REPEAT_SD_PP, ConfigError
 
     repeat_sd, source = args.repeat_sd, "given"
     if args.aa is not None:
@@ -435,8 +447,8 @@ def _plan(args) -> int:
         repeat_sd = compare.repeat_sd_from_aa(imported.trials, candidate=first, rerun=second)
         source = f"A/A estimate from {first} vs {second}"
     elif repeat_sd is None:
-        repeat_sd, source = 100 * np.sqrt(0.5), "default: the largest pass/fail allows"
-    designs = ("fixed", "adaptive") if args.design == "both" else (args.design,)
+        repeat_sd, source = REPEAT_SD_PP, "default: the largest pass/fail allows"
+    designs = None if args.design == "all" else (args.design,)
     try:
         table = compare.plan(n_tasks=args.tasks, effect_pp=args.effect, k=args.k,
                              repeat_sd_pp=repeat_sd, task_sd_pp=args.task_sd,
@@ -461,18 +473,18 @@ def _plan_notes(table: pd.DataFrame, max_k: int, max_tasks: int) -> list[str]:
     notes = []
     for row in table.itertuples():
         target = f"{row.target_power:.0%} power"
-        if row.design == "adaptive":
-            notes.append("adaptive: k_needed and n_tasks_needed are computed for the fixed "
-                         "design only (the adaptive design is simulated)")
+        if row.method == "simulated":
+            notes.append(f"{row.design}: k_needed and n_tasks_needed are computed for "
+                         f"analytic plans only (the {row.design} design is simulated)")
             if row.power == 0:
-                notes.append(f"adaptive: power 0: none of the simulated comparisons was "
+                notes.append(f"{row.design}: power 0: none of the simulated comparisons was "
                              f"credited with {row.n_tasks} tasks (too few for its boundaries)")
         elif math.isnan(row.k_needed):
-            notes.append(f"fixed: k_needed n/a: no K up to {max_k} reaches {target} with "
-                         f"{row.n_tasks} tasks; more tasks are needed")
-        if row.design == "fixed" and math.isnan(row.n_tasks_needed):
-            notes.append(f"fixed: n_tasks_needed n/a: no number of tasks up to {max_tasks:,} "
-                         f"reaches {target} at K = {row.k}")
+            notes.append(f"{row.design}: k_needed n/a: no K up to {max_k} reaches {target} "
+                         f"with {row.n_tasks} tasks; more tasks are needed")
+        if row.method == "analytic" and math.isnan(row.n_tasks_needed):
+            notes.append(f"{row.design}: n_tasks_needed n/a: no number of tasks up to "
+                         f"{max_tasks:,} reaches {target} at K = {row.k}")
         if math.isnan(row.mde_pp):
             notes.append(f"{row.design}: mde_pp n/a: even a 100 pp effect is not detected "
                          f"with {target} by {row.n_tasks} tasks")

@@ -13,35 +13,29 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import optimize
 
-from gsme import _paired, gates, schema, sequential, stats
+from gsme import _paired, gates, schema, stats
 from gsme import power as power_mod
-from gsme.settings import GateConfig
+from gsme.registry import DESIGNS
+from gsme.schema import COMPARE_COLUMNS, PLAN_COLUMNS
+from gsme.settings import (
+    EFFECT_PP,
+    MAX_K,
+    MAX_TASKS,
+    REPEAT_SD_PP,
+    SIMULATIONS,
+    TARGET_POWER,
+    GateConfig,
+)
 
-__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "OUTCOMES", "PLAN_COLUMNS", "compare", "outcome",
-           "plan", "repeat_sd_from_aa"]
+__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "MAX_K", "MAX_TASKS", "OUTCOMES", "PLAN_COLUMNS",
+           "compare", "outcome", "plan", "repeat_sd_from_aa"]
 
-COMPARE_COLUMNS = [
-    "parent", "child", "split", "design", "outcome", "n_tasks", "n_dropped", "n_changed", "n_up",
-    "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",
-    "rate_child", "delta_pp", "se_pp", "z", "p_one_sided", "pass_k", "pass_at_k_parent",
-    "pass_at_k_child", "sd_pp", "mde_pp", "power_effect_pp", "power", "gate_failed",
-    "decision", "reason", "tasks_up", "tasks_down",
-]
-PLAN_COLUMNS = [
-    "design", "method", "n_tasks", "k", "effect_pp", "repeat_sd_pp", "task_sd_pp", "power",
-    "mde_pp", "target_power", "k_needed", "n_tasks_needed", "trials_per_side",
-]
 LOGS_GATE = GateConfig(design="fixed")
 """The gate of :func:`compare` unless told otherwise: one look at every repeat the logs hold
 (logs cannot be extended with the repeats an adaptive design would ask for)."""
 OUTCOMES = ("score", "passed")
 """What :func:`compare` can gate on: the trials' scores, or ``passed`` as 0/1."""
-MAX_K = 100
-"""Most repeats per task :func:`plan` considers for ``k_needed``."""
-MAX_TASKS = 1_000_000
-"""Most tasks :func:`plan` considers for ``n_tasks_needed``."""
 
 
 def compare(
@@ -51,8 +45,8 @@ def compare(
     child: str,
     split: str = "train",
     config: GateConfig | None = None,
-    effect_pp: float = 5.0,
-    power: float = 0.8,
+    effect_pp: float = EFFECT_PP,
+    power: float = TARGET_POWER,
     on: str | None = None,
 ) -> pd.DataFrame:
     """The paper's row for ``child`` against ``parent``: the gate's verdict and its reach.
@@ -248,12 +242,12 @@ def plan(
     n_tasks: int,
     effect_pp: float,
     k: int | None = None,
-    repeat_sd_pp: float = 100 * np.sqrt(0.5),
+    repeat_sd_pp: float = REPEAT_SD_PP,
     task_sd_pp: float = 0.0,
-    power: float = 0.8,
+    power: float = TARGET_POWER,
     config: GateConfig | None = None,
-    designs=("fixed", "adaptive"),
-    simulations: int = 200,
+    designs=None,
+    simulations: int = SIMULATIONS,
     rng=None,
 ) -> pd.DataFrame:
     """Power and MDE of each gate design at ``n_tasks`` and K, and what 80% power needs.
@@ -286,7 +280,9 @@ def plan(
     config : GateConfig, optional
         Its ``z_crit``, ``reference`` and, for the adaptive design, ``k_max``, ``k_step``
         and ``futility_z``.
-    designs : sequence of {"fixed", "adaptive"}
+    designs : sequence of str, optional
+        Registered designs (:data:`gsme.registry.DESIGNS`; default: every one), each
+        planned by its :meth:`~gsme.sequential.Design.plan`.
     simulations : int
         Simulated comparisons per adaptive estimate.
     rng : numpy Generator or int, optional
@@ -319,107 +315,17 @@ def plan(
         raise ValueError("effect_pp must be a difference of pass rates in percentage points, "
                          f"between 0 and 100, got {effect_pp!r}")
     rows = []
-    for design in designs:
-        _paired.check_choice("design", design, ("fixed", "adaptive"))
+    for design in DESIGNS.names() if designs is None else designs:
+        _paired.check_choice("design", design, DESIGNS.names())
         cfg = config.model_copy(update={"design": design, "k": k,
                                         "k_max": max(config.k_max, k)})
         common = {"design": design, "n_tasks": n_tasks, "k": k, "effect_pp": float(effect_pp),
                   "repeat_sd_pp": float(repeat_sd_pp), "task_sd_pp": float(task_sd_pp),
                   "target_power": float(power)}
-        if design == "fixed":
-            rows.append({**common, "method": "analytic", **_fixed_plan(
-                n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, cfg)})
-        else:
-            rows.append({**common, "method": "simulated", **_adaptive_plan(
-                n_tasks, effect_pp, repeat_sd_pp, task_sd_pp, power, cfg, simulations, rng)})
+        rows.append({**common, **DESIGNS.get(design).plan(
+            n_tasks=n_tasks, effect_pp=effect_pp, k=k, repeat_sd_pp=repeat_sd_pp,
+            task_sd_pp=task_sd_pp, power=power, config=cfg, simulations=simulations, rng=rng)})
     return pd.DataFrame(rows)[PLAN_COLUMNS]
-
-
-def _fixed_plan(n, effect, k, repeat_sd, task_sd, target, config) -> dict:
-    def reach(n_tasks, kk):
-        return power_mod.power(n_tasks=n_tasks, effect_pp=effect, repeat_sd_pp=repeat_sd,
-                               task_sd_pp=task_sd, k=kk, config=config)
-
-    ks = np.arange(1, MAX_K + 1)
-    enough = np.array([reach(n, int(kk)) for kk in ks]) >= target
-    n_needed = np.nan
-    if effect != 0:
-        high = 2
-        while reach(high, k) < target and high < MAX_TASKS:
-            high *= 2
-        if reach(high, k) >= target:
-            low = max(2, high // 2)
-            while low < high:  # fewest n reaching the target (power grows with n)
-                mid = (low + high) // 2
-                low, high = (mid + 1, high) if reach(mid, k) < target else (low, mid)
-            n_needed = float(high)
-    return {"power": reach(n, k),
-            "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=repeat_sd, task_sd_pp=task_sd,
-                                    k=k, power=target, config=config),
-            "k_needed": float(ks[enough][0]) if enough.any() else np.nan,
-            "n_tasks_needed": n_needed, "trials_per_side": float(n * k)}
-
-
-def _adaptive_plan(n, effect, repeat_sd, task_sd, target, config, simulations, rng) -> dict:
-    rng = np.random.default_rng(0 if rng is None else rng)
-    draws = (rng.random((simulations, n, config.k_max, 2)), rng.standard_normal((simulations, n)))
-    trials, pairs = _simulated_trials(draws, effect, repeat_sd, task_sd, config)
-    taken = sequential.looks(trials, pairs, split="train", config=config)
-    last = taken.groupby("candidate", sort=False).tail(1)
-    detected = float(last["decision"].isin(["credit", "cull"]).mean())
-    per_side = float(last["child_trials"].mean())
-
-    def gap(eff):  # the same draws at every effect, so power grows with it
-        trials, pairs = _simulated_trials(draws, eff, repeat_sd, task_sd, config)
-        decided = gates.significance_gate(trials, pairs, split="train", config=config)
-        return float(decided["decision"].isin(["credit", "cull"]).mean()) - target
-
-    mde = np.nan
-    if gap(100.0) >= 0:
-        mde = float(optimize.brentq(gap, 0.0, 100.0, xtol=0.5))
-    return {"power": detected, "mde_pp": mde, "k_needed": np.nan, "n_tasks_needed": np.nan,
-            "trials_per_side": per_side}
-
-
-def _simulated_trials(draws, effect, repeat_sd, task_sd, config):
-    """Every repeat (up to ``k_max``) of ``sims`` simulated parent/child pairs, as trials."""
-    uniforms, spread = draws
-    sims, n = uniforms.shape[:2]
-    p_parent = np.full((sims, n), _base_rate(effect / 100, repeat_sd / 100))
-    p_child = np.clip(p_parent + effect / 100 + task_sd / 100 * spread, 0, 1)
-    passed = uniforms < np.stack([p_parent, p_child], axis=-1)[:, :, None, :]
-    sim, task, repeat, side = (a.ravel() for a in np.indices(passed.shape))
-    names = np.array([f"p{i}" for i in range(sims)] + [f"c{i}" for i in range(sims)],
-                     dtype=object)
-    size = passed.size
-    trials = pd.DataFrame({
-        "candidate": names[side * sims + sim],
-        "task_id": np.array([f"t{i}" for i in range(n)], dtype=object)[task],
-        "split": np.full(size, "train", dtype=object), "repeat": repeat.astype(np.int64),
-        "attempt": np.zeros(size, np.int64), "passed": passed.ravel(),
-        "infra_ok": np.ones(size, bool), "activated": np.zeros(size, bool),
-        "beacons": np.full(size, "", dtype=object),
-        **{c: np.full(size, np.nan) for c in ("tokens", "cost_usd", "seconds")},
-        **{c: np.full(size, None, dtype=object)
-           for c in ("pathology", "trajectory", "error", "borrowed_from")},
-    })
-    pairs = pd.DataFrame({"candidate": names[sims:], "parent": names[:sims]})
-    return trials, pairs
-
-
-def _base_rate(effect: float, repeat_sd: float) -> float:
-    """Parent pass probability p with p(1−p) + q(1−q) = repeat_sd², q = p + effect."""
-    effect = min(max(effect, -1.0), 1.0)
-    low, high = max(0.0, -effect), min(1.0, 1.0 - effect)
-    centre = (low + high) / 2
-
-    def gap(p):
-        q = p + effect
-        return p * (1 - p) + q * (1 - q) - repeat_sd**2
-
-    if gap(centre) <= 0:  # the largest spread these rates allow
-        return centre
-    return float(optimize.brentq(gap, low, centre)) if gap(low) < 0 else low
 
 
 # ------------------------------------------------------------------------------ noise

@@ -22,8 +22,9 @@ from tqdm.auto import tqdm
 from gsme import analysis, evolve, policy, report, sim, stats
 from gsme.evolvers.mechanism import MechanismEvolver
 from gsme.evolvers.rule import RuleEvolver
+from gsme.registry import POLICIES
 from gsme.run import Run
-from gsme.schema import BASELINE, POLICIES
+from gsme.schema import BASELINE
 from gsme.settings import GateConfig, KeepConfig, RunConfig, Schedule
 from gsme.sim.audit import audit_decisions
 from gsme.sim.catalogue import CATALOGUE
@@ -165,7 +166,7 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
     return table
 
 
-def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs=("fixed",),
+def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=None, designs=("fixed",),
                      mix: str | None = None, rounds: int = 3, root=None, children: int = 3,
                      recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
     """Keep rules (and gate designs) on the same seeds, audited against ground truth.
@@ -184,9 +185,9 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
     seeds : sequence of int
         Seeds, each used by every policy.
     policies : sequence of str
-        Subset of :data:`gsme.schema.POLICIES`.
-    designs : sequence of {"fixed", "adaptive"}
-        Gate designs (:class:`~gsme.settings.GateConfig` ``design``).
+        Registered keep policies (:data:`gsme.registry.POLICIES`; default: every one).
+    designs : sequence of str
+        Registered gate designs (:class:`~gsme.settings.GateConfig` ``design``).
     mix : str, optional
         The simulator's proposal mix, as in :func:`simulated_run`.
     rounds, root, children, recombinations
@@ -213,7 +214,8 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=POLICIES, designs
         ``run_dir``.
     """
     root = _root(root, "compare_policies")
-    unknown = sorted(set(policies) - set(POLICIES))
+    policies = POLICIES.names() if policies is None else policies
+    unknown = sorted(set(policies) - set(POLICIES.names()))
     if unknown:
         raise ValueError(f"policies must be among {list(POLICIES)}, got unknown {unknown}")
     grid = [(d, p, int(s)) for d in designs for p in policies for s in seeds]

@@ -30,10 +30,12 @@ import pandas as pd
 
 from gsme import archive as archive_lib
 from gsme import prior, schema, stats
-from gsme.schema import BASELINE, POLICIES
+from gsme.registry import POLICIES
+from gsme.schema import BASELINE
 from gsme.settings import KeepConfig
 
-__all__ = ["POLICIES", "expected_effects", "kept", "reported", "screen"]
+__all__ = ["POLICIES", "Gated", "Greedy", "Learned", "Peak", "Policy", "expected_effects",
+           "kept", "reported", "screen"]
 
 
 def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
@@ -98,18 +100,11 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
         :func:`expected_effects` (``expected_delta_pp, p_positive, lfsr``), computed for
         every policy so that a run's table can show them.
     """
-    _check(policy)
+    rule = POLICIES.get(policy)
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
     out = expected_effects(decisions, past=past, config=config)
-    credited = (decisions["decision"] == "credit").to_numpy()
-    if policy == "gated":
-        keep = credited
-    elif policy == "learned":
-        worth = (config or KeepConfig()).worth_pp
-        keep = credited | (out["expected_delta_pp"].fillna(-np.inf).round(9) > worth).to_numpy()
-    else:  # a tie computed as a sum of thirds can come out 1e-16 above 0: round first
-        keep = (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
-    out.insert(0, "kept", keep)
+    keep = rule.keep(decisions, out, config=config or KeepConfig())
+    out.insert(0, "kept", np.asarray(keep, dtype=bool))
     return out
 
 
@@ -136,14 +131,79 @@ def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str, k: int
     ``k`` repeats of each task (:func:`gsme.stats.candidate_rates`: unbiased under the
     adaptive design, which extends some tasks); every other policy the archive's best elite.
     """
-    _check(policy)
-    if policy == "peak":
+    return POLICIES.get(policy).reported(archive, trials, k=k)
+
+
+class Policy:
+    """A keep rule: which decided children a run keeps, and which harness it reports.
+
+    gsme's are :class:`Gated`, :class:`Greedy`, :class:`Peak` and :class:`Learned`. A new
+    rule subclasses this (or one of them) and registers under a name
+    (:data:`gsme.registry.POLICIES`: entry point group ``gsme.policies``, or
+    ``POLICIES.register(name, policy)``); ``RunConfig(policy=name)`` and ``gsme demo
+    --policy name`` then use it.
+
+    Attributes
+    ----------
+    summary : str
+        One line saying what the rule keeps (shown by ``gsme demo --help``).
+    """
+
+    summary = ""
+
+    def keep(self, decisions: pd.DataFrame, expected: pd.DataFrame, *,
+             config: KeepConfig) -> np.ndarray:
+        """One bool per decision: is the child kept? ``decisions`` is a decisions frame,
+        ``expected`` the :func:`expected_effects` of its rows (same index)."""
+        raise NotImplementedError
+
+    def reported(self, archive: pd.DataFrame, trials: pd.DataFrame, *, k: int) -> str:
+        """The harness the run reports and seals: the archive's best elite (the baseline
+        when there is none)."""
+        best = archive_lib.summary(archive)["best_candidate"].iloc[0]
+        return BASELINE if best is None or pd.isna(best) else str(best)
+
+
+def _credited(decisions: pd.DataFrame) -> np.ndarray:
+    return (decisions["decision"] == "credit").to_numpy()
+
+
+class Gated(Policy):
+    """The paper's: a child is kept only when the three gates credit it."""
+
+    summary = "kept when credited by the paper's gates"
+
+    def keep(self, decisions, expected, *, config):
+        return _credited(decisions)
+
+
+class Greedy(Policy):
+    """What prior systems do: any child whose train rate rose is kept."""
+
+    summary = "kept after any train gain"
+
+    def keep(self, decisions, expected, *, config):
+        # a tie computed as a sum of thirds can come out 1e-16 above 0: round first
+        return (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
+
+
+class Peak(Greedy):
+    """Like greedy, and the reported harness is the best train rate ever scored (over the
+    first ``k`` repeats of each task: :func:`gsme.stats.candidate_rates`)."""
+
+    summary = "kept after any train gain; reports the best train rate ever scored"
+
+    def reported(self, archive, trials, *, k):
         means = stats.candidate_rates(trials, k=k, split="train").set_index("candidate")["rate"]
         return str(means.idxmax()) if len(means) else BASELINE
-    best = archive_lib.summary(archive)["best_candidate"].iloc[0]
-    return BASELINE if best is None or pd.isna(best) else str(best)
 
 
-def _check(policy: str) -> None:
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {list(POLICIES)}, got {policy!r}")
+class Learned(Policy):
+    """Kept when credited, or when its expected true effect under the proposal mix learned
+    so far is above ``KeepConfig.worth_pp``."""
+
+    summary = "kept when credited or worth keeping under the proposal mix learned so far"
+
+    def keep(self, decisions, expected, *, config):
+        worth = expected["expected_delta_pp"].fillna(-np.inf).round(9) > config.worth_pp
+        return _credited(decisions) | worth.to_numpy()

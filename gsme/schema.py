@@ -37,8 +37,9 @@ import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
 __all__ = [
-    "BASELINE", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS", "LEDGER_TABLES",
-    "LEVERS", "OUTCOMES", "POLICIES", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
+    "BASELINE", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS",
+    "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "OUTCOMES", "PAIRED_COLUMNS", "PLAN_COLUMNS",
+    "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
     "FrameError", "as_trials", "carries_scores", "columns", "conforms", "empty", "graded",
     "join_ids", "require", "split_ids", "task_features", "trial_values", "validate",
 ]
@@ -50,11 +51,35 @@ LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")
 GATES = ("validity", "activation", "significance")
-POLICIES = ("gated", "greedy", "peak", "learned")
-"""How a run keeps children: by the gates, by any train gain, by the peak train rate, or by
-their expected effect under the proposal mix learned from the comparisons so far."""
 OUTCOMES = ("new_cell", "improved", "not_added")
 """What :func:`gsme.archive.insert` did with a decided candidate."""
+
+PAIRED_COLUMNS = [
+    "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
+    "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "decision",
+    "reason",
+]
+"""A paired test's row (:func:`gsme.stats.paired_test`, :func:`gsme.gates.significance_gate`)."""
+LOOK_COLUMNS = [
+    "candidate", "parent", "split", "look", "repeats", "n_extended", "child_trials",
+    "parent_trials", "n_tasks", "n_dropped", "n_changed", "k", "rate_parent", "rate_child",
+    "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "boundary", "level", "decision",
+    "reason",
+]
+"""One look of a gate design (:func:`gsme.sequential.looks`)."""
+COMPARE_COLUMNS = [
+    "parent", "child", "split", "design", "outcome", "n_tasks", "n_dropped", "n_changed", "n_up",
+    "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",
+    "rate_child", "delta_pp", "se_pp", "z", "p_one_sided", "pass_k", "pass_at_k_parent",
+    "pass_at_k_child", "sd_pp", "mde_pp", "power_effect_pp", "power", "gate_failed",
+    "decision", "reason", "tasks_up", "tasks_down",
+]
+"""Two harnesses compared on their logs (:func:`gsme.compare.compare`)."""
+PLAN_COLUMNS = [
+    "design", "method", "n_tasks", "k", "effect_pp", "repeat_sd_pp", "task_sd_pp", "power",
+    "mde_pp", "target_power", "k_needed", "n_tasks_needed", "trials_per_side",
+]
+"""A design's power and what it needs (:func:`gsme.compare.plan`)."""
 
 FAILURE_MODES = MappingProxyType({
     "thinking-runaway": "Reasoning runs on without converging and exhausts the token or "

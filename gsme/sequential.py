@@ -52,18 +52,15 @@ from scipy import optimize, special
 from scipy import stats as sps
 
 from gsme import _paired, schema
-from gsme.settings import GateConfig
+from gsme import power as power_mod
+from gsme.registry import DESIGNS
+from gsme.schema import LOOK_COLUMNS
+from gsme.settings import MAX_K, MAX_TASKS, GateConfig
 
-__all__ = ["boundaries", "decided_repeats", "look_repeats", "looks", "obf_spending",
-           "spending_boundaries", "wanted"]
+__all__ = ["Adaptive", "Design", "Fixed", "boundaries", "decided_repeats", "design_of",
+           "look_repeats", "looks", "obf_spending", "spending_boundaries", "wanted"]
 
 _TINY_ALPHA = 1e-12
-LOOK_COLUMNS = [
-    "candidate", "parent", "split", "look", "repeats", "n_extended", "child_trials",
-    "parent_trials", "n_tasks", "n_dropped", "n_changed", "k", "rate_parent", "rate_child",
-    "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "boundary", "level", "decision",
-    "reason",
-]
 
 
 # ------------------------------------------------------------------------------ boundaries
@@ -81,10 +78,7 @@ def look_repeats(config: GateConfig | None = None) -> np.ndarray:
     [3]
     """
     config = _paired.gate_config(config)
-    if config.design == "fixed" or config.k_max == config.k:
-        return np.array([config.k], dtype=np.int64)
-    steps = np.arange(config.k, config.k_max, config.k_step, dtype=np.int64)
-    return np.r_[steps, config.k_max].astype(np.int64)
+    return design_of(config).look_repeats(config)
 
 
 def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
@@ -492,11 +486,14 @@ def compare(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
     Returns
     -------
     DataFrame
-        :data:`gsme._paired.PAIRED_COLUMNS`, one row per pair in the order of ``pairs``:
+        :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair in the order of ``pairs``:
         the statistics of the look the design stopped at, ``looks`` the looks it took.
     """
-    if config.design == "fixed":
-        return _paired.compare(slots, pairs, split=split, config=config)
+    return design_of(config).decide(slots, pairs, split=split, config=config)
+
+
+def _adaptive_decide(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+                     config: GateConfig) -> pd.DataFrame:
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     replay = _replay(_panel(slots, child, parent, split, config), config)
@@ -564,18 +561,29 @@ def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
 def looks_of_slots(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
                    config: GateConfig) -> pd.DataFrame:
     """:func:`looks` on trials already encoded (for simulations that reuse one frame)."""
+    return design_of(config).looks(slots, pairs, split=split, config=config)
+
+
+def _one_look(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+              config: GateConfig) -> pd.DataFrame:
+    """The fixed design's one look over every repeat, as its gate reads it."""
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    if config.design == "fixed":  # one look over every repeat, as the fixed gate reads it
-        out = _paired.compare(slots, pairs, split=split, config=config)
-        out.insert(3, "look", np.ones(len(out), dtype=np.int64))
-        out.insert(4, "repeats", np.full(len(out), config.k, dtype=np.int64))
-        out.insert(5, "n_extended", np.zeros(len(out), dtype=np.int64))
-        out.insert(6, "child_trials", _all_slots(slots, child, split))
-        out.insert(7, "parent_trials", _all_slots(slots, parent, split))
-        out["boundary"] = config.z_crit
-        out["level"] = config.alpha
-        return out[LOOK_COLUMNS]
+    out = _paired.compare(slots, pairs, split=split, config=config)
+    out.insert(3, "look", np.ones(len(out), dtype=np.int64))
+    out.insert(4, "repeats", np.full(len(out), config.k, dtype=np.int64))
+    out.insert(5, "n_extended", np.zeros(len(out), dtype=np.int64))
+    out.insert(6, "child_trials", _all_slots(slots, child, split))
+    out.insert(7, "parent_trials", _all_slots(slots, parent, split))
+    out["boundary"] = config.z_crit
+    out["level"] = config.alpha
+    return out[LOOK_COLUMNS]
+
+
+def _adaptive_looks(slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+                    config: GateConfig) -> pd.DataFrame:
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
     replay = _replay(_panel(slots, child, parent, split, config), config)
     stop = _stopping_look(replay)
     n_pairs = len(child)
@@ -647,22 +655,13 @@ def decided_repeats(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "
     slots = _paired.checked_slots(trials)
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    panel = _panel(slots, child, parent, split, config)
-    if config.design == "fixed":
-        split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
-        on = slots.split == split_code
-        top = np.zeros((len(slots.candidates) + 1, len(slots.tasks)), dtype=np.int64)
-        np.maximum.at(top, (slots.cand[on], slots.task[on]), slots.repeat[on] + 1)
-        top = top[:, slots.tasks.get_indexer(pd.Index(panel.tasks, dtype=object))]
-        repeats = np.maximum(top[_codes(slots, child)], top[_codes(slots, parent)])
-    else:
-        replay = _replay(panel, config)
-        repeats = replay.repeats[np.where(replay.extended, _stopping_look(replay)[:, None], 0)]
-    n_tasks = len(panel.tasks)
+    names, repeats = design_of(config).decided_repeats(slots, child, parent, split=split,
+                                                       config=config)
+    n_tasks = len(names)
     return pd.DataFrame({
         "candidate": _paired.text(np.repeat(child, n_tasks)),
         "parent": _paired.text(np.repeat(parent, n_tasks)),
-        "task_id": _paired.text(np.tile(panel.tasks, len(child))),
+        "task_id": _paired.text(np.tile(names, len(child))),
         "repeats": repeats.reshape(-1).astype(np.int64),
     })
 
@@ -739,12 +738,9 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
     has_parent = pd.notna(parent)
     names = np.asarray(list(dict.fromkeys([*child, *parent[has_parent]])), dtype=object)
     repeats = np.full((len(names), len(ids)), config.k, dtype=np.int64)
-    if config.design == "adaptive" and split == "train" and has_parent.any() and len(ids):
-        slots = _paired.checked_slots(trials)
+    if split == "train" and has_parent.any() and len(ids):
         child, parent = child[has_parent], parent[has_parent]
-        replay = _replay(_panel(slots, child, parent, split, config, task_ids=ids), config)
-        look = np.argmax(~replay.complete | replay.stop, axis=1)
-        extended = replay.repeats[np.where(replay.extended, look[:, None], 0)]
+        extended = design_of(config).wanted(trials, child, parent, ids, config=config)
         sides = pd.Index(names, dtype=object).get_indexer(np.r_[child, parent])
         np.maximum.at(repeats, sides, np.tile(extended, (2, 1)))  # a parent: its most wanted
     return pd.DataFrame({
@@ -753,3 +749,223 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
         "split": _paired.text([split] * repeats.size),
         "repeats": repeats.ravel(),
     })
+
+
+# ------------------------------------------------------------------------------ designs
+
+def design_of(config: GateConfig | None = None) -> Design:
+    """The registered design ``config.design`` names (:data:`gsme.registry.DESIGNS`).
+
+    Examples
+    --------
+    >>> design_of(GateConfig(design="fixed")).summary
+    'the paper gate: k repeats of every task on each side, one look'
+    """
+    return DESIGNS.get(_paired.gate_config(config).design)
+
+
+class Design:
+    """A gate design: its looks, the repeats it wants next, how it decides, its power.
+
+    gsme's designs are :class:`Fixed` and :class:`Adaptive`. A new design subclasses one of
+    them (or this, implementing every method) and registers under a name
+    (:data:`gsme.registry.DESIGNS`: entry point group ``gsme.designs``, or
+    ``DESIGNS.register(name, design)``); ``GateConfig(design=name)`` then selects it
+    everywhere: the run's scoring loop (:func:`wanted`), the gates (:func:`gsme.gates.credit`),
+    :func:`looks`, :func:`gsme.compare.plan` and the command line.
+
+    Every method reads its settings from ``config`` (a :class:`~gsme.settings.GateConfig`)
+    and is a pure function of its arguments.
+
+    Attributes
+    ----------
+    summary : str
+        One line saying what the design does (shown by ``gsme --help``).
+    """
+
+    summary = ""
+
+    def look_repeats(self, config: GateConfig) -> np.ndarray:
+        """Repeats per task and side at each planned look (int64, increasing)."""
+        raise NotImplementedError
+
+    def decide(self, slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+               config: GateConfig) -> pd.DataFrame:
+        """The significance test of every (``candidate``, ``parent``) row of ``pairs``:
+        :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair in their order."""
+        raise NotImplementedError
+
+    def looks(self, slots: _paired.Slots, pairs: pd.DataFrame, *, split: str,
+              config: GateConfig) -> pd.DataFrame:
+        """Every look taken, :data:`gsme.schema.LOOK_COLUMNS` (see :func:`looks`)."""
+        raise NotImplementedError
+
+    def decided_repeats(self, slots: _paired.Slots, child, parent, *, split: str,
+                        config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+        """The tasks with trials of either side and, per (pair, task), the repeats below
+        which the decision read both sides."""
+        raise NotImplementedError
+
+    def wanted(self, trials: pd.DataFrame, child, parent, task_ids, *,
+               config: GateConfig) -> np.ndarray:
+        """(pairs, tasks): the repeats each child and its parent need on the train split
+        so far (``k`` everywhere for a one-look design)."""
+        return np.full((len(child), len(task_ids)), config.k, dtype=np.int64)
+
+    def plan(self, *, n_tasks: int, effect_pp: float, k: int, repeat_sd_pp: float,
+             task_sd_pp: float, power: float, config: GateConfig, simulations: int,
+             rng=None) -> dict:
+        """The design's power: a row of :data:`gsme.schema.PLAN_COLUMNS` from ``method``
+        on (see :func:`gsme.compare.plan`); ``config`` has ``design`` and ``k`` set."""
+        raise NotImplementedError
+
+
+class Fixed(Design):
+    """The paper's gate: ``k`` repeats of every task on each side, one look at ``alpha``."""
+
+    summary = "the paper gate: k repeats of every task on each side, one look"
+
+    def look_repeats(self, config):
+        return np.array([config.k], dtype=np.int64)
+
+    def decide(self, slots, pairs, *, split, config):
+        return _paired.compare(slots, pairs, split=split, config=config)
+
+    def looks(self, slots, pairs, *, split, config):
+        return _one_look(slots, pairs, split=split, config=config)
+
+    def decided_repeats(self, slots, child, parent, *, split, config):
+        panel = _panel(slots, child, parent, split, config)
+        split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
+        on = slots.split == split_code
+        top = np.zeros((len(slots.candidates) + 1, len(slots.tasks)), dtype=np.int64)
+        np.maximum.at(top, (slots.cand[on], slots.task[on]), slots.repeat[on] + 1)
+        top = top[:, slots.tasks.get_indexer(pd.Index(panel.tasks, dtype=object))]
+        return panel.tasks, np.maximum(top[_codes(slots, child)], top[_codes(slots, parent)])
+
+    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, config,
+             simulations, rng=None):
+        """Analytic (:mod:`gsme.power`), with the fewest K and tasks reaching ``power``."""
+        def reach(n, kk):
+            return power_mod.power(n_tasks=n, effect_pp=effect_pp, repeat_sd_pp=repeat_sd_pp,
+                                   task_sd_pp=task_sd_pp, k=kk, config=config)
+
+        ks = np.arange(1, MAX_K + 1)
+        enough = np.array([reach(n_tasks, int(kk)) for kk in ks]) >= power
+        n_needed = np.nan
+        if effect_pp != 0:
+            high = 2
+            while reach(high, k) < power and high < MAX_TASKS:
+                high *= 2
+            if reach(high, k) >= power:
+                low = max(2, high // 2)
+                while low < high:  # fewest n reaching the target (power grows with n)
+                    mid = (low + high) // 2
+                    low, high = (mid + 1, high) if reach(mid, k) < power else (low, mid)
+                n_needed = float(high)
+        return {"method": "analytic", "power": reach(n_tasks, k),
+                "mde_pp": power_mod.mde(n_tasks=n_tasks, repeat_sd_pp=repeat_sd_pp,
+                                        task_sd_pp=task_sd_pp, k=k, power=power,
+                                        config=config),
+                "k_needed": float(ks[enough][0]) if enough.any() else np.nan,
+                "n_tasks_needed": n_needed, "trials_per_side": float(n_tasks * k)}
+
+
+class Adaptive(Design):
+    """Group-sequential: ``k`` repeats, then ``k_step`` more on the mixed tasks up to
+    ``k_max``, looking after each step (see the module's description)."""
+
+    summary = ("group-sequential: k repeats, then k_step more on tasks with mixed outcomes "
+               "up to k_max, a look after each step")
+
+    def look_repeats(self, config):
+        if config.k_max == config.k:
+            return np.array([config.k], dtype=np.int64)
+        steps = np.arange(config.k, config.k_max, config.k_step, dtype=np.int64)
+        return np.r_[steps, config.k_max].astype(np.int64)
+
+    def decide(self, slots, pairs, *, split, config):
+        return _adaptive_decide(slots, pairs, split=split, config=config)
+
+    def looks(self, slots, pairs, *, split, config):
+        return _adaptive_looks(slots, pairs, split=split, config=config)
+
+    def decided_repeats(self, slots, child, parent, *, split, config):
+        panel = _panel(slots, child, parent, split, config)
+        replay = _replay(panel, config)
+        stopped = _stopping_look(replay)[:, None]
+        return panel.tasks, replay.repeats[np.where(replay.extended, stopped, 0)]
+
+    def wanted(self, trials, child, parent, task_ids, *, config):
+        slots = _paired.checked_slots(trials)
+        replay = _replay(_panel(slots, child, parent, "train", config, task_ids=task_ids),
+                         config)
+        look = np.argmax(~replay.complete | replay.stop, axis=1)
+        return replay.repeats[np.where(replay.extended, look[:, None], 0)]
+
+    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, config,
+             simulations, rng=None):
+        """Simulated through the gate: ``simulations`` comparisons of pass/fail outcomes
+        (see :func:`gsme.compare.plan`), the MDE solved with the same draws at every
+        effect."""
+        rng = np.random.default_rng(0 if rng is None else rng)
+        draws = (rng.random((simulations, n_tasks, config.k_max, 2)),
+                 rng.standard_normal((simulations, n_tasks)))
+        trials, pairs = _simulated_pairs(draws, effect_pp, repeat_sd_pp, task_sd_pp)
+        taken = self.looks(_paired.checked_slots(trials), pairs, split="train", config=config)
+        last = taken.groupby("candidate", sort=False).tail(1)
+        detected = float(last["decision"].isin(["credit", "cull"]).mean())
+        per_side = float(last["child_trials"].mean())
+
+        def gap(eff):  # the same draws at every effect, so power grows with it
+            trials, pairs = _simulated_pairs(draws, eff, repeat_sd_pp, task_sd_pp)
+            decided = self.decide(_paired.checked_slots(trials), pairs, split="train",
+                                  config=config)
+            return float(decided["decision"].isin(["credit", "cull"]).mean()) - power
+
+        mde = np.nan
+        if gap(100.0) >= 0:
+            mde = float(optimize.brentq(gap, 0.0, 100.0, xtol=0.5))
+        return {"method": "simulated", "power": detected, "mde_pp": mde, "k_needed": np.nan,
+                "n_tasks_needed": np.nan, "trials_per_side": per_side}
+
+
+def _simulated_pairs(draws, effect, repeat_sd, task_sd):
+    """Every repeat (up to ``k_max``) of ``sims`` simulated parent/child pairs, as trials."""
+    uniforms, spread = draws
+    sims, n = uniforms.shape[:2]
+    p_parent = np.full((sims, n), _base_rate(effect / 100, repeat_sd / 100))
+    p_child = np.clip(p_parent + effect / 100 + task_sd / 100 * spread, 0, 1)
+    passed = uniforms < np.stack([p_parent, p_child], axis=-1)[:, :, None, :]
+    sim, task, repeat, side = (a.ravel() for a in np.indices(passed.shape))
+    names = np.array([f"p{i}" for i in range(sims)] + [f"c{i}" for i in range(sims)],
+                     dtype=object)
+    size = passed.size
+    trials = pd.DataFrame({
+        "candidate": names[side * sims + sim],
+        "task_id": np.array([f"t{i}" for i in range(n)], dtype=object)[task],
+        "split": np.full(size, "train", dtype=object), "repeat": repeat.astype(np.int64),
+        "attempt": np.zeros(size, np.int64), "passed": passed.ravel(),
+        "infra_ok": np.ones(size, bool), "activated": np.zeros(size, bool),
+        "beacons": np.full(size, "", dtype=object),
+        **{c: np.full(size, np.nan) for c in ("tokens", "cost_usd", "seconds")},
+        **{c: np.full(size, None, dtype=object)
+           for c in ("pathology", "trajectory", "error", "borrowed_from")},
+    })
+    pairs = pd.DataFrame({"candidate": names[sims:], "parent": names[:sims]})
+    return trials, pairs
+
+
+def _base_rate(effect: float, repeat_sd: float) -> float:
+    """Parent pass probability p with p(1−p) + q(1−q) = repeat_sd², q = p + effect."""
+    effect = min(max(effect, -1.0), 1.0)
+    low, high = max(0.0, -effect), min(1.0, 1.0 - effect)
+    centre = (low + high) / 2
+
+    def gap(p):
+        q = p + effect
+        return p * (1 - p) + q * (1 - q) - repeat_sd**2
+
+    if gap(centre) <= 0:  # the largest spread these rates allow
+        return centre
+    return float(optimize.brentq(gap, low, centre)) if gap(low) < 0 else low

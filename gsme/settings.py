@@ -10,14 +10,23 @@ what is allowed; :func:`describe` turns it into one line per problem).
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from gsme.schema import POLICIES
+from gsme.registry import DESIGNS, POLICIES
 
-__all__ = ["DEFAULT_ISOLATION", "ISOLATIONS", "ConfigError", "GateConfig", "KeepConfig",
-           "RunConfig", "Schedule", "ValidationError", "describe"]
+__all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "MAX_K", "MAX_TASKS",
+           "REPEAT_SD_PP", "SIMULATIONS", "TARGET_POWER", "ConfigError", "GateConfig",
+           "KeepConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
@@ -27,6 +36,23 @@ processes."""
 DEFAULT_ISOLATION = "sandbox"
 """The isolation of a command agent's trials unless its config says otherwise; a config's
 ``[agent]`` table is stored with the isolation it used."""
+
+
+TARGET_POWER = 0.8
+"""The power a plan aims for (:func:`gsme.compare.plan`, :func:`gsme.power.mde`, ``gsme
+plan --power``)."""
+REPEAT_SD_PP = 100 * math.sqrt(0.5)
+"""The sd of one repeat's child-minus-parent value that a plan assumes unless told (70.7
+pp): the largest a pass/fail outcome, or a score in [0, 1], allows, so a plan errs towards
+too little power, never too much."""
+EFFECT_PP = 5.0
+"""The true effect whose power :func:`gsme.compare.compare` reports beside its verdict."""
+SIMULATIONS = 200
+"""Simulated comparisons behind a simulated design's plan (:func:`gsme.compare.plan`)."""
+MAX_K = 100
+"""Most repeats per task a plan considers for ``k_needed`` (:func:`gsme.compare.plan`)."""
+MAX_TASKS = 1_000_000
+"""Most tasks a plan considers for ``n_tasks_needed`` (:func:`gsme.compare.plan`)."""
 
 
 class ConfigError(ValueError):
@@ -71,7 +97,9 @@ class GateConfig(BaseModel):
 
     Attributes
     ----------
-    design : {"fixed", "adaptive"}
+    design : str
+        A registered gate design (:data:`gsme.registry.DESIGNS`): ``"fixed"``,
+        ``"adaptive"`` or one a package registers.
     k : int
         Repeats per task and side at the first look (and on the sealed test).
     k_max, k_step : int
@@ -106,7 +134,7 @@ class GateConfig(BaseModel):
 
     model_config = _FROZEN
 
-    design: Literal["fixed", "adaptive"] = "adaptive"
+    design: str = "adaptive"
     k: int = Field(3, ge=1)
     k_max: int = Field(9, ge=1)
     k_step: int = Field(3, ge=1)
@@ -118,6 +146,11 @@ class GateConfig(BaseModel):
     min_activations: int = Field(1, ge=1)
     max_dropped_frac: float = Field(0.2, ge=0, lt=1)
     max_reruns: int = Field(2, ge=0)
+
+    @field_validator("design")
+    @classmethod
+    def _registered_design(cls, design: str) -> str:
+        return DESIGNS.check(design)
 
     @model_validator(mode="after")
     def _repeats_fit(self) -> GateConfig:
@@ -200,8 +233,9 @@ class RunConfig(BaseModel):
     run_seed : int
         Seeds everything random in the run: trial outcomes the agent draws, the parent
         choice, which failures the evolver reads, and the evolver (reseeded per round).
-    policy : {"gated", "greedy", "peak", "learned"}
-        Which children are kept (see :mod:`gsme.policy`).
+    policy : str
+        Which children are kept: a registered keep policy (:data:`gsme.registry.POLICIES`:
+        ``"gated"``, ``"greedy"``, ``"peak"``, ``"learned"``, see :mod:`gsme.policy`).
     gate : GateConfig
     keep : KeepConfig
         The ``learned`` policy's starting mix and grid.
@@ -228,7 +262,7 @@ class RunConfig(BaseModel):
     model_config = _FROZEN
 
     run_seed: int = 0
-    policy: Literal[POLICIES] = "learned"  # type: ignore[valid-type]
+    policy: str = "learned"
     gate: GateConfig = GateConfig()
     keep: KeepConfig = KeepConfig()
     learn_from: str | None = None
@@ -240,6 +274,11 @@ class RunConfig(BaseModel):
     remote_chunk: int = Field(32, ge=1)
     flush_trials: int = Field(256, ge=1)
     flush_seconds: float = Field(0.005, gt=0, allow_inf_nan=False)
+
+    @field_validator("policy")
+    @classmethod
+    def _registered_policy(cls, policy: str) -> str:
+        return POLICIES.check(policy)
 
 
 class Schedule(BaseModel):

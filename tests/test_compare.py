@@ -173,7 +173,7 @@ def test_simulated_decisions_are_the_gates():
     config = GateConfig(design="adaptive")
     rng = np.random.default_rng(3)
     draws = (rng.random((40, 20, config.k_max, 2)), rng.standard_normal((40, 20)))
-    trials, pairs = compare._simulated_trials(draws, 15.0, 70.0, 0.0, config)
+    trials, pairs = sequential._simulated_pairs(draws, 15.0, 70.0, 0.0)
     last = sequential.looks(trials, pairs, config=config).groupby(
         "candidate", sort=False).tail(1)
     gate = gates.significance_gate(trials, pairs, config=config)

@@ -48,79 +48,32 @@ import pandas as pd
 
 from gsme import schema
 from gsme.importers._common import (
+    CANDIDATE_FROM,
     FAILURE_CLASSES,
+    Format,
     Imported,
     LogError,
     as_paths,
-    check_split,
     classify_failure,
-    dropped_frame,
-    expand,
     label,
-    read_json,
-    result_files,
     shown,
 )
-from gsme.importers.gepa import read_gepa_trials
-from gsme.importers.hal import UPLOAD_FILES, read_hal
+from gsme.importers.csv_trials import read_trials_csv
+from gsme.importers.hal import read_hal
 from gsme.importers.inspect_logs import read_inspect
 from gsme.importers.swebench import read_swebench
-from gsme.importers.terminal_bench import RESULTS_FILES, read_harbor, read_terminal_bench
+from gsme.importers.terminal_bench import read_harbor, read_terminal_bench
+from gsme.registry import FORMATS
 from gsme.settings import ConfigError
 
 __all__ = [
-    "CANDIDATE_FROM", "FAILURE_CLASSES", "FORMATS", "Imported", "LogError", "classify_failure",
-    "detect_format", "read", "read_hal", "read_harbor", "read_inspect", "read_pair",
-    "read_swebench", "read_terminal_bench", "read_trials_csv",
+    "CANDIDATE_FROM", "FAILURE_CLASSES", "FORMATS", "Format", "Imported", "LogError",
+    "classify_failure", "detect_format", "read", "read_hal", "read_harbor", "read_inspect",
+    "read_pair", "read_swebench", "read_terminal_bench", "read_trials_csv",
 ]
-
-FORMATS = ("inspect", "harbor", "tb", "swebench", "hal", "gepa", "csv")
-"""Formats :func:`read` knows, as ``gsme compare --format`` names them."""
-
-CANDIDATE_FROM = ("path", "log")
-"""Where :func:`read_pair` names each side's candidate in every format (Inspect logs also
-take the header fields of :func:`read_inspect`'s ``candidate_from``)."""
-
-_SCORING = {"inspect": {"scorer": "scorer", "score_key": "score_key", "threshold": "threshold"},
-            "harbor": {"scorer": "reward_key", "threshold": "threshold"}}
-"""What scores a trial, per format whose logs carry scores: read_pair option → reader's."""
-
-
-# ------------------------------------------------------------------------------------ CSV
-
-def read_trials_csv(path, *, candidate: str | None = None, split: str = "train") -> Imported:
-    """A trials frame saved as CSV (columns of :data:`gsme.schema.FRAMES` ``["trials"]``).
-
-    ``candidate`` renames the file's one candidate (a file holding several is refused);
-    a missing ``candidate`` column needs it. A missing ``split`` column is filled with
-    ``split``.
-    """
-    check_split(split)
-    frames = []
-    for file in expand(path, "*.csv", "trials CSV"):
-        try:
-            frame = pd.read_csv(file, encoding="utf-8")
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-            reason = ("not UTF-8 text" if isinstance(err, UnicodeDecodeError)
-                      else str(err).strip().splitlines()[0])
-            raise ConfigError(f"{file} is not a readable trials CSV ({reason})") from None
-        if "split" not in frame.columns:
-            frame["split"] = split
-        if candidate is not None:
-            names = frame["candidate"].dropna().unique() if "candidate" in frame else []
-            if len(names) > 1:
-                raise ConfigError(f"{file} holds several candidates {sorted(names)[:10]}; "
-                                  "it cannot be renamed to one")
-            frame["candidate"] = candidate
-        frames.append(frame)
-    return Imported(schema.as_trials(pd.concat(frames, ignore_index=True)), dropped_frame([]))
 
 
 # --------------------------------------------------------------------------- dispatching
-
-_READERS = {"inspect": read_inspect, "harbor": read_harbor, "tb": read_terminal_bench,
-            "swebench": read_swebench, "hal": read_hal, "gepa": read_gepa_trials,
-            "csv": read_trials_csv}
 
 
 def read(path, *, format: str | None = None, **options) -> Imported:
@@ -128,10 +81,7 @@ def read(path, *, format: str | None = None, **options) -> Imported:
 
     ``options`` go to the reader (``candidate=``, ``split=``, ...).
     """
-    fmt = detect_format(path) if format is None else format
-    if fmt not in _READERS:
-        raise ConfigError(f"format must be one of {list(FORMATS)}, got {fmt!r}")
-    return _READERS[fmt](path, **options)
+    return _format(detect_format(path) if format is None else format).read(path, **options)
 
 
 def read_pair(baseline, child, *, format: str | None = None,
@@ -185,12 +135,7 @@ def read_pair(baseline, child, *, format: str | None = None,
         if names is not None:
             raise ConfigError(f"names are given, so candidate_from must be 'path', got "
                               f"{candidate_from!r}")
-        if fmt == "inspect":
-            options["candidate_from"] = "model" if candidate_from == "log" else candidate_from
-        elif candidate_from not in CANDIDATE_FROM:
-            raise ConfigError(f"candidate_from must be one of {list(CANDIDATE_FROM)} for {fmt} "
-                              f"logs (Inspect logs also take their header fields), got "
-                              f"{candidate_from!r}")
+        options.update(_format(fmt).candidate_option(candidate_from))
         sides = [read(p, format=fmt, **options) for p in paths]
         names = tuple(_one_candidate(side, p, candidate_from) for side, p in zip(sides, paths))
     if names[0] == names[1]:
@@ -213,15 +158,22 @@ def _one_candidate(side: Imported, path, candidate_from: str) -> str:
     return str(found[0])
 
 
+def _format(name: str) -> Format:
+    """The registered format ``name``, or a ConfigError naming the formats there are."""
+    if name not in FORMATS:
+        raise ConfigError(f"format must be one of {list(FORMATS)}, got {name!r}")
+    return FORMATS.get(name)
+
+
 def _scoring(fmt: str, **given) -> dict:
     """The reader's options for read_pair's scoring options; refused where they mean nothing."""
-    table = _SCORING.get(fmt, {})
+    table = _format(fmt).scoring
     out = {}
     for option, value in given.items():
         if value is None:
             continue
         if option not in table:
-            takers = " and ".join(f for f, names in _SCORING.items() if option in names)
+            takers = " and ".join(name for name in FORMATS if option in FORMATS.get(name).scoring)
             raise ConfigError(f"{option} (--{option.replace('_', '-')}) applies to {takers} "
                               f"logs, not to {fmt} logs (their verdicts are pass/fail)")
         if option == "threshold" and not math.isfinite(float(value)):
@@ -233,55 +185,22 @@ def _scoring(fmt: str, **given) -> dict:
 def detect_format(path) -> str:
     """Guess the format of ``path`` (a file, a folder, or a list: its first element).
 
+    Each registered format (:data:`FORMATS`, in order) is asked whether it can open the
+    path (:meth:`Format.guess_can_open`); for a folder none claims, then whether it can
+    open each JSON file in it. The first that can names the format.
+
     Examples
     --------
     >>> detect_format("runs/baseline.eval")
     'inspect'
     """
     first = as_paths(path, must_exist=False)[0]
-    suffix = first.suffix.lower()
-    if suffix == ".eval":
-        return "inspect"
-    if suffix == ".csv":
-        return "csv"
-    if first.is_dir():
-        if any(first.rglob("*.eval")):
-            return "inspect"
-        if result_files(first, RESULTS_FILES, lambda d: isinstance(d.get("results"), list)):
-            return "tb"
-        for file in [first / "result.json", *sorted(first.glob("*/result.json")),
-                     *sorted(first.glob("*/*/result.json"))]:
-            if file.is_file() and "task_name" in read_json(file):
-                return "harbor"
-        if any(first.glob("*/run_instance.log")):
-            return "swebench"
-        if any(f for pattern in UPLOAD_FILES for f in first.glob(pattern)):
-            return "hal"
-        if (first / "candidates.json").is_file() and (first / "run_log.json").is_file():
-            return "gepa"
-        if any(first.glob("*.csv")):
-            return "csv"
-        for file in sorted(first.glob("*.json")):
-            fmt = _format_of(read_json(file))
-            if fmt is not None:
-                return fmt
-        raise ConfigError(f"cannot tell the format of {first}; pass --format/format= "
-                          f"(one of {list(FORMATS)})")
+    files = sorted(first.glob("*.json")) if first.is_dir() else []
+    for where in [first, *files]:
+        for name in FORMATS:
+            if FORMATS.get(name).guess_can_open(where):
+                return name
     if not first.exists():
         raise FileNotFoundError(f"no such file or folder: {first}")
-    fmt = _format_of(read_json(first))
-    if fmt is None:
-        raise ConfigError(f"cannot tell the format of {first}; pass --format/format= "
-                          f"(one of {list(FORMATS)})")
-    return fmt
-
-
-def _format_of(data) -> str | None:
-    """The format whose top-level keys a JSON file has, or None."""
-    data = data if isinstance(data, dict) else {}
-    for fmt, keys in (("inspect", ("eval", "version")), ("tb", ("results",)),
-                      ("swebench", ("resolved_ids",)), ("harbor", ("task_name", "trial_name")),
-                      ("hal", ("config", "results"))):
-        if all(k in data for k in keys) and (fmt != "tb" or isinstance(data["results"], list)):
-            return fmt
-    return None
+    raise ConfigError(f"cannot tell the format of {first}; pass --format/format= "
+                      f"(one of {list(FORMATS)})")

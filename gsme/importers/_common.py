@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping
@@ -77,6 +78,74 @@ class Imported(NamedTuple):
 
     trials: pd.DataFrame
     dropped: pd.DataFrame
+
+
+class Format:
+    """A log format: how its logs are read, and whether a path holds them.
+
+    gsme's formats sit beside their readers (``Inspect`` in
+    :mod:`gsme.importers.inspect_logs`, ...). A new format subclasses this and registers
+    under a name (:data:`gsme.registry.FORMATS`: entry point group ``gsme.formats``, or
+    ``FORMATS.register(name, fmt)``); :func:`gsme.importers.read`, ``read_pair``,
+    :func:`~gsme.importers.detect_format` and ``gsme compare --format`` then know it.
+
+    Attributes
+    ----------
+    summary : str
+        One line naming the logs (shown by ``gsme compare --help``).
+    scoring : Mapping
+        For logs that grade a trial: ``read_pair``'s scoring options (``scorer``,
+        ``score_key``, ``threshold``) → the reader's keyword for each (empty: pass/fail).
+    """
+
+    summary = ""
+    scoring: Mapping[str, str] = MappingProxyType({})
+
+    def read(self, path, **options) -> Imported:
+        """The trials in ``path`` (``candidate=``, ``split=`` and the reader's options)."""
+        raise NotImplementedError
+
+    def guess_can_open(self, path: Path) -> bool:
+        """Does ``path`` (a file, perhaps missing, or a folder) hold this format's logs?
+        Never raises for a file it cannot read; it answers False."""
+        return False
+
+    def candidate_option(self, candidate_from: str) -> dict:
+        """The reader's options that name each side's candidate from the logs
+        (``read_pair(candidate_from=...)``, anything but ``"path"``)."""
+        if candidate_from not in CANDIDATE_FROM:
+            raise ConfigError(f"candidate_from must be one of {list(CANDIDATE_FROM)} for "
+                              f"{self.summary or type(self).__name__} logs (Inspect logs also "
+                              f"take their header fields), got {candidate_from!r}")
+        return {}
+
+
+CANDIDATE_FROM = ("path", "log")
+"""Where :func:`gsme.importers.read_pair` names each side's candidate in every format
+(Inspect logs also take the header fields of :func:`~gsme.importers.read_inspect`'s
+``candidate_from``)."""
+
+
+def json_object(path: Path) -> Mapping:
+    """The JSON object in the file ``path``; empty when it is missing, unreadable or not an
+    object (for guessing formats)."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    if not path.is_file():
+        return {}
+    return _json_object(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=16)
+def _json_object(path: str, mtime_ns: int, size: int) -> Mapping:
+    try:
+        data = read_json(Path(path))
+    except (LogError, OSError):
+        return {}
+    return MappingProxyType(data) if isinstance(data, dict) else {}
 
 
 def classify_failure(name: str | None, failure_classes: Mapping[str, str] | None = None) -> str:

@@ -42,11 +42,11 @@ import pandas as pd
 
 from gsme import schema
 from gsme.gitrepo import HarnessRepo
-from gsme.importers._common import Imported, LogError, dropped_frame, read_json
+from gsme.importers._common import Format, Imported, LogError, dropped_frame, read_json
 from gsme.patches import FileChange, Patch
 from gsme.settings import ConfigError
 
-__all__ = ["BIAS_NOTE", "GepaRun", "candidate_name", "component_path", "read_gepa",
+__all__ = ["BIAS_NOTE", "GEPA", "GepaRun", "candidate_name", "component_path", "read_gepa",
            "read_gepa_trials"]
 
 BIAS_NOTE = ("selection-biased: GEPA chose its candidates by these val scores (one rollout "
@@ -401,3 +401,16 @@ def _files(candidate: Mapping[str, str]) -> dict[str, str]:
 
 def _components(files: Mapping[str, str]) -> dict[str, str]:
     return {p: t for p, t in files.items() if p.startswith("prompt/")}
+
+
+class GEPA(Format):
+    """The ``gepa`` format: :func:`read_gepa_trials` (val scores, selection-biased)."""
+
+    summary = "a GEPA run_dir (val scores: selection-biased)"
+
+    def read(self, path, **options) -> Imported:
+        return read_gepa_trials(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        return (path.is_dir() and (path / "candidates.json").is_file()
+                and (path / "run_log.json").is_file())

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 from gsme.importers._common import (
+    Format,
     Imported,
     LogError,
     check_split,
     expand,
     finish,
     first_number,
+    json_object,
     read_json,
     shown,
 )
 
-__all__ = ["UPLOAD_FILES", "read_hal"]
+__all__ = ["HAL", "UPLOAD_FILES", "read_hal"]
 
 UPLOAD_FILES = ("*_UPLOAD.json", "*/*_UPLOAD.json")
 """Where :func:`read_hal` looks in a folder: a run folder's upload, those of its run
@@ -119,3 +122,18 @@ def _hal_tokens(raw) -> dict[str, float]:
                                                  "completion_tokens", "output_tokens"))
         totals[task] = totals.get(task, 0.0) + float(n or 0)
     return totals
+
+
+class HAL(Format):
+    """The ``hal`` format: :func:`read_hal`."""
+
+    summary = "HAL *_UPLOAD.json files and run folders"
+
+    def read(self, path, **options) -> Imported:
+        return read_hal(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        if path.is_dir():
+            return any(f for pattern in UPLOAD_FILES for f in path.glob(pattern))
+        data = json_object(path)
+        return "config" in data and "results" in data

@@ -6,8 +6,10 @@ import math
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from gsme.importers._common import (
+    Format,
     Imported,
     LogError,
     as_paths,
@@ -16,11 +18,12 @@ from gsme.importers._common import (
     finish,
     first_line,
     first_number,
+    json_object,
     shown,
 )
 from gsme.settings import ConfigError
 
-__all__ = ["read_inspect"]
+__all__ = ["Inspect", "read_inspect"]
 
 
 def read_inspect(
@@ -240,3 +243,25 @@ def _sum_usage(usage, field: str, all_known: bool = False) -> float:
     if not known or (all_known and len(known) < len(values)):
         return math.nan
     return float(sum(known))
+
+
+class Inspect(Format):
+    """The ``inspect`` format: :func:`read_inspect`."""
+
+    summary = "Inspect AI .eval/.json logs"
+    scoring = MappingProxyType({"scorer": "scorer", "score_key": "score_key",
+                                "threshold": "threshold"})
+
+    def read(self, path, **options) -> Imported:
+        return read_inspect(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        if path.suffix.lower() == ".eval":
+            return True
+        if path.is_dir():
+            return any(path.rglob("*.eval"))
+        data = json_object(path)
+        return "eval" in data and "version" in data
+
+    def candidate_option(self, candidate_from: str) -> dict:
+        return {"candidate_from": "model" if candidate_from == "log" else candidate_from}

@@ -7,18 +7,20 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gsme.importers._common import (
+    Format,
     Imported,
     LogError,
     as_paths,
     check_split,
     classify_failure,
     finish,
+    json_object,
     read_json,
     shown,
 )
 from gsme.settings import ConfigError
 
-__all__ = ["APPLY_PATCH_FAIL", "read_swebench"]
+__all__ = ["APPLY_PATCH_FAIL", "SWEBench", "read_swebench"]
 
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 """The marker SWE-bench writes to ``run_instance.log`` when a patch does not apply."""
@@ -225,3 +227,17 @@ def _aligned_logs(logs, n: int) -> list[Path | None]:
         raise ConfigError(f"logs must be one folder or one per report read ({n}), got "
                           f"{len(paths)}")
     return paths
+
+
+class SWEBench(Format):
+    """The ``swebench`` format: :func:`read_swebench`."""
+
+    summary = "SWE-bench evaluation reports"
+
+    def read(self, path, **options) -> Imported:
+        return read_swebench(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        if path.is_dir():
+            return any(path.glob("*/run_instance.log"))
+        return "resolved_ids" in json_object(path)

@@ -6,8 +6,10 @@ import math
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from gsme.importers._common import (
+    Format,
     Imported,
     LogError,
     as_number,
@@ -17,6 +19,8 @@ from gsme.importers._common import (
     default_candidate,
     finish,
     first_line,
+    json_object,
+    read_json,
     result_files,
     seconds,
     shown,
@@ -24,7 +28,7 @@ from gsme.importers._common import (
 )
 from gsme.settings import ConfigError
 
-__all__ = ["RESULTS_FILES", "read_harbor", "read_terminal_bench"]
+__all__ = ["RESULTS_FILES", "Harbor", "TerminalBench", "read_harbor", "read_terminal_bench"]
 
 
 def read_harbor(
@@ -231,3 +235,39 @@ def _attempt(trial_name: str, task_id: str) -> int:
     """``i`` of a trial named ``<task_id>.<i>-of-<n>[.<run_id>]``; 0 when it is not."""
     found = re.match(r"(\d+)-of-\d+(?:\.|$)", trial_name.removeprefix(f"{task_id}."))
     return int(found.group(1)) if found and trial_name.startswith(f"{task_id}.") else 0
+
+
+class Harbor(Format):
+    """The ``harbor`` format: :func:`read_harbor`."""
+
+    summary = "Harbor / Terminal-Bench 2 job folders"
+    scoring = MappingProxyType({"scorer": "reward_key", "threshold": "threshold"})
+
+    def read(self, path, **options) -> Imported:
+        return read_harbor(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        if path.is_dir():
+            return any(file.is_file() and "task_name" in read_json(file)
+                       for file in [path / "result.json", *sorted(path.glob("*/result.json")),
+                                    *sorted(path.glob("*/*/result.json"))])
+        data = json_object(path)
+        return "task_name" in data and "trial_name" in data
+
+
+class TerminalBench(Format):
+    """The ``tb`` format: :func:`read_terminal_bench`."""
+
+    summary = "Terminal-Bench 1 runs and submissions"
+
+    def read(self, path, **options) -> Imported:
+        return read_terminal_bench(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        if path.is_dir():
+            return bool(result_files(path, RESULTS_FILES, _has_results))
+        return _has_results(json_object(path))
+
+
+def _has_results(data: Mapping) -> bool:
+    return isinstance(data.get("results"), list)

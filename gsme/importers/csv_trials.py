@@ -1,0 +1,53 @@
+"""Trials frames saved as CSV."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from gsme import schema
+from gsme.importers._common import Format, Imported, check_split, dropped_frame, expand
+from gsme.settings import ConfigError
+
+__all__ = ["CSV", "read_trials_csv"]
+
+
+def read_trials_csv(path, *, candidate: str | None = None, split: str = "train") -> Imported:
+    """A trials frame saved as CSV (columns of :data:`gsme.schema.FRAMES` ``["trials"]``).
+
+    ``candidate`` renames the file's one candidate (a file holding several is refused);
+    a missing ``candidate`` column needs it. A missing ``split`` column is filled with
+    ``split``.
+    """
+    check_split(split)
+    frames = []
+    for file in expand(path, "*.csv", "trials CSV"):
+        try:
+            frame = pd.read_csv(file, encoding="utf-8")
+        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+            reason = ("not UTF-8 text" if isinstance(err, UnicodeDecodeError)
+                      else str(err).strip().splitlines()[0])
+            raise ConfigError(f"{file} is not a readable trials CSV ({reason})") from None
+        if "split" not in frame.columns:
+            frame["split"] = split
+        if candidate is not None:
+            names = frame["candidate"].dropna().unique() if "candidate" in frame else []
+            if len(names) > 1:
+                raise ConfigError(f"{file} holds several candidates {sorted(names)[:10]}; "
+                                  "it cannot be renamed to one")
+            frame["candidate"] = candidate
+        frames.append(frame)
+    return Imported(schema.as_trials(pd.concat(frames, ignore_index=True)), dropped_frame([]))
+
+
+class CSV(Format):
+    """The ``csv`` format: :func:`read_trials_csv`."""
+
+    summary = "a trials frame saved as CSV"
+
+    def read(self, path, **options) -> Imported:
+        return read_trials_csv(path, **options)
+
+    def guess_can_open(self, path: Path) -> bool:
+        return path.suffix.lower() == ".csv" or (path.is_dir() and any(path.glob("*.csv")))
