@@ -29,7 +29,7 @@ from gsme.schema import BASELINE
 from gsme.settings import Schedule
 
 __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "diagnose",
-           "evolve", "failures", "history", "insert", "next_round", "propose", "recombine",
+           "evolve", "failures", "insert", "next_round", "propose", "recombine",
            "round_summary", "run_round"]
 
 
@@ -110,31 +110,10 @@ def propose(run: Run, parent: str, diagnoses: pd.DataFrame, *, n: int,
     vocabulary = run.vocabulary
     patches = run.evolver.propose(diagnoses, harness=run.harness(parent),
                                   archive=run.archive(), vocabulary=vocabulary, n=n,
-                                  history=history(run), log=partial(run.record_call,
+                                  history=run.history(), log=partial(run.record_call,
                                                                     round=round))
     run.save_vocabulary(vocabulary)
     return list(patches)[:n]
-
-
-def history(run: Run) -> pd.DataFrame:
-    """What the run has tried so far and how the gates judged it.
-
-    Returns
-    -------
-    DataFrame
-        The history frame: one row per decided mutation, ``candidate, mechanism, where,
-        why, decision, delta_pp`` (recombinations add no mechanism of their own).
-    """
-    decided = run.decisions()
-    cands = run.candidates()
-    mutations = cands[(cands["kind"] == "mutation")
-                      & cands["candidate"].isin(decided["candidate"])]
-    rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
-            for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
-            for p in run.repo.patches_of(cand) if p.id == patch_id]
-    tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"], dtype=object)
-    out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
-    return schema.validate(out.astype({"delta_pp": np.float64}), "history")
 
 
 def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> list[str]:

@@ -233,6 +233,27 @@ class Run:
         """Every gate decision, with the ``round`` it was made in and whether it was ``kept``."""
         return self._ledger.frame("decisions")
 
+    def history(self) -> pd.DataFrame:
+        """What the run has tried so far and how the gates judged it.
+
+        Returns
+        -------
+        DataFrame
+            The history frame: one row per decided mutation, ``candidate, mechanism, where,
+            why, decision, delta_pp`` (recombinations add no mechanism of their own).
+        """
+        decided = self.decisions()
+        cands = self.candidates()
+        mutations = cands[(cands["kind"] == "mutation")
+                          & cands["candidate"].isin(decided["candidate"])]
+        rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
+                for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
+                for p in self.repo.patches_of(cand) if p.id == patch_id]
+        tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"],
+                             dtype=object)
+        out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
+        return schema.validate(out.astype({"delta_pp": "float64"}), "history")
+
     def diagnoses(self) -> pd.DataFrame:
         """Every diagnosis the evolver made, with its ``round``."""
         return self._ledger.frame("diagnoses")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import gsme
+from gsme import plugins, registry
 
 PACKAGE = Path(gsme.__file__).parent
 ROOT = PACKAGE.parent
@@ -81,27 +82,72 @@ def test_no_import_cycle_even_through_function_level_imports():
 
 
 LAYERS = [  # a module may import only from its own layer or the layers below it
-    {"gsme.schema", "gsme.settings", "gsme.resources", "gsme._paired", "gsme.power",
-     "gsme.envgate", "gsme.vocabulary", "gsme.credentials", "gsme._proc", "gsme.prices",
-     "gsme.redact", "gsme.sandbox"},
+    {"gsme.schema", "gsme.settings", "gsme.registry", "gsme.resources", "gsme._paired",
+     "gsme.power", "gsme.envgate", "gsme.vocabulary", "gsme.credentials", "gsme._proc",
+     "gsme.prices", "gsme.redact", "gsme.sandbox"},
     {"gsme.stats", "gsme.gates", "gsme.sequential", "gsme.archive", "gsme.patches",
-     "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons"},
+     "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons",
+     "gsme.suites", "gsme.agents.base", "gsme.evolvers.base"},
     {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
-     "gsme.plugins"},
+     "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers"},
     {"gsme.run"},
     {"gsme.evolve", "gsme.report", "gsme.config", "gsme.importers", "gsme.compare",
-     "gsme.grow", "gsme.explain", "gsme.view"},
-    {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations.gepa", "gsme.integrations.gepa_gate",
-     "gsme.integrations.mlflow"},
+     "gsme.grow", "gsme.explain", "gsme.view", "gsme.plot"},
+    {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations"},
 ]
+"""A package's name places every module under it (``gsme.sim`` places ``gsme.sim.shape``),
+unless the module is named itself (``gsme.agents.base``, the interface, sits below)."""
+_PLACED = {m: i for i, group in enumerate(LAYERS) for m in group}
+
+
+def _layer(name: str) -> int | None:
+    while name and name not in _PLACED:
+        name = name.rpartition(".")[0]
+    return _PLACED.get(name)
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in _modules() if m != "gsme" and _layer(m) is None] == []
 
 
 def test_the_loop_flows_one_way():
     graph = _graph()
-    layer = {m: i for i, group in enumerate(LAYERS) for m in group}
-    upward = [(a, b) for a, deps in graph.items() if a in layer
-              for b in deps if b in layer and layer[b] > layer[a]]
+    upward = [(a, b) for a, deps in graph.items() if _layer(a) is not None
+              for b in deps if _layer(b) is not None and _layer(b) > _layer(a)]
     assert upward == []
+
+
+def test_plots_compute_nothing():
+    """Plot functions draw what the library computed: they import frames' names only."""
+    graph = _graph()
+    for name in (m for m in graph if m.startswith("gsme.plot")):
+        assert {t for t in graph[name] if not t.startswith("gsme.plot")} <= {"gsme.schema"}, name
+
+
+@pytest.mark.parametrize("table, target", [
+    *(("agent", t) for t in plugins.AGENTS.values()),
+    *(("evolver", t) for t in plugins.EVOLVERS.values()),
+])
+def test_every_plugin_string_names_a_class_of_its_kind(table, target):
+    from gsme.agents.base import TaskAgent
+    from gsme.evolvers.base import Evolver
+
+    module, _, name = target.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    assert isinstance(cls, type) and issubclass(cls, {"agent": TaskAgent,
+                                                      "evolver": Evolver}[table]), target
+    assert _layer(module) <= _layer("gsme.plugins"), target  # built by the registry below run
+
+
+@pytest.mark.parametrize("kind, user", [("DESIGNS", "gsme.sequential"),
+                                        ("POLICIES", "gsme.policy"),
+                                        ("FORMATS", "gsme.importers")])
+def test_every_registered_object_sits_where_its_user_can_reach_it(kind, user):
+    where = getattr(registry, kind)
+    for name in where.names():
+        module = type(where.get(name)).__module__
+        if module.startswith("gsme."):
+            assert _layer(module) <= _layer(user), (name, module)
 
 
 def test_the_store_and_the_loop_use_no_private_names_of_other_modules():

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from gsme import sim
+from gsme.evolvers.templates import TEMPLATES
 from gsme.sim import shape
 from gsme.sim.model import base_onset, compile_harness
 from gsme.sim.profiles import PROFILES
@@ -31,7 +32,7 @@ def real_shape():
     if not REAL_FILE.is_file():
         pytest.skip(f"real Terminal-Bench trials not found at {REAL_FILE} (set GSME_REALDATA "
                     "to the folder holding it)")
-    return shape.outcome_shape(shape.read_terminal_bench(REAL_FILE))
+    return shape.outcome_shape(shape.read_leaderboard_trials(REAL_FILE))
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +57,11 @@ def test_the_real_file_is_bimodal_and_the_stored_ranges_are_computed_from_it(rea
         assert real_ranges[s] == pytest.approx((lo, hi), abs=1e-4), s
         assert real_shape[s].mean() == pytest.approx(mean, abs=1e-4), s
     # independent recomputation of one system's numbers
-    frame = shape.read_terminal_bench(REAL_FILE)
+    frame = shape.read_leaderboard_trials(REAL_FILE)
     one = frame[frame["system"] == real_shape["system"].iloc[0]]
     counts = one.groupby("task_id")["passed"].sum()
     assert real_shape["never"].iloc[0] == pytest.approx((counts == 0).mean())
-    by_run = one.groupby("k")["passed"].mean() * 100
+    by_run = one.groupby("run")["passed"].mean() * 100
     assert real_shape["run_sd_pp"].iloc[0] == pytest.approx(by_run.std(ddof=1))
 
 
@@ -86,7 +87,7 @@ def test_the_shape_check_rejects_the_old_unimodal_suites(real_ranges):
     p = compile_harness([], suite, onset, lambda expr: np.ones(len(onset), bool)).pass_prob
     passed = np.random.default_rng(0).random((5, len(p))) < p
     trials = pd.DataFrame({"system": "old", "task_id": np.tile(np.arange(len(p)), 5),
-                           "k": np.repeat(np.arange(1, 6), len(p)), "passed": passed.ravel()})
+                           "run": np.repeat(np.arange(1, 6), len(p)), "passed": passed.ravel()})
     row = shape.outcome_shape(trials).iloc[0]
     assert row["borderline"] > real_ranges["borderline"][1]
     assert any(v.startswith("borderline") for v in violations(row, real_ranges))
@@ -166,13 +167,13 @@ def test_the_calibration_table_is_labelled_and_agrees_with_the_checks():
 def test_the_ineffective_mix_has_a_mean_effect_of_about_zero(name):
     agent = sim.preset(name, mix="ineffective")
     assert agent.name.endswith("/ineffective")
-    effects = shape.proposal_effects(agent)
+    effects = shape.proposal_effects(agent, TEMPLATES)
     test = effects["true_test_delta_pp"]
     print(f"SIMULATED {agent.name}: mean true test effect {test.mean():+.2f} pp over "
           f"{len(test)} proposals; {(test > 0).sum()} help, {(test < 0).sum()} hurt")
     assert abs(test.mean()) <= 0.5  # "about 0": see gsme.sim.catalogue.MIXES
     assert (effects.loc[effects["kind"] == "cosmetic", "true_test_delta_pp"] == 0).all()
-    calibrated = shape.proposal_effects(sim.preset(name))["true_test_delta_pp"]
+    calibrated = shape.proposal_effects(sim.preset(name), TEMPLATES)["true_test_delta_pp"]
     assert calibrated.mean() > test.mean() + 0.5
     # the same baseline as the calibrated agent; only what patches do changes
     assert agent.true_rates({}, "train").equals(sim.preset(name).true_rates({}, "train"))
@@ -181,7 +182,7 @@ def test_the_ineffective_mix_has_a_mean_effect_of_about_zero(name):
 def test_the_mixes_order_from_kind_to_harmful_and_share_one_baseline():
     means, hurt, useless, targeted = {}, {}, {}, {}
     for mix in [m for m in sim.MIXES if m != "null"]:
-        effects = pd.concat([shape.proposal_effects(sim.preset(p, suite_seed=s, mix=mix))
+        effects = pd.concat([shape.proposal_effects(sim.preset(p, suite_seed=s, mix=mix), TEMPLATES)
                              for p in ("tb2", "appworld") for s in (0, 1)])
         test = effects["true_test_delta_pp"]
         means[mix], hurt[mix], useless[mix] = test.mean(), (test < 0).mean(), (test <= 0).mean()
@@ -198,7 +199,7 @@ def test_the_mixes_order_from_kind_to_harmful_and_share_one_baseline():
 
 def test_in_the_null_mix_no_proposal_does_anything():
     for name in ("tb2", "appworld"):
-        effects = shape.proposal_effects(sim.preset(name, mix="null"))
+        effects = shape.proposal_effects(sim.preset(name, mix="null"), TEMPLATES)
         assert (effects[["true_train_delta_pp", "true_test_delta_pp"]] == 0).all().all()
 
 

@@ -35,14 +35,12 @@ def audit_decisions(run) -> pd.DataFrame:
     TypeError
         When the run's agent has no ground truth.
     """
-    from gsme import evolve
-
     if not hasattr(run.agent, "true_effect"):
         raise TypeError(f"run.agent {run.agent.name!r} has no ground truth (true_effect); "
                         "audits need a simulated agent (gsme.sim): reopen the run with "
                         "Run.open(path, agent=gsme.sim.preset(...)) if it was built in Python")
     decided = run.decisions()
-    history = evolve.history(run)
+    history = run.history()
     mechanisms = dict(zip(history["candidate"], history["mechanism"]))
     files = {c: run.harness(c) for c in set(decided["candidate"]) | set(decided["parent"])}
     true = [run.agent.true_effect(files[c], files[p], s)

@@ -5,7 +5,7 @@ number these functions compute from a :class:`~gsme.sim.SimAgent` is SIMULATED.
 
 **Shape (real data).** Real agent benchmarks are bimodal. On the Terminal-Bench
 leaderboard (terminal-bench-core 0.1.1: 13 systems × 80 tasks × 5 separate real runs; a
-third-party file this project does not ship, see :func:`read_terminal_bench`) each system
+third-party file this project does not ship, see :func:`read_leaderboard_trials`) each system
 has, over its 5 runs, 31–78% of tasks that never pass, 1–48% that always pass, only
 15–43% *borderline* (passing in some runs, not all), and a run-to-run standard deviation
 of its overall pass rate of 1.0–4.7 pp. :func:`outcome_shape` computes these statistics
@@ -55,14 +55,14 @@ __all__ = [
     "outcome_shape",
     "proposal_effects",
     "published_train_delta",
-    "read_terminal_bench",
+    "read_leaderboard_trials",
     "shape_ranges",
     "single_patch",
     "targeted_effects",
 ]
 
 TERMINAL_BENCH_FILE = "terminal_bench_core_0.1.1_trials.csv"
-"""Name of the real Terminal-Bench trials file (not shipped; see :func:`read_terminal_bench`)."""
+"""Name of the real Terminal-Bench trials file (not shipped; see :func:`read_leaderboard_trials`)."""
 REFERENCE_TASKS = 80
 """Tasks of the real reference benchmark; ``run_sd_80_pp`` sizes a spread to it."""
 SHAPE_STATISTICS = ("never", "always", "borderline", "run_sd_80_pp")
@@ -86,14 +86,14 @@ TARGETED_FIX: Mapping[str, str] = MappingProxyType(
 """Failure mode → the catalogue's targeted (working) fix for it."""
 
 
-def read_terminal_bench(path: str | os.PathLike) -> pd.DataFrame:
-    """The real Terminal-Bench trials file as a trials frame: ``system, task_id, k, passed``.
+def read_leaderboard_trials(path: str | os.PathLike) -> pd.DataFrame:
+    """The real Terminal-Bench trials file as a frame: ``system, task_id, run, passed``.
 
     The file (``terminal_bench_core_0.1.1_trials.csv``, built from the public
     ``laude-institute/terminal-bench-leaderboard`` repository) has no licence that clears
     redistribution: gsme never ships or copies it, it only reads it where it is (e.g.
-    ``../shared/data/realdata/`` beside a checkout). ``k`` is the run (1..5, in date
-    order); ``passed`` counts an unresolved or missing result as a failure, as the
+    ``../shared/data/realdata/`` beside a checkout). ``run`` is the run (1..5, in date
+    order; the file's column ``k``); ``passed`` counts an unresolved or missing result as a failure, as the
     leaderboard does.
 
     Raises
@@ -108,7 +108,7 @@ def read_terminal_bench(path: str | os.PathLike) -> pd.DataFrame:
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: column(s) {missing} missing; required: {required}")
-    out = frame[required].copy()
+    out = frame[required].rename(columns={"k": "run"})
     out["passed"] = out["passed"].fillna(0).astype(bool)
     return out
 
@@ -119,7 +119,7 @@ def outcome_shape(trials: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     trials : DataFrame
-        ``system, task_id, k, passed``: one row per (system, task, run ``k``); every task of
+        ``system, task_id, run, passed``: one row per (system, task, run); every task of
         a system must have the same runs.
 
     Returns
@@ -138,23 +138,23 @@ def outcome_shape(trials: pd.DataFrame) -> pd.DataFrame:
 
     Examples
     --------
-    >>> t = pd.DataFrame({"system": "s", "task_id": list("aabbcc"), "k": [1, 2] * 3,
+    >>> t = pd.DataFrame({"system": "s", "task_id": list("aabbcc"), "run": [1, 2] * 3,
     ...                   "passed": [0, 0, 1, 1, 1, 0]})
     >>> outcome_shape(t)[["never", "always", "borderline"]].round(3).iloc[0].tolist()
     [0.333, 0.333, 0.333]
     """
-    required = ["system", "task_id", "k", "passed"]
+    required = ["system", "task_id", "run", "passed"]
     missing = [c for c in required if c not in getattr(trials, "columns", [])]
     if missing:
         raise ValueError(f"trials lacks column(s) {missing}; required: {required}")
     rows = []
     for system, group in trials.groupby("system", sort=True):
-        table = group.pivot_table(index="task_id", columns="k", values="passed",
+        table = group.pivot_table(index="task_id", columns="run", values="passed",
                                   aggfunc="mean")
         if table.isna().any().any():
             ragged = table.index[table.isna().any(axis=1)].tolist()[:5]
             raise ValueError(f"system {system!r}: tasks {ragged} lack some runs; every task "
-                             "needs every run k")
+                             "needs every run")
         counts = (table.to_numpy() > 0.5).sum(axis=1)
         n_tasks, n_runs = table.shape
         run_sd = 100.0 * float(np.std(table.mean(axis=0).to_numpy(), ddof=1))
@@ -196,7 +196,7 @@ def baseline_runs(agent, *, runs: int = 5, run_seed: int = 0) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``system`` (the agent's name), ``task_id``, ``split``, ``k`` (the run, 1..runs),
+        ``system`` (the agent's name), ``task_id``, ``split``, ``run`` (1..runs),
         ``passed``: the input :func:`outcome_shape` takes.
     """
     from gsme.resources import SEED_HARNESS
@@ -212,7 +212,7 @@ def baseline_runs(agent, *, runs: int = 5, run_seed: int = 0) -> pd.DataFrame:
             else:  # pragma: no cover - needs an infra fault rate near 1
                 raise RuntimeError(f"task {task['task_id']}: 100 infrastructure faults in a row")
             rows.append((agent.name, task["task_id"], task["split"], r + 1, bool(traj.passed)))
-    return pd.DataFrame(rows, columns=["system", "task_id", "split", "k", "passed"])
+    return pd.DataFrame(rows, columns=["system", "task_id", "split", "run", "passed"])
 
 
 def single_patch(mechanism: str, why: str, *, env_gate: str = "",
@@ -288,10 +288,11 @@ def targeted_effects(preset: str, *, suite_seeds: Iterable[int] = EFFECT_SUITE_S
     return pd.DataFrame(rows)
 
 
-def proposal_effects(agent) -> pd.DataFrame:
-    """The true effect of every proposal of the rule evolver's template library, alone.
+def proposal_effects(agent, templates: Mapping) -> pd.DataFrame:
+    """The true effect of every proposal of a template library, alone.
 
-    Each template of :data:`gsme.evolvers.templates.TEMPLATES` (listed under each failure
+    ``templates`` maps a failure mode to its templates (each with a ``mechanism``), e.g. the
+    rule evolver's :data:`gsme.evolvers.templates.TEMPLATES`. Each template (listed under each failure
     mode, so a template listed twice counts twice, as the evolver may draw it twice) is
     applied alone, ungated, to the baseline; train-task hints name every train task the
     baseline can fail (the most they could name). SIMULATED ground truth.
@@ -302,13 +303,11 @@ def proposal_effects(agent) -> pd.DataFrame:
         ``why, mechanism, kind`` (the catalogue's), ``true_train_delta_pp``,
         ``true_test_delta_pp``.
     """
-    from gsme.evolvers.templates import TEMPLATES
-
     base = agent.true_rates({}, "train")
     failing = tuple(base.loc[base["rate"] < 1.0, "task_id"])
     rows = []
-    for why, templates in TEMPLATES.items():
-        for template in templates:
+    for why, listed in templates.items():
+        for template in listed:
             effect = CATALOGUE[template.mechanism]
             files = single_patch(template.mechanism, why,
                                  tasks=failing if effect.named_only else ())
@@ -329,7 +328,7 @@ def calibration(presets: Iterable[str] | None = None, *, real=None, runs: int = 
     presets : iterable of str, optional
         Default every preset of :data:`gsme.sim.PRESETS`.
     real : path or DataFrame, optional
-        The real Terminal-Bench trials (a path for :func:`read_terminal_bench`, or its
+        The real Terminal-Bench trials (a path for :func:`read_leaderboard_trials`, or its
         frame); default the stored :data:`TERMINAL_BENCH_RANGES`.
     runs, run_seed, suite_seed : int
         The simulated baseline runs (see :func:`baseline_runs`) and the suite they run on.
@@ -359,7 +358,7 @@ def calibration(presets: Iterable[str] | None = None, *, real=None, runs: int = 
     if real is None:
         ranges = {s: (lo, hi) for s, (lo, _, hi) in TERMINAL_BENCH_RANGES.items()}
     else:
-        frame = real if isinstance(real, pd.DataFrame) else read_terminal_bench(real)
+        frame = real if isinstance(real, pd.DataFrame) else read_leaderboard_trials(real)
         table = shape_ranges(outcome_shape(frame)).set_index("statistic")
         ranges = {s: (table.at[s, "low"], table.at[s, "high"]) for s in SHAPE_STATISTICS}
     published = published_train_delta()
