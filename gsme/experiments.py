@@ -25,7 +25,7 @@ from gsme.evolvers.rule import RuleEvolver
 from gsme.registry import POLICIES
 from gsme.run import Run
 from gsme.schema import BASELINE
-from gsme.settings import GateConfig, KeepConfig, RunConfig, Schedule
+from gsme.settings import STUDY_ROUNDS, GateConfig, KeepConfig, RunConfig, Schedule
 from gsme.sim.audit import audit_decisions
 from gsme.sim.catalogue import CATALOGUE
 
@@ -47,12 +47,16 @@ PAPER_PRESETS = tuple(p for p in sim.PRESETS if p != "tiny")
 RUNAWAY_MECHANISMS = ("runaway-recovery", "token-budget-16x", "thinking-off")
 """The paper's reasoning-runaway ablation: selective recovery, a 16× budget, thinking off."""
 
+_ROUND = Schedule()  # children and recombinations per round of every study's runs
+
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
                   mix: str | None = None, breadth: float | None = None,
                   policy: str | None = None,
-                  gate: GateConfig | None = None, rounds: int = 3, children: int = 3,
-                  recombinations: int = 1, learn_from: str | None = None,
+                  gate: GateConfig | None = None, rounds: int = STUDY_ROUNDS,
+                  children: int = _ROUND.children_per_round,
+                  recombinations: int = _ROUND.recombinations_per_round,
+                  learn_from: str | None = None,
                   keep: KeepConfig | None = None, finalize: bool = True,
                   progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
@@ -128,7 +132,9 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
 
 
 def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=None,
-                 children: int = 3, recombinations: int = 1, gate: GateConfig | None = None,
+                 children: int = _ROUND.children_per_round,
+                 recombinations: int = _ROUND.recombinations_per_round,
+                 gate: GateConfig | None = None,
                  progress: bool = True) -> pd.DataFrame:
     """The paper's results table, produced by one simulated gated run per preset.
 
@@ -167,8 +173,10 @@ def preset_table(presets=PAPER_PRESETS, *, rounds: int = 5, seed: int = 0, root=
 
 
 def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=None, designs=("fixed",),
-                     mix: str | None = None, rounds: int = 3, root=None, children: int = 3,
-                     recombinations: int = 1, progress: bool = True) -> pd.DataFrame:
+                     mix: str | None = None, rounds: int = STUDY_ROUNDS, root=None,
+                     children: int = _ROUND.children_per_round,
+                     recombinations: int = _ROUND.recombinations_per_round,
+                     progress: bool = True) -> pd.DataFrame:
     """Keep rules (and gate designs) on the same seeds, audited against ground truth.
 
     Every (design, policy, seed) is one run with the same suite, evolver seed and trial
@@ -351,8 +359,9 @@ def baseline_pathologies(preset: str = "appworld", *, profiles=tuple(sim.PROFILE
 
 
 def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES), seeds=(0,),
-                       rounds: int = 3, gate: GateConfig | None = None, root=None,
-                       children: int = 3, recombinations: int = 1,
+                       rounds: int = STUDY_ROUNDS, gate: GateConfig | None = None, root=None,
+                       children: int = _ROUND.children_per_round,
+                       recombinations: int = _ROUND.recombinations_per_round,
                        progress: bool = True) -> pd.DataFrame:
     """Does the winning patch target the model's dominant pathology? One run per profile.
 

@@ -30,7 +30,7 @@ from scipy import integrate, optimize, stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 
 from gsme import _paired
-from gsme.settings import GateConfig
+from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig
 
 __all__ = ["mde", "power", "power_table"]
 
@@ -94,7 +94,7 @@ def mde(
     repeat_sd_pp: float,
     k: int | None = None,
     task_sd_pp: float = 0.0,
-    power: float = 0.8,
+    power: float = TARGET_POWER,
     config: GateConfig | None = None,
 ) -> float:
     """Minimum detectable effect (pp): the effect that :func:`power` gives with ``power``.
@@ -133,9 +133,9 @@ def power_table(
     n_tasks,
     effect_pp,
     k=None,
-    repeat_sd_pp: float = 100 * np.sqrt(0.5),
+    repeat_sd_pp: float = REPEAT_SD_PP,
     task_sd_pp: float = 0.0,
-    power: float = 0.8,
+    power: float = TARGET_POWER,
     config: GateConfig | None = None,
 ) -> pd.DataFrame:
     """:func:`power` and :func:`mde` over every combination of tasks, effects and K.

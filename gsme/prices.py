@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import pandas as pd
 
+from gsme.settings import GateConfig, Schedule
+
 __all__ = ["EVOLVER_CALLS", "FIXTURE_USAGE", "PRICES", "TASK_CALLS", "Price", "base_model",
            "call_cost", "estimate_round_cost"]
 
@@ -119,9 +121,9 @@ def estimate_round_cost(
     *,
     n_train: int = 40,
     n_test: int = 20,
-    k: int = 3,
-    children: int = 3,
-    recombinations: int = 1,
+    k: int = GateConfig().k,
+    children: int = Schedule().children_per_round,
+    recombinations: int = Schedule().recombinations_per_round,
     borrowed_share: float = 1 / 3,
     rounds: int = 1,
     task_calls: Mapping[str, Mapping[str, float]] | None = None,

@@ -25,7 +25,8 @@ from pydantic import (
 from gsme.registry import DESIGNS, POLICIES
 
 __all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "MAX_K", "MAX_TASKS",
-           "REPEAT_SD_PP", "SIMULATIONS", "TARGET_POWER", "ConfigError", "GateConfig",
+           "PROMPT_FAILURES", "REPEAT_SD_PP", "SIMULATIONS", "STUDY_ROUNDS", "TARGET_POWER",
+           "ConfigError", "GateConfig",
            "KeepConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
@@ -53,6 +54,12 @@ MAX_K = 100
 """Most repeats per task a plan considers for ``k_needed`` (:func:`gsme.compare.plan`)."""
 MAX_TASKS = 1_000_000
 """Most tasks a plan considers for ``n_tasks_needed`` (:func:`gsme.compare.plan`)."""
+STUDY_ROUNDS = 3
+"""Rounds of each run in a many-run study (:mod:`gsme.experiments`): fewer than a run's
+:class:`Schedule`, as a study runs many."""
+PROMPT_FAILURES = 12
+"""Failing trials the Claude evolver shows in one prompt, sampled from the (at most
+``RunConfig.max_failures``) failures the run hands it."""
 
 
 class ConfigError(ValueError):
@@ -189,6 +196,7 @@ class KeepConfig(BaseModel):
     run), while a quarter of a point cut them to 0.1–0.6 and cost at most 1.9 pp of true
     sealed gain against greedy on any mix (tb2, calibrated); half a point cost 3.4 pp there,
     and requiring P(θ > 0) > 0.5 as well cost 4.7 pp.
+
     Attributes
     ----------
     start_null : float

@@ -27,7 +27,7 @@ from scipy import stats as sps
 
 from gsme import _paired, schema, sequential
 from gsme.power import mde, power, power_table
-from gsme.settings import GateConfig
+from gsme.settings import TARGET_POWER, GateConfig
 
 __all__ = [
     "aa_test",
@@ -331,7 +331,7 @@ def aa_test(
     rerun: str,
     split: str = "train",
     config: GateConfig | None = None,
-    power: float = 0.8,
+    power: float = TARGET_POWER,
 ) -> pd.DataFrame:
     """A/A test: a candidate re-scored against itself, the run's own noise floor.
 

@@ -118,10 +118,11 @@ def test_the_loop_flows_one_way():
 
 
 def test_plots_compute_nothing():
-    """Plot functions draw what the library computed: they import frames' names only."""
+    """Plot functions draw what the library computed: they import frames and defaults only."""
     graph = _graph()
     for name in (m for m in graph if m.startswith("gsme.plot")):
-        assert {t for t in graph[name] if not t.startswith("gsme.plot")} <= {"gsme.schema"}, name
+        assert {t for t in graph[name] if not t.startswith("gsme.plot")} <= {"gsme.schema",
+                                                                              "gsme.settings"}, name
 
 
 @pytest.mark.parametrize("table, target", [

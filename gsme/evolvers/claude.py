@@ -58,6 +58,7 @@ from gsme.evolvers.claude_tools import (
 from gsme.patches import FileChange, Patch, PatchError, lever_files, read_patches, validate_patch
 from gsme.prices import call_cost
 from gsme.redact import redact
+from gsme.settings import PROMPT_FAILURES
 from gsme.vocabulary import Vocabulary
 
 __all__ = ["ClaudeEvolver", "ClaudeEvolverError"]
@@ -122,7 +123,7 @@ class ClaudeEvolver(Evolver):
     def __init__(self, *, client: anthropic.Anthropic | None = None, api_key: str | None = None,
                  model: str | None = None, max_tokens: int = 8192,
                  temperature: float = 1.0, digest_tokens: int = 2000, seed: int = 0,
-                 max_failures: int = 12, max_retries: int = 4):
+                 max_failures: int = PROMPT_FAILURES, max_retries: int = 4):
         for arg, value, low in (("max_tokens", max_tokens, 1), ("digest_tokens", digest_tokens, 1),
                                 ("max_failures", max_failures, 1), ("max_retries", max_retries, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:

@@ -18,6 +18,7 @@ from gsme.plot._base import (
     finish,
     get_axes,
 )
+from gsme.settings import GateConfig
 
 __all__ = ["paired_tasks", "power_curve", "z_forest"]
 
@@ -34,7 +35,7 @@ def z_forest(
     *,
     x="round",
     value="z",
-    z_crit=1.96,
+    z_crit: float = GateConfig().z_crit,
     hue="decision",
     palette=None,
     markers=None,

@@ -93,8 +93,8 @@ def read_leaderboard_trials(path: str | os.PathLike) -> pd.DataFrame:
     ``laude-institute/terminal-bench-leaderboard`` repository) has no licence that clears
     redistribution: gsme never ships or copies it, it only reads it where it is (e.g.
     ``../shared/data/realdata/`` beside a checkout). ``run`` is the run (1..5, in date
-    order; the file's column ``k``); ``passed`` counts an unresolved or missing result as a failure, as the
-    leaderboard does.
+    order; the file's column ``k``); ``passed`` counts an unresolved or missing result as a
+    failure, as the leaderboard does.
 
     Raises
     ------
@@ -292,8 +292,8 @@ def proposal_effects(agent, templates: Mapping) -> pd.DataFrame:
     """The true effect of every proposal of a template library, alone.
 
     ``templates`` maps a failure mode to its templates (each with a ``mechanism``), e.g. the
-    rule evolver's :data:`gsme.evolvers.templates.TEMPLATES`. Each template (listed under each failure
-    mode, so a template listed twice counts twice, as the evolver may draw it twice) is
+    rule evolver's :data:`gsme.evolvers.templates.TEMPLATES`. Each template (listed under
+    each failure mode, so a template listed twice counts twice, as the evolver may draw it twice) is
     applied alone, ungated, to the baseline; train-task hints name every train task the
     baseline can fail (the most they could name). SIMULATED ground truth.
 
