@@ -148,8 +148,8 @@ POLICIES = Registry("policy", "gsme.policies", {
 
 FORMATS = Registry("format", "gsme.formats", {
     "inspect": "gsme.importers.inspect_logs:Inspect",
-    "harbor": "gsme.importers.terminal_bench:Harbor",
     "tb": "gsme.importers.terminal_bench:TerminalBench",
+    "harbor": "gsme.importers.terminal_bench:Harbor",
     "swebench": "gsme.importers.swebench:SWEBench",
     "hal": "gsme.importers.hal:HAL",
     "gepa": "gsme.importers.gepa:GEPA",
