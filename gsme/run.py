@@ -553,6 +553,8 @@ class Run:
         if isinstance(self.agent, _AbsentAgent):
             self.agent.refuse()
         candidates = self.candidates()
+        if not self.agent.honours_env_gates:  # then every patch acts on every task
+            candidates = candidates.assign(env_gate="")
         unknown = sorted(set(names) - set(candidates["candidate"]))
         if unknown:
             raise RunError(f"unknown candidate(s) {unknown}; the run has "

@@ -126,11 +126,11 @@ def test_the_round_commits_scores_and_credits_the_patch(loop):
     assert rates["baseline"].to_dict() == {t: float(t in RIGHT) for t in RIGHT + FIXABLE}
     assert rates[child].to_dict() == {t: 1.0 for t in RIGHT + FIXABLE}
     mine = trials[trials["candidate"] == child]
-    borrowed = mine[mine["borrowed_from"].notna()]
-    assert set(borrowed["task_id"]) == {"count_vowels"} and len(borrowed) == 3  # no examples
-    fired = mine[mine["borrowed_from"].isna()].set_index(["task_id", "repeat"])["activated"]
-    assert fired.groupby("task_id").all().to_dict() == {t: t in FIXABLE
-                                                        for t in RIGHT + FIXABLE if t != "count_vowels"}
+    # the Anthropic agent loads every patch on every task, so nothing is borrowed outside
+    # the patch's gate (count_vowels has no examples): it runs there, and does not fire
+    assert not AnthropicAgent.honours_env_gates and mine["borrowed_from"].isna().all()
+    fired = mine.set_index(["task_id", "repeat"])["activated"]
+    assert fired.groupby("task_id").all().to_dict() == {t: t in FIXABLE for t in RIGHT + FIXABLE}
     (decision,) = result.decisions.to_dict("records")
     assert (decision["candidate"], decision["decision"], decision["n_tasks"]) == (
         child, "credit", 7)

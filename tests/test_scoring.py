@@ -283,3 +283,24 @@ def test_an_intact_copy_is_told_from_every_change_a_trial_can_make(tmp_path):
     shutil.rmtree(folder)
     assert not snapshot.intact(folder)  # the folder itself is gone
     assert snapshot.intact(snapshot.write(folder))
+
+
+def test_a_run_borrows_outside_env_gates_only_for_agents_that_honour_them(tmp_path):
+    from gsme import evolve, sim
+    from gsme.evolvers.rule import RuleEvolver
+    from gsme.run import Run
+    from gsme.settings import RunConfig
+
+    def borrowed(honours: bool, folder: str) -> tuple[int, int]:
+        agent = sim.preset("tb2", suite_seed=0, breadth=0.1)
+        agent.honours_env_gates = honours
+        with Run.create(tmp_path / folder, agent=agent, evolver=RuleEvolver(seed=0),
+                        config=RunConfig(run_seed=0)) as run:
+            evolve.run_round(run, progress=False)
+            trials = run.trials(split="train")
+            gated = run.candidates()["env_gate"].fillna("").ne("").any()
+            return int(trials["borrowed_from"].notna().sum()), int(gated)
+
+    honoured, gated = borrowed(True, "honoured")
+    assert gated and honoured > 0  # narrow gates: children borrow outside them
+    assert borrowed(False, "ignored")[0] == 0  # every patch acts everywhere: nothing to borrow

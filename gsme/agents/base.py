@@ -55,10 +55,15 @@ class TaskAgent(abc.ABC):
     :meth:`check_harness` and :meth:`run_many` are optional. Trials may run in threads,
     processes or on other machines, so an agent must be picklable and :meth:`run` safe to
     call concurrently. ``simulated`` is True for agents whose results are simulated, so every
-    report can say so.
+    report can say so. ``honours_env_gates`` is True for agents that apply a patch only on
+    the tasks its env gate admits (the gates in the harness's ``patches/*.toml``); only then
+    does the loop borrow a trial where a candidate's own patches do not act. An agent that
+    loads the whole harness on every task leaves it False, and every patch counts as acting
+    on every task.
     """
 
     simulated: bool = False
+    honours_env_gates: bool = False
     name: str = "agent"
 
     @abc.abstractmethod

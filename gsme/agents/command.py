@@ -138,6 +138,11 @@ class CommandAgent(TaskAgent):
     cpu_s, memory_mb : int, optional
         CPU seconds and private memory (MiB) each process of a trial may use (no limit:
         the wall-clock ``timeout_s`` still holds).
+    honours_env_gates : bool
+        True when the runner applies each patch only on the tasks its env gate admits (it
+        reads ``{harness}/patches/*.toml``); then a trial can be borrowed where a
+        candidate's own patches do not act. Default False: every patch counts as acting on
+        every task, which is right for a runner that loads the whole harness.
 
     Raises
     ------
@@ -172,8 +177,12 @@ class CommandAgent(TaskAgent):
         network: bool = True,
         cpu_s: int | None = None,
         memory_mb: int | None = None,
+        honours_env_gates: bool = False,
     ) -> None:
         self.command = _template(command, "command")
+        if not isinstance(honours_env_gates, bool):
+            raise TypeError(f"honours_env_gates must be true or false, got {honours_env_gates!r}")
+        self.honours_env_gates = honours_env_gates
         self._tasks = _read_tasks(tasks)
         if not timeout_s > 0 or not health_timeout_s > 0:
             raise ValueError(

@@ -92,6 +92,7 @@ class SimAgent(TaskAgent):
     """
 
     simulated = True
+    honours_env_gates = True  # a patch acts only where its gate admits the task
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
