@@ -328,7 +328,7 @@ def test_looks_lists_every_look_with_its_boundary():
     config = GateConfig(design="adaptive", futility_z=None)
     trials, _ = score_loop(parent, child, config)
     taken = sequential.looks(trials, PAIRS, config=config)
-    assert list(taken.columns) == sequential.LOOK_COLUMNS
+    assert list(taken.columns) == schema.LOOK_COLUMNS
     assert taken["look"].tolist() == [1, 2, 3] and taken["repeats"].tolist() == [3, 6, 9]
     plan = sequential.boundaries(config)
     np.testing.assert_allclose(taken["boundary"], plan["boundary"])
