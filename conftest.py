@@ -23,6 +23,7 @@ BROWSER = ("tests/browser/",)
 SLOW = BROWSER + (
     "notebooks/",
     "tests/test_benchmarks.py",
+    "tests/test_docs.py::test_the_docs_build_with_warnings_as_errors",
     "tests/faults/test_fault_sandbox.py",
     "tests/faults/test_fault_isolation.py",
     "tests/faults/test_fault_visible.py",

@@ -17,6 +17,14 @@ Which cell a candidate competes for:
   in the usual flow the base is the global best, so a kept recombination replaces
   it and becomes the global best that :func:`select_parent` extends, while the merged
   elites keep their own cells.
+
+The archive is MAP-Elites' [1]_ with a categorical map: its cells are pathologies, not
+bins of a continuous behaviour descriptor, so they never drift as data arrives.
+
+References
+----------
+.. [1] J.-B. Mouret and J. Clune, "Illuminating search spaces by mapping elites",
+       arXiv:1504.04909, 2015.
 """
 
 from __future__ import annotations
@@ -48,6 +56,12 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
     was credited (the paper's rule). A kept candidate fills an empty cell, or replaces the
     cell's elite when its ``rate_child`` is strictly higher (a tie keeps the elite). See the
     module docstring for a recombination's cell.
+
+    See Also
+    --------
+    select_parent : The parent of the next children, from this archive.
+    recombinations : Cross-cell recombinations of its elites.
+    gsme.policy.kept : The keep rule that fills the ``kept`` column.
 
     Parameters
     ----------

@@ -44,7 +44,7 @@ def power(
     task_sd_pp=0.0,
     config: GateConfig | None = None,
 ):
-    """Probability that the paired test decides (|z| ≥ critical value) at a true effect.
+    """Probability that the paired test decides (:math:`|z|` ≥ critical value) at a true effect.
 
     The per-task difference d_i has variance ``task_sd_pp² + repeat_sd_pp² / k``:
     ``repeat_sd_pp`` is the sd of one repeat's child-minus-parent outcome within a task

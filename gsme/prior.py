@@ -82,7 +82,10 @@ def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.Da
     The maximum of the likelihood of the comparisons times a Dirichlet prior on the grid
     weights that counts the starting mix (:func:`start`) as ``start_weight`` comparisons,
     found by EM: each step sets a grid point's weight to its pseudo-count plus the
-    comparisons' posterior responsibility for it, over the count of both.
+    comparisons' posterior responsibility for it, over the count of both. Without the
+    starting mix (``start_weight = 0``) this is the nonparametric maximum likelihood of
+    Kiefer and Wolfowitz [1]_ on a grid, computed by EM as in Jiang and Zhang [2]_ (Koenker
+    and Mizera [3]_ compute it by convex optimisation).
 
     Parameters
     ----------
@@ -95,6 +98,24 @@ def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.Da
     -------
     DataFrame
         ``effect_pp`` (the grid) and ``weight`` (summing to 1).
+
+    See Also
+    --------
+    start : The starting mix it is pulled towards.
+    grid : The effects the mix lives on.
+    posterior : Each comparison's effect under the fitted mix.
+    gsme.policy.screen : The keep rule that uses it.
+
+    References
+    ----------
+    .. [1] J. Kiefer and J. Wolfowitz, "Consistency of the maximum likelihood estimator in
+           the presence of infinitely many incidental parameters", *Ann. Math. Statist.*
+           27(4), 887–906, 1956.
+    .. [2] W. Jiang and C.-H. Zhang, "General maximum likelihood empirical Bayes
+           estimation of normal means", *Ann. Statist.* 37(4), 1647–1684, 2009.
+    .. [3] R. Koenker and I. Mizera, "Convex optimization, shape constraints, compound
+           decisions, and empirical Bayes rules", *J. Amer. Statist. Assoc.* 109(506),
+           674–685, 2014.
 
     Examples
     --------
@@ -141,7 +162,18 @@ def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
         One row per comparison, in order: ``expected_delta_pp`` (posterior mean of θ, pp;
         NaN where ``delta_pp`` or ``se_pp`` is NaN), ``p_positive`` (posterior P(θ > 0))
         and ``lfsr`` (local false sign rate: the posterior probability that θ does not
-        have the sign of its posterior mean, min(P(θ ≥ 0), P(θ ≤ 0))).
+        have the sign of its posterior mean, min(P(θ ≥ 0), P(θ ≤ 0))), as defined by
+        Stephens [1]_.
+
+    See Also
+    --------
+    fit : The mix learned from comparisons.
+    gsme.policy.expected_effects : Each decided child's expected effect, by this posterior.
+
+    References
+    ----------
+    .. [1] M. Stephens, "False discovery rates: a new deal", *Biostatistics* 18(2),
+           275–294, 2017.
 
     Examples
     --------

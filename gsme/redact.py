@@ -28,32 +28,32 @@ ordinary text (public IPs, Artifactory, Mailchimp, Telegram, Discord) are not ta
 secrets are caught by name (:data:`CREDENTIAL_NAME`) in a config and by value when passed
 to trials.
 
-=================== =============================================== ===========================
-kind                shape                                           source
-=================== =============================================== ===========================
-anthropic-key       ``sk-ant-`` and 6 or more token characters       gsme (not in detect-secrets)
-openai-key          ``sk-...T3BlbkFJ...``                            OpenAIDetector
+=================== ================================================= ===========================
+kind                shape                                             source
+=================== ================================================= ===========================
+anthropic-key       ``sk-ant-`` and 6 or more token characters        gsme (not in detect-secrets)
+openai-key          ``sk-...T3BlbkFJ...``                             OpenAIDetector
 aws-access-key      ``AKIA``/``ASIA``/``ABIA``/``ACCA``/``A3T.`` +16  AWSKeyDetector (key ids)
-azure-storage-key   ``AccountKey=`` and 88 base64 characters         AzureStorageKeyDetector
+azure-storage-key   ``AccountKey=`` and 88 base64 characters          AzureStorageKeyDetector
 github-token        ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 GitHubTokenDetector
-github-token        ``github_pat_`` and 20 or more                   gsme (fine-grained tokens)
-gitlab-token        ``glpat-``, ``glrt-``, ``GR1348941``, ...        GitLabTokenDetector
-google-api-key      ``AIza`` and 35                                  gsme
-hugging-face-token  ``hf_`` and 30 or more                           gsme
-jwt                 ``eyJ...`` header.payload.signature              JwtTokenDetector (signature
-                                                                    kept in the match)
-pypi-token          ``pypi-AgEIcHlwaS5vcmc...``                      PypiTokenDetector
-sendgrid-key        ``SG.`` + 22 + ``.`` + 43                        SendGridDetector
-slack-token         ``xoxb-1-2-abc``, a hooks.slack URL              SlackDetector (lowercase)
-square-secret       ``sq0csp-`` and 43                               SquareOAuthDetector (no
-                                                                    backslash)
-stripe-key          ``sk_live_``/``rk_live_`` and 24                 StripeDetector
-twilio-key          ``AC``/``SK`` and 32 lowercase or digits         TwilioKeyDetector
-private-key         a ``-----BEGIN ... PRIVATE KEY-----`` block      PrivateKeyDetector's headers
-                    through its END line, a PuTTY key file's lines  (the body kept in the match)
-url-password        the password of ``scheme://user:password@``      BasicAuthDetector (no quote
-                                                                    or backslash)
-=================== =============================================== ===========================
+github-token        ``github_pat_`` and 20 or more                    gsme (fine-grained tokens)
+gitlab-token        ``glpat-``, ``glrt-``, ``GR1348941``, ...         GitLabTokenDetector
+google-api-key      ``AIza`` and 35                                   gsme
+hugging-face-token  ``hf_`` and 30 or more                            gsme
+jwt                 ``eyJ...`` header.payload.signature               JwtTokenDetector (signature
+                                                                      kept in the match)
+pypi-token          ``pypi-AgEIcHlwaS5vcmc...``                       PypiTokenDetector
+sendgrid-key        ``SG.`` + 22 + ``.`` + 43                         SendGridDetector
+slack-token         ``xoxb-1-2-abc``, a hooks.slack URL               SlackDetector (lowercase)
+square-secret       ``sq0csp-`` and 43                                SquareOAuthDetector (no
+                                                                      backslash)
+stripe-key          ``sk_live_``/``rk_live_`` and 24                  StripeDetector
+twilio-key          ``AC``/``SK`` and 32 lowercase or digits          TwilioKeyDetector
+private-key         a ``-----BEGIN ... PRIVATE KEY-----`` block       PrivateKeyDetector's headers
+                    through its END line, a PuTTY key file's lines    (the body kept in the match)
+url-password        the password of ``scheme://user:password@``       BasicAuthDetector (no quote
+                                                                      or backslash)
+=================== ================================================= ===========================
 """
 
 from __future__ import annotations

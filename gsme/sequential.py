@@ -98,6 +98,23 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
         Φ(−b)) and ``alpha_spent`` (cumulative one-sided level spent up to the look).
         The fixed design has one look with boundary ``z_crit``.
 
+    See Also
+    --------
+    spending_boundaries : How each boundary is computed.
+    looks : Every look a comparison took.
+    gsme.gates.credit : The gate that decides at these boundaries.
+
+    Notes
+    -----
+    The adaptive design's boundaries spend the one-sided level by Lan and DeMets [1]_ with
+    the O'Brien–Fleming-type function (:func:`obf_spending`) at the planned information
+    fractions.
+
+    References
+    ----------
+    .. [1] K. K. G. Lan and D. L. DeMets, "Discrete sequential boundaries for clinical
+           trials", *Biometrika* 70(3), 659–663, 1983.
+
     Examples
     --------
     >>> boundaries(GateConfig(design="adaptive", z_crit=1.959963984540054))[
@@ -139,6 +156,21 @@ def _planned(config: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def obf_spending(alpha: float, fraction):
     """Lan–DeMets O'Brien–Fleming-type spending: α(t) = 2 − 2Φ(z_{α/2} / √t), one-sided α.
 
+    The spending function of Lan and DeMets [1]_ that mimics O'Brien and Fleming's
+    boundaries [2]_: almost nothing is spent at early looks, nearly all of α at the last.
+
+    See Also
+    --------
+    spending_boundaries : The efficacy boundaries this spending implies.
+    boundaries : The boundaries of a gate design's planned looks.
+
+    References
+    ----------
+    .. [1] K. K. G. Lan and D. L. DeMets, "Discrete sequential boundaries for clinical
+           trials", *Biometrika* 70(3), 659–663, 1983.
+    .. [2] P. C. O'Brien and T. R. Fleming, "A multiple testing procedure for clinical
+           trials", *Biometrics* 35(3), 549–556, 1979.
+
     Examples
     --------
     >>> round(float(obf_spending(0.025, 1.0)), 6)
@@ -164,7 +196,23 @@ def spending_boundaries(z_crit: float, fractions: tuple[float, ...],
     rule on ``points`` nodes, and the equation by Brent's method. No lower boundary is
     used: futility is non-binding. Below α = 1e-12 (z_crit > 7) the integration loses
     precision and the boundaries are the Bonferroni split of the spending instead
-    (conservative; in that far tail it is nearly exact).
+    (conservative; in that far tail it is nearly exact). The spending is Lan and DeMets'
+    [1]_ (:func:`obf_spending`); the recursion is that of Armitage, McPherson and Rowe [2]_
+    as given by Jennison and Turnbull [3]_.
+
+    See Also
+    --------
+    obf_spending : The spending function α(t).
+    boundaries : These boundaries at a gate design's planned looks.
+
+    References
+    ----------
+    .. [1] K. K. G. Lan and D. L. DeMets, "Discrete sequential boundaries for clinical
+           trials", *Biometrika* 70(3), 659–663, 1983.
+    .. [2] P. Armitage, C. K. McPherson and B. C. Rowe, "Repeated significance tests on
+           accumulating data", *J. R. Stat. Soc. A* 132(2), 235–244, 1969.
+    .. [3] C. Jennison and B. W. Turnbull, *Group Sequential Methods with Applications to
+           Clinical Trials*, Chapman & Hall/CRC, 2000, ch. 19.
 
     Examples
     --------

@@ -233,6 +233,13 @@ def paired_test(
         credit rule compares with α), ``decision`` and ``reason`` (why, when not decided
         by the reference distribution alone: an edge case or the exact p).
 
+    See Also
+    --------
+    paired_tasks : The same comparison task by task.
+    gsme.gates.credit : The three gates over a run's children, this test among them.
+    gsme.compare.compare : The paper's row for two harnesses, built on this test.
+    gsme.power.mde : The smallest effect the test can credit.
+
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": ["p"] * 3 + ["c"] * 3, "task_id": ["t1", "t2", "t3"] * 2,
@@ -369,7 +376,7 @@ def aa_test(
 
 
 def p_value(z, *, reference: str = "normal", df=None, alternative: str = "two-sided"):
-    """p-value of a z statistic: two-sided 2·(1 − Φ(|z|)), or one-sided 1 − Φ(z).
+    """p-value of a z statistic: two-sided 2·(1 − Φ(:math:`|z|`)), or one-sided 1 − Φ(z).
 
     ``alternative="greater"`` is the p of a gain, the one the gate's one-sided credit rule
     compares with its level α = 2.5%; ``"two-sided"`` the one papers usually print.
@@ -407,8 +414,9 @@ def p_value(z, *, reference: str = "normal", df=None, alternative: str = "two-si
 def pass_at_k_estimate(n, c, k: int):
     """Unbiased pass@k of Chen et al. (2021): 1 − C(n−c, k) / C(n, k).
 
-    Computed in the numerically stable product form
-    1 − ∏_{i=n−c+1}^{n} (1 − k/i), summed as logarithms.
+    The estimator of Chen et al. [1]_: the probability that at least one of k samples
+    drawn without replacement from the n is correct. Computed in the numerically stable
+    product form 1 − ∏_{i=n−c+1}^{n} (1 − k/i), summed as logarithms.
 
     Parameters
     ----------
@@ -423,6 +431,16 @@ def pass_at_k_estimate(n, c, k: int):
     -------
     float or ndarray
         The estimate, shaped like ``n`` and ``c`` broadcast together.
+
+    See Also
+    --------
+    pass_at_k : The estimate per candidate from a trials frame.
+    first_repeats : The first k repeats of every task, unbiased under the adaptive design.
+
+    References
+    ----------
+    .. [1] M. Chen et al., "Evaluating large language models trained on code",
+           arXiv:2107.03374, 2021.
 
     Examples
     --------
@@ -466,6 +484,16 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     DataFrame
         ``candidate, split, n_tasks, n_dropped, k, pass_at_k``: tasks used, tasks left out
         (fewer than k valid repeats), k, and the estimate (a fraction; NaN with no task).
+
+    See Also
+    --------
+    pass_at_k_estimate : The per-task estimator of Chen et al. [1]_.
+    first_repeats : The first k repeats of every task, unbiased under the adaptive design.
+
+    References
+    ----------
+    .. [1] M. Chen et al., "Evaluating large language models trained on code",
+           arXiv:2107.03374, 2021.
 
     Examples
     --------

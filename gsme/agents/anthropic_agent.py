@@ -11,10 +11,10 @@ Per trial the agent reads the harness:
   version the SDK speaks (2026-10-21) rejects every sampling parameter;
 * ``runtime/*.toml`` — middleware from :mod:`gsme.agents.middleware`.
 
-It asks the model for the function in one fenced ```python block, lets middleware send it
-back for more turns, then grades the last code with the task suite's hidden tests in a
-separate process. API errors left after the SDK's own retries make the trial an
-infrastructure failure. The API key never reaches a transcript, a trajectory or an error.
+It asks the model for the function in one fenced code block (three backticks and
+``python``), lets middleware send it back for more turns, then grades the last code with
+the task suite's hidden tests in a separate process. API errors left after the SDK's own
+retries make the trial an infrastructure failure. The API key never reaches a transcript, a trajectory or an error.
 
 The model is frozen per agent: the ``model`` argument, else ``$GSME_TASK_MODEL``, else
 the harness's ``config/agent.toml`` model (unless it is the placeholder
