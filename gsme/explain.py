@@ -57,7 +57,12 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
 
     Examples
     --------
-    >>> patch_details(run, candidates=["c0001"])[["candidate", "decision"]]  # doctest: +SKIP
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> patch_details(run, candidates=["c0001"])[["candidate", "where", "why"]]
+      candidate    where              why
+    0     c0001  runtime  careless-submit
+    >>> run.close()
     """
     _check_split(split)
     frame = run.candidates()
@@ -192,7 +197,11 @@ def archive_progress(run) -> pd.DataFrame:
 
     Examples
     --------
-    >>> archive_progress(run)[["round", "coverage", "best_rate"]]  # doctest: +SKIP
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> archive_progress(run)["round"].tolist()
+    [0, 1]
+    >>> run.close()
     """
     n_cells = len(schema.LEVERS) * len(why_levels(run))
     last = int(run.candidates()["round"].max())

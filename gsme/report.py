@@ -192,7 +192,14 @@ def cost_table(run) -> pd.DataFrame:
 
     Examples
     --------
-    >>> cost_table(run)[["round", "trials", "total_usd"]]  # doctest: +SKIP
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> cost_table(run)[["round", "evolver_calls", "trials"]]  # round -1: the sealed test
+       round  evolver_calls  trials
+    0      0              0      49
+    1      1              0     250
+    2     -1              0      50
+    >>> run.close()
     """
     calls = run.calls().reindex(columns=["round", *_CALL_COUNTS])
     counts = calls[_CALL_COUNTS].astype(np.float64)

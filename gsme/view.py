@@ -67,8 +67,12 @@ def render(run, *, split: str = "train") -> str:
 
     Examples
     --------
-    >>> with Run.open("runs/tb2", read_only=True) as run:  # doctest: +SKIP
-    ...     page = render(run)
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> page = render(run)
+    >>> page.startswith("<!DOCTYPE html>"), "c0001" in page
+    (True, True)
+    >>> run.close()
     """
     details = explain.patch_details(run, split=split)
     chosen = explain.selected(run)

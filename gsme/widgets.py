@@ -83,8 +83,11 @@ def explore(run, *, split="train", width=10.0, max_tasks=20, dpi=100) -> Explore
 
     Examples
     --------
+    >>> from gsme import experiments
     >>> from gsme.widgets import explore
-    >>> explore(run)  # doctest: +SKIP
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> explorer = explore(run)  # shown when it is the last expression of a notebook cell
+    >>> run.close()
     """
     return Explorer(run, split=split, width=width, max_tasks=max_tasks, dpi=dpi)
 

@@ -63,9 +63,13 @@ def occupancy(table, *, credited=None, names=None, cmap="YlGn", annot=True, fmt=
 
     Examples
     --------
-    >>> from gsme import archive, plot
-    >>> table = archive.occupancy(arch, where_levels=LEVERS, why_levels=whys)  # doctest: +SKIP
-    >>> ax = plot.occupancy(table)  # doctest: +SKIP
+    >>> import matplotlib.pyplot as plt
+    >>> from gsme import archive, experiments, explain, plot
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> table = archive.occupancy(run.archive(), why_levels=explain.why_levels(run))
+    >>> ax = plot.occupancy(table)
+    >>> plt.close(ax.figure)
+    >>> run.close()
     """
     if not isinstance(table, pd.DataFrame):
         raise TypeError(f"occupancy table must be a pandas DataFrame, got {type(table).__name__}")
@@ -161,8 +165,12 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
 
     Examples
     --------
-    >>> from gsme import plot
-    >>> ax = plot.lineage(run.candidates(), run.decisions())  # doctest: +SKIP
+    >>> import matplotlib.pyplot as plt
+    >>> from gsme import experiments, plot
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> ax = plot.lineage(run.candidates(), run.decisions())
+    >>> plt.close(ax.figure)
+    >>> run.close()
     """
     schema.validate(candidates, "candidates")
     decided, kept = pd.Series(dtype=object), set()
@@ -243,8 +251,12 @@ def archive_progress(table, *, title=None, ax=None, **kwargs):
 
     Examples
     --------
-    >>> from gsme import explain, plot
-    >>> ax = plot.archive_progress(explain.archive_progress(run))  # doctest: +SKIP
+    >>> import matplotlib.pyplot as plt
+    >>> from gsme import experiments, explain, plot
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> ax = plot.archive_progress(explain.archive_progress(run))
+    >>> plt.close(ax.figure)
+    >>> run.close()
     """
     schema.require(table, ["round", "coverage", "best_candidate", "best_rate"],
                    "archive progress")

@@ -97,8 +97,14 @@ def z_forest(
 
     Examples
     --------
+    >>> import matplotlib.pyplot as plt
     >>> import gsme.plot as gp
-    >>> ax = gp.z_forest(decisions.merge(candidates[["candidate", "round"]]))  # doctest: +SKIP
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> decisions, candidates = run.decisions(), run.candidates()
+    >>> ax = gp.z_forest(decisions.merge(candidates[["candidate", "round"]]))
+    >>> plt.close(ax.figure)
+    >>> run.close()
     """
     if value not in _VALUES:
         raise ValueError(f"value must be one of {list(_VALUES)}, got {value!r}")
@@ -192,9 +198,14 @@ def paired_tasks(
 
     Examples
     --------
+    >>> import matplotlib.pyplot as plt
     >>> from gsme import stats, plot
-    >>> t = stats.paired_tasks(trials, parent="c0", child="c1", split="train")  # doctest: +SKIP
-    >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1", top=20)  # doctest: +SKIP
+    >>> trials = pd.DataFrame({"candidate": ["c0"] * 3 + ["c1"] * 3, "split": "train",
+    ...                        "task_id": ["t1", "t2", "t3"] * 2, "repeat": 0,
+    ...                        "passed": [0, 1, 0, 1, 1, 0]})
+    >>> t = stats.paired_tasks(trials, parent="c0", child="c1", split="train")
+    >>> ax = plot.paired_tasks(t, parent_label="c0", child_label="c1", top=20)
+    >>> plt.close(ax.figure)
     """
     cols = ["task_id", "rate_parent", "rate_child", "diff"]
     schema.require(tasks, cols, "paired tasks")
@@ -300,9 +311,11 @@ def power_curve(table, *, x="n_tasks", hue="k", target=0.8, title=None, ax=None,
 
     Examples
     --------
-    >>> from gsme import stats, plot
-    >>> table = stats.power_table(n_tasks=[26, 50, 100], effect_pp=[5], k=[1, 3])  # doctest: +SKIP
-    >>> ax = plot.power_curve(table)  # doctest: +SKIP
+    >>> import matplotlib.pyplot as plt
+    >>> from gsme import plot, power
+    >>> table = power.power_table(n_tasks=[26, 50, 100], effect_pp=[5], k=[1, 3])
+    >>> ax = plot.power_curve(table)
+    >>> plt.close(ax.figure)
     """
     schema.require(table, [x, hue, "power"], "power table")
     key = [x] if hue is None else [hue, x]

@@ -160,9 +160,13 @@ def pathologies(shares, *, x="candidate", value="share", palette=None, title=Non
 
     Examples
     --------
-    >>> from gsme import analysis, plot
-    >>> shares = analysis.pathology_shares(trials, split="train")  # doctest: +SKIP
-    >>> ax = plot.pathologies(shares)  # doctest: +SKIP
+    >>> import matplotlib.pyplot as plt
+    >>> from gsme import analysis, experiments, plot
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> shares = analysis.pathology_shares(run.trials(), split="train")
+    >>> ax = plot.pathologies(shares)
+    >>> plt.close(ax.figure)
+    >>> run.close()
     """
     schema.require(shares, [x, "pathology", value], "pathology shares")
     dup = shares.duplicated([x, "pathology"], keep=False)
