@@ -277,6 +277,16 @@ def summary(archive: pd.DataFrame, *, n_cells: int | None = None) -> pd.DataFram
         ``n_cells`` is None); ``qd_score`` (sum of the elites' rates); ``best_rate`` and
         ``best_candidate`` (the global best, as in :func:`select_parent`; NaN/None when
         empty).
+
+    See Also
+    --------
+    occupancy : The archive as a where × why table.
+
+    Examples
+    --------
+    >>> summary(empty(), n_cells=24)[["num_elites", "coverage", "qd_score"]]
+       num_elites  coverage  qd_score
+    0           0       0.0       0.0
     """
     validate(archive, "archive")
     if n_cells is not None and (isinstance(n_cells, bool) or not isinstance(n_cells, int)

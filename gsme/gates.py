@@ -215,6 +215,24 @@ def credit(
         non-baseline candidate in the order of ``candidates`` (``p_value`` two-sided,
         ``p_one_sided`` the p of a gain that the credit rule compares with the level of the
         look it stopped at).
+
+    See Also
+    --------
+    validity_gate, activation_gate, significance_gate : The three gates, one at a time.
+    gsme.stats.paired_test : The paired test of one child against its parent.
+    gsme.sequential.looks : Every look a comparison took under an adaptive design.
+    gsme.policy.screen : Which of the decided children a run keeps.
+
+    Examples
+    --------
+    Re-gating a run's trials reproduces its decisions:
+
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> again = credit(run.trials(split="train"), run.candidates(), config=run.config.gate)
+    >>> again["decision"].tolist() == run.decisions()["decision"].tolist()
+    True
+    >>> run.close()
     """
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)

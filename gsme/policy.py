@@ -99,6 +99,23 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
         One row per decision, same index: ``kept`` (bool) and the columns of
         :func:`expected_effects` (``expected_delta_pp, p_positive, lfsr``), computed for
         every policy so that a run's table can show them.
+
+    See Also
+    --------
+    kept : The ``kept`` column alone.
+    expected_effects : What each child is expected to be worth.
+    gsme.prior.fit : The learned mix of proposal effects.
+    gsme.gates.credit : The decisions it screens.
+
+    Examples
+    --------
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> decisions = run.decisions()
+    >>> gated = screen(decisions, policy="gated")
+    >>> bool((gated["kept"] == (decisions["decision"] == "credit")).all())
+    True
+    >>> run.close()
     """
     rule = POLICIES.get(policy)
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
