@@ -23,7 +23,7 @@ Three parts, printed and written as JSON with ``--out``:
    which seals a non-baseline harness far more often), with Clopper–Pearson intervals, and
    the gate's false credit over every null comparison of those runs.
 
-Targets (issue 17) are evaluated and printed as met or not.
+Targets (keep-rule study) are evaluated and printed as met or not.
 
     python benchmarks/evidence.py [--seeds 20] [--rounds 4] [--workers 2] [--out evidence.json]
     python benchmarks/evidence.py --quick      # a smoke run in seconds
@@ -139,7 +139,7 @@ def summary(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def targets(table: pd.DataFrame) -> pd.DataFrame:
-    """The keep-rule targets of issue 17, per preset and mix, as measured."""
+    """The keep-rule targets, per preset and mix, as measured."""
     rows = []
     for (preset, mix), g in table.groupby(["preset", "mix"], sort=False):
         by = g.set_index("rule")["true_sealed_delta_pp"]
@@ -275,7 +275,7 @@ def render(result: dict) -> str:
     with pd.option_context("display.width", 250, "display.max_columns", 30,
                            "display.float_format", "{:.2f}".format):
         lines.append(shown[columns].to_string(index=False))
-        lines += ["", ("Targets (issue 17): learned >= max(greedy, paper gate) - 3.0 pp in a "
+        lines += ["", ("Targets (keep-rule study): learned >= max(greedy, paper gate) - 3.0 pp in a "
                   "first run, - 1.0 pp with >= 60 comparisons of history; within 0.5 pp of "
                   "the baseline in >= 95% of runs on ineffective and harmful"),
                   pd.DataFrame(result["targets"]).to_string(index=False), "",

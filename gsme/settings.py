@@ -188,7 +188,7 @@ class KeepConfig(BaseModel):
     it. Before any comparison, a child with a standard error of 3.5 pp (a 45-task suite at
     K = 3) is expected to be worth more than 0 from a measured gain of about 1.5 pp
     (z ≈ 0.45): stricter than greedy keeping, far more lenient than crediting, where a toy
-    model of issue 17 put the best fixed threshold across mixes (z > 0.5).
+    model of the keep-rule study put the best fixed threshold across mixes (z > 0.5).
 
     ``worth_pp`` = 0.25: on simulated runs (tb2 and swe-bench, five proposal mixes, 8 seeds,
     ``benchmarks/evidence.py`` for the full grid) keeping every child expected to be worth

@@ -63,7 +63,7 @@ FIGURES = {
     "evidence.py": [
         r"Keep rules x proposal mixes",
         rf"tiny\s+calibrated\s+greedy\s+{NUMBER}",
-        r"Targets \(issue 17\)",
+        r"Targets \(keep-rule study\)",
         r"3\. A/A",
     ],
 }
