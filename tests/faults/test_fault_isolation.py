@@ -93,8 +93,12 @@ def test_killing_the_run_ends_its_trial_processes_and_their_folders(tmp_path):
     assert all(_alive(pid) and _alive(child) for pid, child, _ in started)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.time() + 20
-    while time.time() < deadline and any(_alive(p) or _alive(c) for p, c, _ in started):
+    deadline = time.time() + 60  # the reaper and the folder janitor act after gsme dies
+
+    def gone() -> bool:
+        return not any(_alive(p) or _alive(c) or Path(out).exists() for p, c, out in started)
+
+    while time.time() < deadline and not gone():
         time.sleep(0.05)
     assert not any(_alive(p) or _alive(c) for p, c, _ in started)
     assert not any(Path(out).exists() for _, _, out in started)
