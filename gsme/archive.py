@@ -43,7 +43,19 @@ _COLUMNS = empty_frame("archive").columns.tolist()
 
 
 def empty() -> pd.DataFrame:
-    """An archive with no elites (the archive contract's columns and dtypes)."""
+    """An archive with no elites (the archive contract's columns and dtypes).
+
+    See Also
+    --------
+    insert : Offer decided candidates to an archive.
+
+    Examples
+    --------
+    >>> empty().columns.tolist()
+    ['where', 'why', 'candidate', 'rate', 'delta_pp', 'z', 'round', 'credited']
+    >>> len(empty())
+    0
+    """
     return empty_frame("archive")
 
 
@@ -79,6 +91,22 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
         where, why, status`` (new_cell, improved or not_added), ``improvement`` (rate minus
         the elite's rate it was compared with; the rate itself for a new cell; NaN when it
         was not compared) and ``reason``.
+
+    Examples
+    --------
+    Offering a simulated run's decisions to an empty archive rebuilds the run's archive:
+
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> new, outcomes = insert(empty(), run.decisions(), run.candidates())
+    >>> outcomes[["candidate", "status", "reason"]]
+      candidate     status                            reason
+    0     c0001   new_cell                               NaN
+    1     c0002  not_added  not kept (decision inconclusive)
+    2     c0003  not_added  not kept (decision inconclusive)
+    >>> new["candidate"].tolist() == run.archive()["candidate"].tolist()
+    True
+    >>> run.close()
     """
     validate(archive, "archive")
     validate(decisions, "decisions")
@@ -156,6 +184,24 @@ def select_parent(archive: pd.DataFrame, *, rng: np.random.Generator,
     drawn uniformly, is returned instead. An empty archive gives ``baseline`` and draws
     nothing from ``rng``. Called once per child, it checks only the columns it reads
     (the full contract check costs more than the selection).
+
+    See Also
+    --------
+    insert : How elites enter the archive.
+    recombinations : Stacks of other cells' elites to merge onto the chosen parent.
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"where": ["prompt", "runtime"], "why": ["looping", "looping"],
+    ...                   "candidate": ["c1", "c2"], "rate": [0.6, 0.7],
+    ...                   "delta_pp": [5.0, 8.0], "z": [2.1, 2.5], "round": [1, 2],
+    ...                   "credited": True})
+    >>> select_parent(a, rng=np.random.default_rng(0))
+    'c2'
+    >>> [select_parent(a, rng=np.random.default_rng(s), explore=0.5) for s in range(4)]
+    ['c2', 'c2', 'c1', 'c1']
+    >>> select_parent(empty(), rng=np.random.default_rng(0))
+    'baseline'
     """
     if not isinstance(archive, pd.DataFrame):
         raise TypeError(f"archive must be a pandas DataFrame, got {type(archive).__name__}")
@@ -193,6 +239,29 @@ def recombinations(archive: pd.DataFrame, *, base: str, lineage, proposed=(),
         (``where/why`` per elite, same order), ``size`` and ``score`` (the sum of the
         elites' ``delta_pp``: their measured lifts, taken as additive). Sorted by
         ``score`` descending, then ``size``, then ``elites``; at most ``limit`` rows.
+
+    See Also
+    --------
+    select_parent : The base a recombination usually extends (the global best).
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"where": ["prompt", "runtime", "runtime"],
+    ...                   "why": ["looping", "looping", "format-error"],
+    ...                   "candidate": ["c1", "c2", "c3"], "rate": [0.6, 0.7, 0.55],
+    ...                   "delta_pp": [5.0, 8.0, 3.0], "z": [2.1, 2.5, 2.0],
+    ...                   "round": [1, 2, 2], "credited": True})
+    >>> recombinations(a, base="c2", lineage=["baseline"])
+      base elites                                cells  size  score
+    0   c2  c1,c3  prompt/looping,runtime/format-error     2    8.0
+    1   c2     c1                       prompt/looping     1    5.0
+    2   c2     c3                 runtime/format-error     1    3.0
+
+    A stack already proposed onto this base is not offered again:
+
+    >>> again = recombinations(a, base="c2", lineage=["baseline"], proposed=[{"c2", "c1"}])
+    >>> again["elites"].tolist()
+    ['c1,c3', 'c3']
     """
     validate(archive, "archive")
     if isinstance(lineage, str):
@@ -248,6 +317,26 @@ def occupancy(archive: pd.DataFrame, *, where_levels=LEVERS, why_levels=None,
     ValueError
         An elite's where or why is not among the levels given, or ``value`` is not one of
         the columns above.
+
+    See Also
+    --------
+    summary : The archive in one row.
+    gsme.plot.occupancy : The heatmap drawn from this table.
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"where": ["prompt", "runtime", "runtime"],
+    ...                   "why": ["looping", "looping", "format-error"],
+    ...                   "candidate": ["c1", "c2", "c3"], "rate": [0.6, 0.7, 0.55],
+    ...                   "delta_pp": [5.0, 8.0, 3.0], "z": [2.1, 2.5, 2.0],
+    ...                   "round": [1, 2, 2], "credited": True})
+    >>> occupancy(a)  # doctest: +NORMALIZE_WHITESPACE
+    why        format-error  looping
+    where
+    prompt              NaN      0.6
+    knowledge           NaN      NaN
+    runtime            0.55      0.7
+    config              NaN      NaN
     """
     validate(archive, "archive")
     if value not in ("rate", "delta_pp", "z", "credited"):
