@@ -829,6 +829,27 @@ class Design:
     ----------
     summary : str
         One line saying what the design does (shown by ``gsme --help``).
+
+    See Also
+    --------
+    design_of : The registered design a config names.
+    gsme.registry.DESIGNS : The registry of designs by name.
+
+    Examples
+    --------
+    A design that decides after a single repeat of every task, registered and selected
+    by name:
+
+    >>> from gsme.registry import DESIGNS
+    >>> from gsme.settings import GateConfig
+    >>> class Peek(Fixed):
+    ...     summary = "one look after a single repeat"
+    ...     def look_repeats(self, config):
+    ...         return np.array([1], dtype=np.int64)
+    >>> DESIGNS.register("peek", Peek)
+    >>> look_repeats(GateConfig(design="peek")).tolist()
+    [1]
+    >>> DESIGNS.unregister("peek")
     """
 
     summary = ""
@@ -869,7 +890,22 @@ class Design:
 
 
 class Fixed(Design):
-    """The paper's gate: ``k`` repeats of every task on each side, one look at ``alpha``."""
+    """The paper's gate: ``k`` repeats of every task on each side, one look at ``alpha``.
+
+    See Also
+    --------
+    Adaptive : The group-sequential design.
+
+    Examples
+    --------
+    >>> from gsme.settings import GateConfig
+    >>> Fixed().look_repeats(GateConfig(k=5)).tolist()
+    [5]
+    >>> plan = Fixed().plan(n_tasks=50, effect_pp=10.0, k=3, repeat_sd_pp=40.0,
+    ...                     task_sd_pp=10.0, power=0.8, config=GateConfig(), simulations=0)
+    >>> round(plan["power"], 3), plan["k_needed"], plan["n_tasks_needed"]
+    (0.786, 4.0, 52.0)
+    """
 
     summary = "the paper gate: k repeats of every task on each side, one look"
 
@@ -921,7 +957,21 @@ class Fixed(Design):
 
 class Adaptive(Design):
     """Group-sequential: ``k`` repeats, then ``k_step`` more on the mixed tasks up to
-    ``k_max``, looking after each step (see the module's description)."""
+    ``k_max``, looking after each step (see the module's description).
+
+    See Also
+    --------
+    Fixed : The paper's one-look design.
+    boundaries : The boundary of each look.
+
+    Examples
+    --------
+    >>> from gsme.settings import GateConfig
+    >>> Adaptive().look_repeats(GateConfig(design="adaptive", k=3, k_step=3, k_max=9)).tolist()
+    [3, 6, 9]
+    >>> isinstance(design_of(GateConfig(design="adaptive")), Adaptive)
+    True
+    """
 
     summary = ("group-sequential: k repeats, then k_step more on tasks with mixed outcomes "
                "up to k_max, a look after each step")
