@@ -63,6 +63,21 @@ class FileChange:
     With ``old`` None the file is written whole (created or replaced) with ``new``.
     With ``old`` given, exactly one occurrence of ``old`` in the existing file becomes
     ``new``; a change that finds ``old`` zero or several times does not apply.
+
+    See Also
+    --------
+    Patch : The patch that carries the changes.
+
+    Examples
+    --------
+    >>> from gsme.resources import SEED_HARNESS
+    >>> h = harness_files(SEED_HARNESS)
+    >>> old = h["prompt/system.md"].splitlines()[0]
+    >>> edit = FileChange("prompt/system.md", old + " Verify before you submit.", old=old)
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit",
+    ...           mechanism="submit-verify", beacon="verify", changes=(edit,))
+    >>> plan_patch(h, p)["prompt/system.md"].startswith(old + " Verify")
+    True
     """
 
     path: str
@@ -78,6 +93,20 @@ class Patch:
     targets; ``mechanism`` names what it does (free text or a catalogue name);
     ``env_gate`` is a predicate over task features (empty: every task); ``beacon`` is the
     activation beacon its code path emits when it acts.
+
+    See Also
+    --------
+    FileChange : One file change of a patch.
+    plan_patch, apply_patch : Check a patch against a harness; write it.
+    patch_to_dict : The patch as its TOML manifest.
+
+    Examples
+    --------
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", env_gate="has_tests",
+    ...           changes=(FileChange("prompt/verify.md", "Run the tests first.\\n"),))
+    >>> p.where, p.changes[0].path
+    ('prompt', 'prompt/verify.md')
     """
 
     id: str
@@ -92,7 +121,18 @@ class Patch:
 
 
 class PatchError(ValueError):
-    """A patch that is malformed or does not apply; the message names the field or path."""
+    """A patch that is malformed or does not apply; the message names the field or path.
+
+    Examples
+    --------
+    >>> p = Patch(id="x", where="prompt", why="looping", mechanism="m", beacon="x",
+    ...           changes=(FileChange("runtime/a.py", "pass\\n"),))
+    >>> try:
+    ...     validate_patch({}, p)
+    ... except PatchError as err:
+    ...     print(err)
+    changes[0] (path 'runtime/a.py') touches lever 'runtime', but the patch's where is 'prompt'; a patch changes files under prompt/ only
+    """
 
 
 def harness_files(harness_dir: str | Path) -> dict[str, str]:
@@ -100,6 +140,17 @@ def harness_files(harness_dir: str | Path) -> dict[str, str]:
 
     Files outside the four levers and ``patches/`` are left out; a file that is not UTF-8
     text is refused with a :class:`PatchError`.
+
+    See Also
+    --------
+    lever_files : The files an evolver may change.
+    read_patches : The patches recorded in a harness.
+
+    Examples
+    --------
+    >>> from gsme.resources import SEED_HARNESS
+    >>> list(harness_files(SEED_HARNESS))
+    ['config/agent.toml', 'knowledge/notes.md', 'patches/.gitkeep', 'prompt/system.md', 'runtime/README.md']
     """
     root = Path(harness_dir)
     if not root.is_dir():
@@ -117,7 +168,13 @@ def harness_files(harness_dir: str | Path) -> dict[str, str]:
 
 
 def lever_files(harness: Mapping[str, str]) -> dict[str, str]:
-    """The files of the four levers only (what an evolver may change), sorted by path."""
+    """The files of the four levers only (what an evolver may change), sorted by path.
+
+    Examples
+    --------
+    >>> lever_files({"runtime/a.py": "", "patches/p.toml": "", "prompt/system.md": ""})
+    {'prompt/system.md': '', 'runtime/a.py': ''}
+    """
     return {p: t for p, t in sorted(_mapping(harness).items()) if p.split("/", 1)[0] in LEVERS}
 
 
@@ -128,6 +185,17 @@ def read_patches(harness: Mapping[str, str]) -> list[Patch]:
     ------
     PatchError
         A manifest is not valid TOML or not a valid patch; the message names the file.
+
+    Examples
+    --------
+    A planned patch's manifest reads back as the patch:
+
+    >>> from gsme.resources import SEED_HARNESS
+    >>> h = harness_files(SEED_HARNESS)
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", changes=(FileChange("prompt/verify.md", "Check first.\\n"),))
+    >>> read_patches({**h, **plan_patch(h, p)}) == [p]
+    True
     """
     patches = []
     for path, text in sorted(_mapping(harness).items()):
@@ -157,6 +225,19 @@ def plan_patch(harness: Mapping[str, str], patch: Patch) -> dict[str, str]:
     PatchError
         Names the offending field (``id``, ``beacon``, ``why``, ``where``, ``env_gate``,
         ``changes``) or the path and what is wrong with it.
+
+    See Also
+    --------
+    validate_patch : The same check, returning nothing.
+    apply_patch : Write the planned files into a harness directory.
+
+    Examples
+    --------
+    >>> from gsme.resources import SEED_HARNESS
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", changes=(FileChange("prompt/verify.md", "Check first.\\n"),))
+    >>> list(plan_patch(harness_files(SEED_HARNESS), p))
+    ['prompt/verify.md', 'patches/verify.toml']
     """
     if not isinstance(patch, Patch):
         raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
@@ -185,7 +266,19 @@ def plan_patch(harness: Mapping[str, str], patch: Patch) -> dict[str, str]:
 
 
 def validate_patch(harness: Mapping[str, str], patch: Patch) -> None:
-    """Raise :class:`PatchError` unless ``patch`` applies to ``harness``; write nothing."""
+    """Raise :class:`PatchError` unless ``patch`` applies to ``harness``; write nothing.
+
+    Examples
+    --------
+    >>> h = {"prompt/system.md": "Solve the task."}
+    >>> p = Patch(id="x", where="prompt", why="looping", mechanism="m", beacon="x",
+    ...           changes=(FileChange("prompt/system.md", "Stop.", old="Retry."),))
+    >>> try:
+    ...     validate_patch(h, p)
+    ... except PatchError as err:
+    ...     print(err)
+    changes[0] (path 'prompt/system.md'): old text not found; it must occur exactly once (old begins 'Retry.')
+    """
     plan_patch(harness, patch)
 
 
@@ -232,6 +325,15 @@ def check_size(harness: Mapping[str, str]) -> None:
         A lever file over :data:`MAX_FILE_BYTES` (a manifest repeats its patch's text, so
         it counts only in the total), more than :data:`MAX_HARNESS_FILES` files, or more
         than :data:`MAX_HARNESS_BYTES` in all; the message names the files.
+
+    Examples
+    --------
+    >>> check_size({"prompt/system.md": "Solve the task."})
+    >>> try:
+    ...     check_size({"prompt/big.md": "x" * (MAX_FILE_BYTES + 1)})
+    ... except PatchError as err:
+    ...     print(err)
+    files over 32768 bytes: ['prompt/big.md']
     """
     sizes = {p: len(t.encode("utf-8")) for p, t in harness.items()}
     big = sorted(p for p, n in sizes.items()
@@ -247,7 +349,21 @@ def check_size(harness: Mapping[str, str]) -> None:
 
 
 def patch_to_dict(patch: Patch) -> dict:
-    """A TOML-ready dict of ``patch``; a change's ``old`` is left out when it is None."""
+    """A TOML-ready dict of ``patch``; a change's ``old`` is left out when it is None.
+
+    See Also
+    --------
+    patch_from_dict : Its inverse.
+
+    Examples
+    --------
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", changes=(FileChange("prompt/verify.md", "Check first."),))
+    >>> patch_to_dict(p)["changes"]
+    [{'path': 'prompt/verify.md', 'new': 'Check first.'}]
+    >>> patch_from_dict(patch_to_dict(p)) == p
+    True
+    """
     if not isinstance(patch, Patch):
         raise TypeError(f"patch must be a gsme.patches.Patch, got {type(patch).__name__}")
     out = {name: getattr(patch, name) for name in _TEXT_FIELDS}
@@ -266,6 +382,18 @@ def patch_from_dict(data: dict) -> Patch:
     ------
     PatchError
         Missing or unknown keys, or a field of the wrong type; the message names it.
+
+    See Also
+    --------
+    patch_to_dict : Its inverse.
+
+    Examples
+    --------
+    >>> p = patch_from_dict({"id": "verify", "where": "prompt", "why": "careless-submit",
+    ...                      "mechanism": "submit-verify", "beacon": "verify",
+    ...                      "changes": [{"path": "prompt/verify.md", "new": "Check first."}]})
+    >>> p.changes
+    (FileChange(path='prompt/verify.md', new='Check first.', old=None),)
     """
     if not isinstance(data, dict):
         raise PatchError(f"a patch must be a table/dict, got {type(data).__name__}")
