@@ -94,6 +94,24 @@ def read_trials(path, *, format: str | None = None) -> pd.DataFrame:
         pathology, trajectory, error, borrowed_from``), then ``score`` when the file has
         it (floats, NaN where a trial has none; bit for bit in CSV too), then any extra
         columns in the file.
+
+    See Also
+    --------
+    write_trials : Its inverse.
+    gsme.schema.as_trials : The normalisation a read applies.
+
+    Examples
+    --------
+    Optional columns are filled in, and a frame read back writes and reads back equal,
+    in either format:
+
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"], "split": "train",
+    ...                   "repeat": 0, "passed": [True, False], "score": [1.0, 0.25]})
+    >>> back = read_trials(write_trials(t, "trials.parquet"))
+    >>> back.shape, back.columns[:6].tolist()
+    ((2, 17), ['candidate', 'task_id', 'split', 'repeat', 'attempt', 'passed'])
+    >>> back.equals(read_trials(write_trials(back, "trials.csv")))
+    True
     """
     path = Path(path)
     kind = _format(path, format)
