@@ -106,6 +106,14 @@ class Column:
 
     ``default`` is the value :func:`as_trials` fills in when an optional column is missing;
     a column without one is required.
+
+    Examples
+    --------
+    >>> attempt = FRAMES["trials"].columns[4]
+    >>> attempt.name, attempt.kind, attempt.ge, attempt.default, attempt.required
+    ('attempt', 'int', 0, 0, False)
+    >>> FRAMES["trials"].columns[0].required
+    True
     """
 
     name: str
@@ -233,11 +241,26 @@ _BOOKKEEPING = frozenset(
 
 
 class FrameError(ValueError):
-    """A frame broke its column contract; the message names the columns and rows at fault."""
+    """A frame broke its column contract; the message names the columns and rows at fault.
+
+    Examples
+    --------
+    >>> try:
+    ...     require(pd.DataFrame({"x": [1]}), ["x", "y"], "table")
+    ... except FrameError as err:
+    ...     print(err)
+    table frame is missing column(s) ['y']; it has ['x']
+    """
 
 
 def columns(kind: str) -> list[str]:
-    """Column names of the frame ``kind`` (one of :data:`FRAMES`)."""
+    """Column names of the frame ``kind`` (one of :data:`FRAMES`).
+
+    Examples
+    --------
+    >>> columns("archive")
+    ['where', 'why', 'candidate', 'rate', 'delta_pp', 'z', 'round', 'credited']
+    """
     return _frame(kind).names
 
 
@@ -248,6 +271,8 @@ def task_features(names) -> list[str]:
     ``round`` and a task's statement ``content``; what is left (``category``, flags such as
     ``has_tests``) describes the task, which evolvers show and env gates test.
 
+    Examples
+    --------
     >>> task_features(["task_id", "category", "repeat", "has_tests", "round", "transcript"])
     ['category', 'has_tests']
     """
@@ -255,7 +280,14 @@ def task_features(names) -> list[str]:
 
 
 def empty(kind: str) -> pd.DataFrame:
-    """A valid frame of ``kind`` with no rows and the contracted dtypes."""
+    """A valid frame of ``kind`` with no rows and the contracted dtypes.
+
+    Examples
+    --------
+    >>> e = empty("tasks")
+    >>> len(e), e.columns.tolist(), conforms(e, "tasks")
+    (0, ['task_id', 'split'], True)
+    """
     return pd.DataFrame({c.name: pd.Series(dtype=_DTYPES[c.kind]) for c in _frame(kind).columns})
 
 
@@ -271,6 +303,21 @@ def require(frame, names, what: str) -> pd.DataFrame:
         ``frame`` is not a DataFrame.
     FrameError
         Names the missing columns, the columns ``frame`` has, and ``what`` it is.
+
+    See Also
+    --------
+    validate : The whole contract of a frame.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"candidate": ["c1"], "z": [2.1]})
+    >>> require(table, ["candidate", "z"], "table") is table
+    True
+    >>> try:
+    ...     require(table, ["candidate", "delta_pp"], "table")
+    ... except FrameError as err:
+    ...     print(err)
+    table frame is missing column(s) ['delta_pp']; it has ['candidate', 'z']
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
@@ -290,6 +337,24 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
         Names every failing column and check, and shows up to ten offending rows.
     TypeError
         When ``frame`` is not a DataFrame.
+
+    See Also
+    --------
+    conforms : The same check, as a bool.
+    require : Only the columns' presence.
+
+    Examples
+    --------
+    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2"], "split": ["train", "dev"]})
+    >>> try:
+    ...     validate(tasks, "tasks")
+    ... except FrameError as err:
+    ...     print(err)
+    tasks frame breaks its contract:
+    - column 'split': isin(['train', 'test']) failed in 1 row(s)
+      offending rows:
+          task_id split
+        1      t2   dev
     """
     contract = _frame(kind)
     require(frame, contract.names, kind)
@@ -353,19 +418,47 @@ def as_trials(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def split_ids(value: str | None) -> list[str]:
-    """Split a comma-separated id cell (``beacons``, ``parents``) into a list."""
+    """Split a comma-separated id cell (``beacons``, ``parents``) into a list.
+
+    Examples
+    --------
+    >>> split_ids("c1, c2,"), split_ids(""), split_ids(None)
+    (['c1', 'c2'], [], [])
+    """
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return []
     return [part for part in (p.strip() for p in str(value).split(",")) if part]
 
 
 def join_ids(values) -> str:
-    """Inverse of :func:`split_ids`."""
+    """Inverse of :func:`split_ids`.
+
+    Examples
+    --------
+    >>> join_ids(["c1", "c2"])
+    'c1,c2'
+    >>> split_ids(join_ids(["c1", "c2"]))
+    ['c1', 'c2']
+    """
     return ",".join(str(v) for v in values)
 
 
 def carries_scores(trials: pd.DataFrame) -> bool:
-    """True when the trials frame carries scores: a ``score`` column holding a number."""
+    """True when the trials frame carries scores: a ``score`` column holding a number.
+
+    See Also
+    --------
+    trial_values : What a trial's value is, with scores or without.
+    graded : Whether the scores are more than pass/fail.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"passed": [True, False]})
+    >>> carries_scores(t), carries_scores(t.assign(score=np.nan))
+    (False, False)
+    >>> carries_scores(t.assign(score=[0.5, np.nan]))
+    True
+    """
     return "score" in trials.columns and bool(trials["score"].notna().any())
 
 
