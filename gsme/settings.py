@@ -63,7 +63,22 @@ PROMPT_FAILURES = 12
 
 
 class ConfigError(ValueError):
-    """A setting, a config file or a plugin spec is invalid; the message names the key."""
+    """A setting, a config file or a plugin spec is invalid; the message names the key.
+
+    See Also
+    --------
+    gsme.config.load : Reads a run config file, raising this error.
+
+    Examples
+    --------
+    >>> from gsme.config import load
+    >>> _ = open("bad.toml", "w").write('[run]\\ndir = "runs/bad"\\nrounds = -1\\n')
+    >>> try:
+    ...     load("bad.toml")
+    ... except ConfigError as err:
+    ...     print(err)
+    bad.toml: [run] rounds = -1: Input should be greater than or equal to 0
+    """
 
 
 class GateConfig(BaseModel):
@@ -265,6 +280,22 @@ class RunConfig(BaseModel):
         Completed trials are written to the ledger in one transaction per ``flush_trials``
         trials or once the oldest waiting has waited ``flush_seconds``, whichever comes
         first (and always before a health-check verdict and when scoring stops).
+
+    See Also
+    --------
+    GateConfig, KeepConfig : Its gate and keep settings.
+    Schedule : How long the run evolves.
+
+    Examples
+    --------
+    >>> c = RunConfig(run_seed=7, policy="gated", gate=GateConfig(design="adaptive"))
+    >>> c.policy, c.gate.design, c.gate.k, c.max_failures
+    ('gated', 'adaptive', 3, 40)
+    >>> try:
+    ...     RunConfig(policy="best")
+    ... except ValidationError as err:
+    ...     print(describe(err, table="run"))
+    [run] policy = 'best': Value error, policy must be one of ['gated', 'greedy', 'peak', 'learned'], got 'best'
     """
 
     model_config = _FROZEN
@@ -290,7 +321,15 @@ class RunConfig(BaseModel):
 
 
 class Schedule(BaseModel):
-    """How long a run evolves: rounds, children per round, and an optional trial budget."""
+    """How long a run evolves: rounds, children per round, and an optional trial budget.
+
+    Examples
+    --------
+    >>> Schedule(rounds=2)
+    Schedule(rounds=2, children_per_round=3, recombinations_per_round=1, trial_budget=None)
+    >>> Schedule(rounds=2).model_copy(update={"trial_budget": 500}).trial_budget
+    500
+    """
 
     model_config = _FROZEN
 
@@ -301,7 +340,18 @@ class Schedule(BaseModel):
 
 
 def describe(err: ValidationError, *, table: str | None = None) -> str:
-    """One line per problem of a :class:`ValidationError`: ``[table] key = value: why``."""
+    """One line per problem of a :class:`ValidationError`: ``[table] key = value: why``.
+
+    Problems are joined with ``"; "``.
+
+    Examples
+    --------
+    >>> try:
+    ...     RunConfig(max_failures=0, explore=2.0)
+    ... except ValidationError as err:
+    ...     print(describe(err, table="run"))
+    [run] max_failures = 0: Input should be greater than or equal to 1; [run] explore = 2.0: Input should be less than or equal to 1
+    """
     where = f"[{table}] " if table else ""
     lines = []
     for problem in err.errors():
