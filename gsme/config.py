@@ -54,7 +54,18 @@ DEFAULT_EVOLVER = {"kind": "rule"}
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A checked config file: the run directory, its settings, schedule and plugin specs."""
+    """A checked config file: the run directory, its settings, schedule and plugin specs.
+
+    Examples
+    --------
+    >>> _ = open("run.toml", "w").write('[run]\\ndir = "runs/demo"\\nrounds = 2\\n'
+    ...                                 'policy = "gated"\\n\\n[gate]\\ndesign = "adaptive"\\n')
+    >>> spec = load("run.toml")
+    >>> spec.dir.name, spec.schedule.rounds, spec.config.policy, spec.config.gate.design
+    ('demo', 2, 'gated', 'adaptive')
+    >>> spec.agent, spec.evolver
+    ({'kind': 'sim', 'preset': 'tiny'}, {'kind': 'rule'})
+    """
 
     dir: Path
     config: RunConfig
@@ -64,7 +75,24 @@ class RunSpec:
 
 
 def load(path) -> RunSpec:
-    """Read and check a TOML run config. Raises :class:`ConfigError` naming what is wrong."""
+    """Read and check a TOML run config. Raises :class:`ConfigError` naming what is wrong.
+
+    ``dir`` is resolved against the config file's folder; without an ``[agent]`` or
+    ``[evolver]`` table the simulated ``tiny`` agent and the rule evolver are used.
+
+    Examples
+    --------
+    >>> _ = open("run.toml", "w").write('[run]\\ndir = "runs/demo"\\nrounds = 2\\n')
+    >>> spec = load("run.toml")
+    >>> spec.dir.relative_to(Path.cwd()).as_posix(), spec.schedule.rounds
+    ('runs/demo', 2)
+    >>> _ = open("bad.toml", "w").write('[run]\\ndir = "runs/bad"\\nexplore = 2\\n')
+    >>> try:
+    ...     load("bad.toml")
+    ... except ConfigError as err:
+    ...     print(err)
+    bad.toml: [run] explore = 2: Input should be less than or equal to 1
+    """
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{path} is a folder; gsme run takes a config file (to continue a "
