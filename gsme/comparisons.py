@@ -39,6 +39,25 @@ def read(path) -> pd.DataFrame:
     FrameError
         The file lacks a column of the comparisons frame or holds a bad value (the message
         names the column and the rows).
+
+    See Also
+    --------
+    append : Add a run's rows to the file.
+    relevant : The rows a run learns from.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
+    ...                   "decision": "inconclusive"})
+    >>> append("comparisons.csv", of_run(d, agent="sim", evolver="rule", run="r1"))
+    2
+    >>> read("comparisons.csv")[["run", "candidate", "delta_pp", "decision"]]
+      run candidate  delta_pp      decision
+    0  r1        c1       2.5  inconclusive
+    1  r1        c2      -1.0  inconclusive
+    >>> len(read("no-such-file.csv"))
+    0
     """
     path = Path(path)
     if not path.exists():
@@ -57,7 +76,20 @@ def read(path) -> pd.DataFrame:
 
 
 def relevant(comparisons: pd.DataFrame, *, agent: str, evolver: str | None) -> pd.DataFrame:
-    """The rows measured by the same ``agent`` and ``evolver`` (by name)."""
+    """The rows measured by the same ``agent`` and ``evolver`` (by name).
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
+    ...                   "decision": "inconclusive"})
+    >>> rows = pd.concat([of_run(d, agent="sim", evolver="rule", run="r1"),
+    ...                   of_run(d, agent="sim", evolver="claude", run="r2")])
+    >>> relevant(rows, agent="sim", evolver="claude")[["run", "candidate"]]
+      run candidate
+    0  r2        c1
+    1  r2        c2
+    """
     schema.validate(comparisons, "comparisons")
     mine = (comparisons["agent"] == agent) & (comparisons["evolver"] == str(evolver))
     return comparisons[mine].reset_index(drop=True)
@@ -98,6 +130,20 @@ def append(path, rows: pd.DataFrame) -> int:
     """Append ``rows`` to the file at ``path`` (created with a header when new).
 
     Rows of a run already in the file are not written again. Returns how many were written.
+
+    See Also
+    --------
+    of_run : A run's decisions as comparisons rows.
+    read : Read the file back.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
+    ...                   "decision": "inconclusive"})
+    >>> rows = of_run(d, agent="sim", evolver="rule", run="r1")
+    >>> append("comparisons.csv", rows), append("comparisons.csv", rows)
+    (2, 0)
     """
     schema.validate(rows, "comparisons")
     path = Path(path)
