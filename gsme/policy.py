@@ -147,6 +147,24 @@ def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str, k: int
     ``peak`` reports the candidate with the highest mean per-task train rate over the first
     ``k`` repeats of each task (:func:`gsme.stats.candidate_rates`: unbiased under the
     adaptive design, which extends some tasks); every other policy the archive's best elite.
+
+    See Also
+    --------
+    gsme.archive.summary : The archive's best elite.
+
+    Examples
+    --------
+    ``peak`` may report a child that was never kept (here ``c3``, the best train rate):
+
+    >>> a = pd.DataFrame({"where": ["prompt", "runtime"], "why": ["looping", "looping"],
+    ...                   "candidate": ["c1", "c2"], "rate": [0.6, 0.7],
+    ...                   "delta_pp": [5.0, 8.0], "z": [2.1, 2.5], "round": [1, 2],
+    ...                   "credited": True})
+    >>> t = pd.DataFrame({"candidate": np.repeat(["baseline", "c1", "c2", "c3"], 2),
+    ...                   "task_id": ["t1", "t2"] * 4, "split": "train", "repeat": 0,
+    ...                   "passed": [1, 0, 1, 0, 1, 0, 1, 1]})
+    >>> reported(a, t, policy="gated", k=1), reported(a, t, policy="peak", k=1)
+    ('c2', 'c3')
     """
     return POLICIES.get(policy).reported(archive, trials, k=k)
 
@@ -164,6 +182,26 @@ class Policy:
     ----------
     summary : str
         One line saying what the rule keeps (shown by ``gsme demo --help``).
+
+    See Also
+    --------
+    screen, kept : Apply a registered rule by name.
+
+    Examples
+    --------
+    A rule that keeps nothing, registered and used by name:
+
+    >>> from gsme.registry import POLICIES
+    >>> class Never(Policy):
+    ...     summary = "keeps nothing"
+    ...     def keep(self, decisions, expected, *, config):
+    ...         return np.zeros(len(decisions), dtype=bool)
+    >>> POLICIES.register("never", Never)
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
+    ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
+    >>> kept(d, policy="never").tolist()
+    [False, False, False]
+    >>> POLICIES.unregister("never")
     """
 
     summary = ""
@@ -186,7 +224,16 @@ def _credited(decisions: pd.DataFrame) -> np.ndarray:
 
 
 class Gated(Policy):
-    """The paper's: a child is kept only when the three gates credit it."""
+    """The paper's: a child is kept only when the three gates credit it.
+
+    Examples
+    --------
+    >>> from gsme.settings import KeepConfig
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
+    ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
+    >>> Gated().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    [True, False, False]
+    """
 
     summary = "kept when credited by the paper's gates"
 
@@ -195,7 +242,16 @@ class Gated(Policy):
 
 
 class Greedy(Policy):
-    """What prior systems do: any child whose train rate rose is kept."""
+    """What prior systems do: any child whose train rate rose is kept.
+
+    Examples
+    --------
+    >>> from gsme.settings import KeepConfig
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
+    ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
+    >>> Greedy().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    [True, True, False]
+    """
 
     summary = "kept after any train gain"
 
@@ -206,7 +262,20 @@ class Greedy(Policy):
 
 class Peak(Greedy):
     """Like greedy, and the reported harness is the best train rate ever scored (over the
-    first ``k`` repeats of each task: :func:`gsme.stats.candidate_rates`)."""
+    first ``k`` repeats of each task: :func:`gsme.stats.candidate_rates`).
+
+    Examples
+    --------
+    >>> a = pd.DataFrame({"where": ["prompt", "runtime"], "why": ["looping", "looping"],
+    ...                   "candidate": ["c1", "c2"], "rate": [0.6, 0.7],
+    ...                   "delta_pp": [5.0, 8.0], "z": [2.1, 2.5], "round": [1, 2],
+    ...                   "credited": True})
+    >>> t = pd.DataFrame({"candidate": np.repeat(["baseline", "c1", "c2", "c3"], 2),
+    ...                   "task_id": ["t1", "t2"] * 4, "split": "train", "repeat": 0,
+    ...                   "passed": [1, 0, 1, 0, 1, 0, 1, 1]})
+    >>> Peak().reported(a, t, k=1), Greedy().reported(a, t, k=1)
+    ('c3', 'c2')
+    """
 
     summary = "kept after any train gain; reports the best train rate ever scored"
 
@@ -217,7 +286,18 @@ class Peak(Greedy):
 
 class Learned(Policy):
     """Kept when credited, or when its expected true effect under the proposal mix learned
-    so far is above ``KeepConfig.worth_pp``."""
+    so far is above ``KeepConfig.worth_pp``.
+
+    Examples
+    --------
+    Before there is evidence the rule is cautious: it keeps the credited child only.
+
+    >>> from gsme.settings import KeepConfig
+    >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
+    ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
+    >>> Learned().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    [True, False, False]
+    """
 
     summary = "kept when credited or worth keeping under the proposal mix learned so far"
 
