@@ -80,6 +80,20 @@ def read(path, *, format: str | None = None, **options) -> Imported:
     """Read ``path`` with the reader of ``format`` (see :data:`FORMATS`); None detects it.
 
     ``options`` go to the reader (``candidate=``, ``split=``, ...).
+
+    See Also
+    --------
+    detect_format : The format ``format=None`` finds.
+    read_pair : Both sides of a comparison in one frame.
+
+    Examples
+    --------
+    >>> import json
+    >>> json.dump({"resolved_ids": ["a"], "unresolved_ids": ["b"]}, open("m.r1.json", "w"))
+    >>> read("m.r1.json", split="test").trials[["candidate", "task_id", "split", "passed"]]
+      candidate task_id split  passed
+    0         m       a  test    True
+    1         m       b  test   False
     """
     return _format(detect_format(path) if format is None else format).read(path, **options)
 
@@ -121,6 +135,25 @@ def read_pair(baseline, child, *, format: str | None = None,
     -------
     Imported
         Both sides' trials and dropped rows, the baseline's first.
+
+    See Also
+    --------
+    gsme.compare.compare : Judge the child against the baseline on these trials.
+
+    Examples
+    --------
+    >>> import json
+    >>> json.dump({"resolved_ids": ["a", "b"], "unresolved_ids": ["c"], "error_ids": [],
+    ...            "empty_patch_ids": ["d"], "incomplete_ids": ["e"], "infra_failure_ids": []},
+    ...           open("my-model.run1.json", "w"))
+    >>> json.dump({"resolved_ids": ["a"], "unresolved_ids": ["b", "c"], "error_ids": ["d"],
+    ...            "empty_patch_ids": [], "incomplete_ids": [], "infra_failure_ids": ["d"],
+    ...            "failure_reasons": {"d": "out_of_memory"}}, open("my-model.run2.json", "w"))
+    >>> pair = read_pair("my-model.run1.json", "my-model.run2.json", names=("v1", "v2"))
+    >>> pair.trials.groupby("candidate").size().to_dict()
+    {'v1': 4, 'v2': 4}
+    >>> read_pair("my-model.run1.json", "my-model.run2.json").trials["candidate"].unique().tolist()
+    ['my-model.run1', 'my-model.run2']
     """
     fmt = detect_format(baseline) if format is None else format
     options.update(_scoring(fmt, scorer=scorer, score_key=score_key, threshold=threshold))

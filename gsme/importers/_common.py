@@ -59,7 +59,19 @@ _DROPPED = ["candidate", "source", "task_id", "reason"]
 
 
 class LogError(schema.FrameError):
-    """An eval log could not be read into trials; the message names the file and field."""
+    """An eval log could not be read into trials; the message names the file and field.
+
+    Examples
+    --------
+    >>> import json
+    >>> from gsme.importers import read_swebench
+    >>> json.dump({"resolved_ids": "a"}, open("bad.json", "w"))
+    >>> try:
+    ...     read_swebench("bad.json")
+    ... except LogError as err:
+    ...     print(err)
+    bad.json: 'resolved_ids' must be a list of instance ids, got str
+    """
 
 
 class Imported(NamedTuple):
@@ -74,6 +86,16 @@ class Imported(NamedTuple):
         ``candidate, source, task_id, reason``: one row per item of the logs that did not
         become a trial (unscored samples, instances never submitted, ...), or per note on
         a whole log (``task_id`` None).
+
+    Examples
+    --------
+    >>> import json
+    >>> from gsme.importers import read_swebench
+    >>> json.dump({"resolved_ids": ["a"], "unresolved_ids": ["b"], "incomplete_ids": ["c"]},
+    ...           open("m.r1.json", "w"))
+    >>> trials, dropped = read_swebench("m.r1.json")
+    >>> trials["passed"].tolist(), dropped["task_id"].tolist()
+    ([True, False], ['c'])
     """
 
     trials: pd.DataFrame
@@ -96,6 +118,27 @@ class Format:
     scoring : Mapping
         For logs that grade a trial: ``read_pair``'s scoring options (``scorer``,
         ``score_key``, ``threshold``) → the reader's keyword for each (empty: pass/fail).
+
+    Examples
+    --------
+    A format for trials saved as tab-separated text, registered by name:
+
+    >>> from gsme.importers import detect_format, read
+    >>> from gsme.registry import FORMATS
+    >>> class TSV(Format):
+    ...     summary = "a trials frame saved as tab-separated text"
+    ...     def read(self, path, **options):
+    ...         trials = schema.as_trials(pd.read_csv(path, sep="\\t"))
+    ...         return Imported(trials, pd.DataFrame(columns=["candidate", "source",
+    ...                                                       "task_id", "reason"]))
+    ...     def guess_can_open(self, path):
+    ...         return path.suffix == ".tsv"
+    >>> FORMATS.register("tsv", TSV)
+    >>> _ = open("base.tsv", "w").write("candidate\\ttask_id\\tsplit\\trepeat\\tpassed\\n"
+    ...                                 "base\\tt1\\ttrain\\t0\\t1\\n")
+    >>> detect_format("base.tsv"), read("base.tsv").trials.shape
+    ('tsv', (1, 16))
+    >>> FORMATS.unregister("tsv")
     """
 
     summary = ""

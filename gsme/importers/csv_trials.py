@@ -19,6 +19,18 @@ def read_trials_csv(path, *, candidate: str | None = None, split: str = "train")
     ``candidate`` renames the file's one candidate (a file holding several is refused);
     a missing ``candidate`` column needs it. A missing ``split`` column is filled with
     ``split``.
+
+    Examples
+    --------
+    >>> pd.DataFrame({"candidate": "x", "task_id": ["t1", "t2"], "repeat": 0,
+    ...               "passed": [1, 0]}).to_csv("child.csv", index=False)
+    >>> imported = read_trials_csv("child.csv", candidate="v2")
+    >>> imported.trials[["candidate", "task_id", "split", "passed"]]
+      candidate task_id  split  passed
+    0        v2      t1  train    True
+    1        v2      t2  train   False
+    >>> len(imported.dropped)
+    0
     """
     check_split(split)
     frames = []
@@ -42,7 +54,15 @@ def read_trials_csv(path, *, candidate: str | None = None, split: str = "train")
 
 
 class CSV(Format):
-    """The ``csv`` format: :func:`read_trials_csv`."""
+    """The ``csv`` format: :func:`read_trials_csv`.
+
+    Examples
+    --------
+    >>> pd.DataFrame({"candidate": "a", "task_id": ["t1"], "repeat": 0,
+    ...               "passed": [1]}).to_csv("trials.csv", index=False)
+    >>> CSV().guess_can_open(Path("trials.csv")), len(CSV().read("trials.csv").trials)
+    (True, 1)
+    """
 
     summary = "a trials frame saved as CSV"
 

@@ -85,6 +85,36 @@ def read_swebench(
     Returns
     -------
     Imported
+
+    See Also
+    --------
+    gsme.importers.read_pair : A baseline's and a child's reports in one frame.
+
+    Examples
+    --------
+    Two runs of one model: repeats 0 and 1 of every instance.
+
+    >>> import json
+    >>> json.dump({"resolved_ids": ["a", "b"], "unresolved_ids": ["c"], "error_ids": [],
+    ...            "empty_patch_ids": ["d"], "incomplete_ids": ["e"], "infra_failure_ids": []},
+    ...           open("my-model.run1.json", "w"))
+    >>> json.dump({"resolved_ids": ["a"], "unresolved_ids": ["b", "c"], "error_ids": ["d"],
+    ...            "empty_patch_ids": [], "incomplete_ids": [], "infra_failure_ids": ["d"],
+    ...            "failure_reasons": {"d": "out_of_memory"}}, open("my-model.run2.json", "w"))
+    >>> imported = read_swebench(["my-model.run1.json", "my-model.run2.json"])
+    >>> imported.trials[["candidate", "task_id", "repeat", "passed", "infra_ok", "error"]]
+      candidate task_id  repeat  passed  infra_ok                         error
+    0  my-model       a       0    True      True                          None
+    1  my-model       b       0    True      True                          None
+    2  my-model       c       0   False      True                          None
+    3  my-model       d       0   False      True                   empty_patch
+    4  my-model       a       1    True      True                          None
+    5  my-model       d       1   False     False  infra_failure: out_of_memory
+    6  my-model       b       1   False      True                          None
+    7  my-model       c       1   False      True                          None
+    >>> imported.dropped[["task_id", "reason"]]
+      task_id                                   reason
+    0       e  incomplete: no prediction was submitted
     """
     check_split(split)
     dropped: list[dict] = []
@@ -230,7 +260,16 @@ def _aligned_logs(logs, n: int) -> list[Path | None]:
 
 
 class SWEBench(Format):
-    """The ``swebench`` format: :func:`read_swebench`."""
+    """The ``swebench`` format: :func:`read_swebench`.
+
+    Examples
+    --------
+    >>> import json
+    >>> json.dump({"resolved_ids": ["a"], "unresolved_ids": ["b"]}, open("m.r1.json", "w"))
+    >>> fmt = SWEBench()
+    >>> fmt.guess_can_open(Path("m.r1.json")), len(fmt.read("m.r1.json").trials)
+    (True, 2)
+    """
 
     summary = "SWE-bench evaluation reports"
 
