@@ -226,7 +226,21 @@ def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
 def passed_secrets(pass_env, env: Mapping[str, str]) -> dict[str, str]:
     """The secrets of a process started with variables copied from this one (``pass_env``,
     names) and given values (``env``): those copied, as set now, and the values given under
-    a name that looks like a credential (:data:`CREDENTIAL_NAME`)."""
+    a name that looks like a credential (:data:`CREDENTIAL_NAME`).
+
+    See Also
+    --------
+    Redactor : Replaces these values in what a run stores.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["GSME_DEMO_TOKEN"] = "tok-1234567890abcdef"
+    >>> passed_secrets(["GSME_DEMO_TOKEN", "GSME_UNSET_VARIABLE"],
+    ...                {"API_KEY": "k-0987654321fedcba", "LANG": "C"})
+    {'API_KEY': 'k-0987654321fedcba', 'GSME_DEMO_TOKEN': 'tok-1234567890abcdef'}
+    >>> del os.environ["GSME_DEMO_TOKEN"]
+    """
     given = {name: value for name, value in env.items() if CREDENTIAL_NAME.search(name)}
     return {**given, **{name: os.environ[name] for name in pass_env if name in os.environ}}
 
@@ -236,6 +250,20 @@ def secrets_of(*holders) -> dict[str, str]:
 
     Each holder's ``secrets()`` (:meth:`~gsme.agents.base.TaskAgent.secrets`,
     :meth:`~gsme.evolvers.base.Evolver.secrets`); None and objects without one hold none.
+
+    See Also
+    --------
+    Redactor : Replaces these values in what a run stores.
+
+    Examples
+    --------
+    >>> class Agent:
+    ...     def secrets(self):
+    ...         return {"MY_API_KEY": "abcdefghijklmnop"}
+    >>> secrets_of(Agent(), None, object())
+    {'MY_API_KEY': 'abcdefghijklmnop'}
+    >>> redact("key=abcdefghijklmnop", secrets_of(Agent()))
+    'key=[REDACTED:MY_API_KEY]'
     """
     found: dict[str, str] = {}
     for holder in holders:
