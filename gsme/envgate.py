@@ -58,7 +58,18 @@ _SCAN = re.compile(r"""(?P<q>'''|\"\"\"|'|")(?:\\.|(?!(?P=q)).)*(?P=q)?|\w+|\S""
 
 
 class EnvGateError(ValueError):
-    """An env gate that does not parse, or that cannot decide on the features given."""
+    """An env gate that does not parse, or that cannot decide on the features given.
+
+    Examples
+    --------
+    >>> try:
+    ...     parse("category ==")
+    ... except EnvGateError as err:
+    ...     print(err)
+    invalid syntax at column 12 of env gate:
+      category ==
+                 ^
+    """
 
 
 # ---------------------------------------------------------------------------- tree nodes
@@ -216,7 +227,26 @@ def parse(expr: str) -> EnvGate:
 
 
 def admitted(tasks: pd.DataFrame, expr: str | EnvGate) -> pd.DataFrame:
-    """The rows of ``tasks`` that the env gate ``expr`` admits (same columns and index)."""
+    """The rows of ``tasks`` that the env gate ``expr`` admits (same columns and index).
+
+    See Also
+    --------
+    parse : The gate as an :class:`EnvGate`, checked once.
+    gsme.schema.task_features : The columns a gate may read.
+
+    Examples
+    --------
+    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "category": ["git", "web", "git"],
+    ...                       "has_tests": [True, False, False]})
+    >>> admitted(tasks, "category == 'git' and not has_tests")
+      task_id category  has_tests
+    2      t3      git      False
+    >>> try:
+    ...     admitted(tasks, "difficulty > 2")
+    ... except EnvGateError as err:
+    ...     print(err)
+    env gate 'difficulty > 2' reads feature(s) ['difficulty'] that tasks do not have; available columns: ['category', 'has_tests', 'task_id']
+    """
     gate = expr if isinstance(expr, EnvGate) else parse(expr)
     return tasks.loc[gate.mask(tasks)]
 
