@@ -22,7 +22,14 @@ DEFAULT_LABELS = FAILURE_MODES
 
 @dataclass(frozen=True)
 class Label:
-    """One failure mode: its slug, what it means, and who added it."""
+    """One failure mode: its slug, what it means, and who added it.
+
+    Examples
+    --------
+    >>> vocab = Vocabulary([Label("looping", "Repeats the same action.", added_by="gsme")])
+    >>> vocab.labels
+    ['looping']
+    """
 
     label: str
     definition: str
