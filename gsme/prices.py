@@ -28,7 +28,19 @@ __all__ = ["EVOLVER_CALLS", "FIXTURE_USAGE", "PRICES", "TASK_CALLS", "Price", "b
 
 
 class Price(NamedTuple):
-    """USD per million tokens of one model."""
+    """USD per million tokens of one model.
+
+    See Also
+    --------
+    call_cost : The cost of one call at these prices.
+
+    Examples
+    --------
+    >>> PRICES["claude-sonnet-4-5"]
+    Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3)
+    >>> call_cost("claude-sonnet-4-5", 1_000_000, 100_000)
+    4.5
+    """
 
     input: float
     output: float
