@@ -286,6 +286,15 @@ def tree_layout(candidates) -> dict:
     ------
     gsme.schema.FrameError
         When a parent is not a candidate of the frame, or the parents form a cycle.
+
+    Examples
+    --------
+    Leaves take the rows 0, 1, ... in order; a parent sits midway between its children:
+
+    >>> c = pd.DataFrame({"candidate": ["baseline", "c1", "c2", "c3"],
+    ...                   "parents": ["", "baseline", "baseline", "c1"], "round": [0, 1, 1, 2]})
+    >>> tree_layout(c)
+    {'baseline': (0.0, 0.5), 'c1': (1.0, 0.0), 'c2': (1.0, 1.0), 'c3': (2.0, 0.0)}
     """
     parents = _parents(candidates)
     rounds = dict(zip(candidates["candidate"], candidates["round"].astype(int)))
