@@ -37,7 +37,16 @@ GENESIS = "0" * 64  # what the first event follows
 
 def event_hash(prev: str, ts: str, kind: str, round: int | None, payload: str) -> str:
     """The hash an event stores: SHA-256 over the previous event's hash and its own fields
-    (``payload`` as the JSON text stored)."""
+    (``payload`` as the JSON text stored).
+
+    Examples
+    --------
+    >>> first = event_hash(GENESIS, "2025-01-01T00:00:00Z", "round", 1, "{}")
+    >>> len(first), first == event_hash(GENESIS, "2025-01-01T00:00:00Z", "round", 1, "{}")
+    (64, True)
+    >>> first == event_hash(GENESIS, "2025-01-01T00:00:00Z", "round", 2, "{}")
+    False
+    """
     return hashlib.sha256(json.dumps([prev, ts, kind, round, payload]).encode()).hexdigest()
 
 
