@@ -23,6 +23,16 @@ class Trajectory:
     are the activation beacons of every patch whose code path ran. ``pathology`` is a
     ground-truth failure label where the agent knows one (the simulator); it is never shown
     to an evolver.
+
+    See Also
+    --------
+    trial_row, to_trials : What it produced, as trials rows.
+
+    Examples
+    --------
+    >>> traj = Trajectory(passed=False, infra_ok=False, error="container failed to start")
+    >>> trial_row(TrialSpec("c1", "t1", "train", 0), traj, None)["passed"]
+    False
     """
 
     passed: bool
@@ -38,7 +48,13 @@ class Trajectory:
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """One trial to run: which candidate, on which task, which repeat and which attempt."""
+    """One trial to run: which candidate, on which task, which repeat and which attempt.
+
+    Examples
+    --------
+    >>> TrialSpec("c1", "t1", "train", repeat=2, beacon="verify")
+    TrialSpec(candidate='c1', task_id='t1', split='train', repeat=2, attempt=0, beacon='verify')
+    """
 
     candidate: str
     task_id: str
@@ -131,6 +147,16 @@ def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
     ``activated`` is True when one of the candidate's own beacons (``spec.beacon``, comma
     separated for a recombination) is among the beacons that fired. An infrastructure
     failure never counts as a pass.
+
+    Examples
+    --------
+    >>> spec = TrialSpec("c1", "t1", "train", 0, beacon="verify")
+    >>> row = trial_row(spec, Trajectory(passed=True, beacons=("verify",)), None)
+    >>> row["passed"], row["activated"], row["beacons"]
+    (True, True, 'verify')
+    >>> row = trial_row(spec, Trajectory(passed=True, infra_ok=False, error="timeout"), None)
+    >>> row["passed"], row["infra_ok"], row["error"]
+    (False, False, 'timeout')
     """
     own = schema.split_ids(spec.beacon)
     return {
@@ -162,6 +188,17 @@ def to_trials(results: Iterable[tuple[TrialSpec, Trajectory, str | None]]) -> pd
     -------
     DataFrame
         The trials columns of :mod:`gsme.schema`, one row per triple (see :func:`trial_row`).
+
+    Examples
+    --------
+    >>> done = [(TrialSpec("c1", "t1", "train", 0, beacon="verify"),
+    ...          Trajectory(passed=True, beacons=("verify",)), "transcripts/c1-t1-0.txt"),
+    ...         (TrialSpec("c1", "t2", "train", 0, beacon="verify"),
+    ...          Trajectory(passed=False), None)]
+    >>> to_trials(done)[["task_id", "passed", "activated", "trajectory"]]
+      task_id  passed  activated               trajectory
+    0      t1    True       True  transcripts/c1-t1-0.txt
+    1      t2   False      False                     None
     """
     rows = [trial_row(spec, traj, ref) for spec, traj, ref in results]
     if not rows:
