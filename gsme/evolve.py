@@ -4,28 +4,27 @@ One round: choose a parent → its failing train trials → the evolver diagnose
 proposes → candidates committed to git → recombinations of archive elites → score → gates →
 archive. :func:`run_round` chains the steps; :func:`evolve` runs rounds until the schedule's
 round count or trial budget is reached. Every step reads and records through the run's
-named methods (:class:`gsme.run.Run`), and every decision comes from a pure function
+named methods (:class:`gsme.run.Run`), scoring goes through :func:`gsme.score.score`, and
+every decision comes from a pure function
 (:mod:`gsme.gates`, :mod:`gsme.policy`, :mod:`gsme.archive`), so a run killed mid-round
 resumes from its last completed step with the same result.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import gates, policy, schema, scoring, stats
-from gsme.patches import Patch, PatchError
+from gsme import gates, policy, schema, stats
+from gsme.patches import Patch
 from gsme.run import Run
 from gsme.schema import BASELINE
+from gsme.score import score
 from gsme.settings import Schedule
 
 __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "diagnose",
@@ -58,7 +57,7 @@ class RoundResult:
 
 def cold_start(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
     """Score the baseline on the full train split (idempotent); return its trials."""
-    return run.score([BASELINE], executor=executor, progress=progress, round=0)
+    return score(run, [BASELINE], executor=executor, progress=progress, round=0)
 
 
 def next_round(run: Run) -> int:
@@ -98,9 +97,9 @@ def diagnose(run: Run, failed: pd.DataFrame, *, parent: str, round: int) -> pd.D
     """Ask the evolver what went wrong with ``parent``; the diagnoses are recorded."""
     vocabulary = run.vocabulary
     result = run.evolver.diagnose(failed, harness=run.harness(parent), vocabulary=vocabulary,
-                                  log=partial(run.record_call, round=round))
-    run.save_vocabulary(vocabulary)
-    run.record_diagnoses(result, round=round)
+                                  log=partial(run.record, "calls", round=round))
+    run.vocabulary = vocabulary
+    run.record("diagnoses", result, round=round)
     return result
 
 
@@ -110,9 +109,9 @@ def propose(run: Run, parent: str, diagnoses: pd.DataFrame, *, n: int,
     vocabulary = run.vocabulary
     patches = run.evolver.propose(diagnoses, harness=run.harness(parent),
                                   archive=run.archive(), vocabulary=vocabulary, n=n,
-                                  history=run.history(), log=partial(run.record_call,
-                                                                    round=round))
-    run.save_vocabulary(vocabulary)
+                                  history=run.history(),
+                                  log=partial(run.record, "calls", round=round))
+    run.vocabulary = vocabulary
     return list(patches)[:n]
 
 
@@ -121,16 +120,10 @@ def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> list[s
     agent refuses, is recorded with its reason. Returns the new candidates."""
     made, rows = [], []
     for patch in patches:
-        try:
-            cand = run.add_mutation(parent, patch, round=round)
-        except PatchError as err:
-            rows.append(_proposal("mutation", None, parent, f"{patch.id}: {err}"))
-            continue
-        refused = _refused_by_agent(run, cand)
-        made += [] if refused else [cand]
-        rows.append(_proposal("mutation", None if refused else cand, parent,
-                              refused and f"{patch.id}: {refused}"))
-    run.record_proposals(pd.DataFrame(rows), round=round)
+        cand, reason = run.add_candidate([parent], patch=patch, round=round)
+        made += [] if cand is None else [cand]
+        rows.append(_proposal("mutation", cand, parent, reason and f"{patch.id}: {reason}"))
+    run.record("proposals", pd.DataFrame(rows), round=round)
     return made
 
 
@@ -139,17 +132,15 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> list[str]:
     if n <= 0:
         return []
     options = archive_lib.recombinations(run.archive(), base=base,
-                                         lineage=run.repo.lineage(base),
-                                         proposed=run.tried_recombinations())
+                                         lineage=_lineage(run.candidates(), base),
+                                         proposed=_tried_recombinations(run.proposals()))
     made, rows = [], []
     for elites in options["elites"].head(n):
-        cand, reason = run.add_recombination(base, schema.split_ids(elites), round=round)
-        if cand is not None and (reason := _refused_by_agent(run, cand)):
-            cand = None
+        cand, reason = run.add_candidate([base, *schema.split_ids(elites)], round=round)
         made += [] if cand is None else [cand]
         rows.append(_proposal("recombination", cand,
                               schema.join_ids([base, *schema.split_ids(elites)]), reason))
-    run.record_proposals(pd.DataFrame(rows), round=round)
+    run.record("proposals", pd.DataFrame(rows), round=round)
     return made
 
 
@@ -175,7 +166,7 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
                              past=run.comparisons(before_round=round), config=run.config.keep)
     decided = decided.assign(kept=screened["kept"],
                              expected_delta_pp=screened["expected_delta_pp"])
-    run.record_decisions(decided, round=round)
+    run.record("decisions", decided, round=round)
     return decided
 
 
@@ -192,8 +183,8 @@ def insert(run: Run, decided: pd.DataFrame, *, round: int) -> tuple[pd.DataFrame
         The archive after the round, and the outcomes frame of :func:`gsme.archive.insert`.
     """
     new, outcomes = archive_lib.insert(run.archive(), decided, run.candidates(), round=round)
-    run.snapshot_archive(new, round=round)
-    run.end_round(round)
+    run.record("archive", new, round=round)
+    run.mark("round_done", round)
     return new, outcomes
 
 
@@ -209,22 +200,20 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
                       else recombinations)
     cold_start(run, executor=executor, progress=progress)
     r = next_round(run)
-    if run.round_committed(r):
-        parent = run.round_started(r)["parent"]
-    else:
-        run.discard_round(r)
+    parent = _committed_parent(run, r)
+    if parent is None:
         run.evolver.reseed(int(np.random.default_rng([run.config.run_seed, r, 0])
                                .integers(2**31)))
         parent = choose_parent(run, round=r)
-        run.begin_round(r, parent=parent)
+        run.mark("round_started", r, parent=parent)
         diagnosed = diagnose(run, failures(run, parent, round=r), parent=parent, round=r)
         patches = propose(run, parent, diagnosed, n=children, round=r)
         made = commit(run, parent, patches, round=r)
         made += recombine(run, parent, n=recombinations, round=r)
-        run.commit_candidates(made, round=r)
+        run.mark("candidates_committed", r, candidates=made)
     cands = run.candidates()
     cands = cands[cands["round"] == r].reset_index(drop=True)
-    run.score(list(cands["candidate"]), executor=executor, progress=progress, round=r)
+    score(run, list(cands["candidate"]), executor=executor, progress=progress, round=r)
     decided = credit(run, cands, round=r)
     new, outcomes = insert(run, decided, round=r)
     return RoundResult(r, parent, cands, decided, new, outcomes)
@@ -252,7 +241,7 @@ def evolve(run: Run, *, rounds: int | None = None, executor=None, progress: bool
         while next_round(run) <= rounds:
             if (schedule.trial_budget is not None
                     and run.trials_spent() >= schedule.trial_budget):
-                run.record_budget_reached(next_round(run))
+                run.mark("budget_reached", next_round(run))
                 break
             result = run_round(run, executor=executor, progress=progress)
             bar.update(1)
@@ -294,17 +283,37 @@ def _proposal(kind: str, candidate: str | None, parents: str, reason: str | None
             "ok": candidate is not None, "reason": reason or None}
 
 
-def _refused_by_agent(run: Run, cand: str) -> str | None:
-    """The agent's reason for refusing ``cand``'s harness (then the candidate is discarded)."""
-    folder = Path(tempfile.mkdtemp(prefix="gsme-check-", dir=scoring.scratch()))
-    try:
-        run.agent.check_harness(run.snapshot(cand).write(folder / "harness"))
-    except ValueError as err:
-        run.discard(cand)
-        return f"the agent cannot run this harness: {err}"
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return None
+def _committed_parent(run: Run, round: int) -> str | None:
+    """The parent of ``round`` once its candidates are all committed (the round resumes at
+    scoring them), else None."""
+    committed = run.events("candidates_committed")
+    if not (committed["round"] == round).any():
+        return None
+    started = run.events("round_started")
+    return started.loc[started["round"] == round, "payload"].iloc[-1]["parent"]
+
+
+def _lineage(candidates: pd.DataFrame, candidate: str) -> list[str]:
+    """Every ancestor of ``candidate`` and itself, ancestors first (all parents followed,
+    ties in parent order), from the candidates frame's ``parents``."""
+    parents = dict(zip(candidates["candidate"], candidates["parents"]))
+    order: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in order:
+            return
+        for parent in schema.split_ids(parents[name]):
+            visit(parent)
+        order.append(name)
+
+    visit(candidate)
+    return order
+
+
+def _tried_recombinations(proposals: pd.DataFrame) -> set[frozenset]:
+    """Every parent set a recombination was proposed with (committed or not)."""
+    proposals = proposals[proposals["kind"] == "recombination"]
+    return {frozenset(schema.split_ids(p)) for p in proposals["parents"]}
 
 
 def _progress(total: int, enabled: bool, *, done: int):

@@ -96,7 +96,7 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
             "activation_rate": float(fired["mean"][row.candidate]) if n and has_beacon
             else np.nan,
             **{c: gate.get(c, default) for c, default in _UNDECIDED.items()},
-            "diff": run.repo.diff(parent, row.candidate),
+            "diff": run.diff(parent, row.candidate),
         })
     out = pd.DataFrame(rows, columns=[
         "candidate", "parent", "kind", "round", "where", "why", "patch_id", "env_gate",

@@ -41,14 +41,12 @@ import os
 import numpy as np
 import pandas as pd
 
-from gsme import gates, schema, scoring, sequential
+from gsme import gates, schema
 from gsme.run import Run, RunError
 from gsme.schema import BASELINE
+from gsme.score import settle
 
-__all__ = ["MAX_PASSES", "grow", "grown_tasks", "read_tasks", "regate"]
-
-MAX_PASSES = 64
-"""Scoring passes per generation before growing gives up (a pass runs, borrows or re-runs)."""
+__all__ = ["grow", "grown_tasks", "read_tasks", "regate"]
 
 
 def read_tasks(path: str | os.PathLike) -> pd.DataFrame:
@@ -270,29 +268,7 @@ def _generations(candidates: pd.DataFrame, names: list[str]) -> list[list[str]]:
 
 def _score_generations(run: Run, names: list[str], *, executor, progress: bool) -> None:
     """Score ``names`` on the run's train split, one generation after the other."""
-    candidates, tasks = run.candidates(), run.tasks()
-    first = {c: (schema.split_ids(p) or [None])[0] for c, p in zip(candidates["candidate"],
-                                                                    candidates["parents"])}
-    snapshots = functools.cache(run.snapshot)
     recorded_round = run.rounds_done()
-    for generation in _generations(candidates, names):
-        pairs = pd.DataFrame({"candidate": generation,
-                              "parent": [first[c] for c in generation]}, dtype=object)
-        for _ in range(MAX_PASSES):
-            trials = run.trials(split="train")
-            wanted = sequential.wanted(trials, pairs, tasks, split="train",
-                                       config=run.config.gate)
-            todo = scoring.plan(trials, candidates, tasks, wanted, config=run.config)
-            if not todo.borrowed.empty:
-                run.record_trials([(row, None) for row in
-                                   todo.borrowed.assign(round=recorded_round).to_dict("records")])
-            if not todo.specs:
-                if todo.borrowed.empty:
-                    break
-                continue
-            scoring.execute(todo.specs, agent=run.agent, harness=snapshots, sink=run,
-                            config=run.config, tasks=tasks, executor=executor,
-                            progress=progress, label="grow: scoring", round=recorded_round)
-        else:
-            raise RunError(f"scoring {generation} on the grown suite did not settle after "
-                           f"{MAX_PASSES} passes")
+    for generation in _generations(run.candidates(), names):
+        settle(run, generation, split="train", label="grow: scoring", round=recorded_round,
+               executor=executor, progress=progress)

@@ -7,7 +7,7 @@ import pandas as pd
 
 from gsme import policy, stats
 from gsme.resources import PAPER_TABLE
-from gsme.schema import BASELINE
+from gsme.schema import BASELINE, SEALED_ROUND
 from gsme.settings import GateConfig
 
 __all__ = ["cost_table", "paper_table", "run_table"]
@@ -192,8 +192,8 @@ def cost_table(run) -> pd.DataFrame:
     """What a run spent, round by round: evolver calls and the trials actually run.
 
     Rounds are those of the ledger: 0 is the cold start (the baseline on the train split),
-    1, 2, ... the evolution rounds, -1 the sealed test scored by
-    :func:`gsme.score.finalize`; evolver calls recorded outside a round have round NA.
+    1, 2, ... the evolution rounds, :data:`~gsme.schema.SEALED_ROUND` (-1) the sealed test
+    scored by :func:`gsme.score.finalize`; evolver calls recorded outside a round have round NA.
     Borrowed trials cost nothing and are not counted. A cost the ledger does not know
     (NaN: a model without a price, an agent that reports none) makes its sums NaN, never
     a silent 0.
@@ -240,6 +240,6 @@ def cost_table(run) -> pd.DataFrame:
 
 
 def _round_order(rounds: pd.Series) -> pd.Series:
-    """Sort keys putting rounds 0, 1, 2, ... first, then the sealed test (-1), then NA."""
+    """Sort keys putting rounds 0, 1, 2, ... first, then the sealed test, then NA."""
     keys = rounds.astype(np.float64)
-    return keys.where(keys >= 0, keys.max() + 1 - keys)
+    return keys.where(keys != SEALED_ROUND, keys.max() + 1)

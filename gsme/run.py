@@ -2,9 +2,10 @@
 
 :class:`Run` is the store of one evolution run. It answers questions by name (its trials,
 candidates, decisions, archive, events) and records what the loop (:mod:`gsme.evolve`)
-decides, one domain step at a time; it scores candidates (:meth:`Run.score`) and seals the
-run (:meth:`Run.finalize`). Everything a run knows is in its directory, so
-:meth:`Run.open` resumes a run that was killed at any moment.
+decides, one domain step at a time (:meth:`Run.record`, :meth:`Run.mark`, ...). It stores;
+it does not decide what to score or when: :mod:`gsme.score` drives scoring and the sealed
+test and writes through :meth:`Run.trial_sink`. Everything a run knows is in its directory,
+so :meth:`Run.open` resumes a run that was killed at any moment.
 
 One process writes to a run at a time: :meth:`Run.create` and :meth:`Run.open` take an
 exclusive lock on the directory (``gsme.lock``) held until :meth:`Run.close`; a second
@@ -31,13 +32,13 @@ from typing import Self
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import comparisons, plugins, policy, schema, scoring, seal, sequential, stats
+from gsme import comparisons, plugins, schema, scoring, seal
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
 from gsme.gitrepo import HarnessRepo, RepoError
 from gsme.ledger import Ledger, LedgerError
-from gsme.patches import Patch
+from gsme.patches import Patch, PatchError
 from gsme.redact import key_kind, secrets_of
 from gsme.resources import SEED_HARNESS
 from gsme.schema import BASELINE
@@ -46,7 +47,11 @@ from gsme.vocabulary import Vocabulary
 
 __all__ = ["Run", "RunError", "RunLockedError", "SealedError", "test_commitment", "verify"]
 
-MAX_SCORING_PASSES = 64
+RECORDED = ("diagnoses", "proposals", "decisions", "archive", "calls", "trials")
+"""The tables :meth:`Run.record` writes."""
+MARKED = ("round_started", "candidates_committed", "round_done", "budget_reached", "sealing",
+          "sealed")
+"""The steps of a run's life :meth:`Run.mark` records (kinds of :meth:`Run.events`)."""
 
 
 class RunError(RuntimeError):
@@ -89,7 +94,7 @@ class Run:
         ledger.redact_secrets(secrets_of(agent, evolver))
         self._lock = lock
         try:
-            self.repo = HarnessRepo.open(self.path / self.REPO)
+            self._repo = HarnessRepo.open(self.path / self.REPO)
             self.config = RunConfig.model_validate(ledger.get("config"))
             stored = ledger.get("schedule")
             self.schedule = None if stored is None else Schedule.model_validate(stored)
@@ -111,7 +116,7 @@ class Run:
         while being created leaves nothing at ``path``. ``agent_spec``/``evolver_spec``
         (see :mod:`gsme.plugins`) let :meth:`open` rebuild the agent and evolver on its
         own; without them, pass both to :meth:`open`. The test split is fixed now and
-        committed by hash; it is scored once, by :meth:`finalize`. With
+        committed by hash; it is scored once, by :func:`gsme.score.finalize`. With
         ``config.learn_from``, the comparisons of earlier runs of the same agent and evolver
         are read from that file now and kept in the run (:mod:`gsme.comparisons`).
         """
@@ -248,7 +253,7 @@ class Run:
                           & cands["candidate"].isin(decided["candidate"])]
         rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
                 for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
-                for p in self.repo.patches_of(cand) if p.id == patch_id]
+                for p in self._repo.patches_of(cand) if p.id == patch_id]
         tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"],
                              dtype=object)
         out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
@@ -314,7 +319,7 @@ class Run:
 
     def harness(self, candidate: str) -> dict[str, str]:
         """The files of ``candidate``'s committed harness (path → text), read from git."""
-        return self.repo.files(candidate)
+        return dict(self.snapshot(candidate).files)
 
     def snapshot(self, candidate: str) -> scoring.Snapshot:
         """``candidate``'s committed harness as trials receive it (files and modes).
@@ -322,11 +327,18 @@ class Run:
         Read from git once per commit (a commit never changes; a candidate discarded and
         made again is another commit).
         """
-        commit = self.repo.commit_of(candidate)
+        commit = self._repo.commit_of(candidate)
         if commit not in self._snapshots:
-            self._snapshots[commit] = scoring.Snapshot(self.repo.files(candidate),
-                                                       self.repo.executables(candidate))
+            self._snapshots[commit] = scoring.Snapshot(self._repo.files(candidate),
+                                                       self._repo.executables(candidate))
         return self._snapshots[commit]
+
+    def diff(self, parent: str | None, child: str) -> str:
+        """The unified diff (``git diff``) from ``parent``'s harness to ``child``'s.
+
+        ``parent`` None diffs against the empty tree (every file of ``child`` is added).
+        """
+        return self._repo.diff(parent, child)
 
     @functools.cached_property
     def _snapshots(self) -> dict[str, scoring.Snapshot]:
@@ -335,8 +347,14 @@ class Run:
 
     @property
     def vocabulary(self) -> Vocabulary:
-        """The run's why vocabulary (the evolver may have added labels)."""
+        """The run's why vocabulary (the evolver may have added labels); assigning one
+        stores it."""
         return Vocabulary.from_dict(self._ledger.get("vocabulary"))
+
+    @vocabulary.setter
+    def vocabulary(self, vocabulary: Vocabulary) -> None:
+        self._writable()
+        self._ledger.put("vocabulary", vocabulary.to_dict())
 
     @property
     def sealed(self) -> bool:
@@ -345,7 +363,8 @@ class Run:
 
     @property
     def sealed_result(self) -> pd.DataFrame | None:
-        """What :meth:`finalize` returned, or None while the run is not (fully) sealed."""
+        """What :func:`gsme.score.finalize` returned, or None while the run is not (fully)
+        sealed."""
         done = self.events("sealed")
         return None if done.empty else pd.DataFrame(done["payload"].iloc[0]["result"])
 
@@ -358,102 +377,147 @@ class Run:
         done = self.events("round_done")
         return 0 if done.empty else int(done["round"].max())
 
-    def round_started(self, round: int) -> dict | None:
-        """The ``round_started`` payload of ``round`` (its parent), None if not begun."""
-        started = self.events("round_started")
-        started = started[started["round"] == round]
-        return None if started.empty else started["payload"].iloc[-1]
-
-    def round_committed(self, round: int) -> bool:
-        """True once ``round``'s candidates are all committed (it resumes at scoring)."""
-        committed = self.events("candidates_committed")
-        return bool((committed["round"] == round).any())
-
     @property
     def agent_spec(self) -> dict | None:
         """The spec :meth:`open` rebuilds the agent from (None: built in Python)."""
         return (self._ledger.get("agent") or {}).get("spec")
 
     # -- domain writes (the loop's steps) -----------------------------------------------
-    def begin_round(self, round: int, *, parent: str) -> None:
-        """Record that ``round`` starts and extends ``parent``."""
+    def add_candidate(self, parents: list[str], *, patch: Patch | None = None,
+                      round: int) -> tuple[str | None, str | None]:
+        """Commit a new candidate of ``round``: with ``patch``, a mutation of the one parent;
+        without, a recombination merging the other parents (archive elites) onto the first.
+
+        Returns
+        -------
+        tuple
+            ``(candidate, None)``, or ``(None, reason)`` when the patch does not apply
+            (:class:`~gsme.patches.PatchError`), the merge fails, or the run's agent cannot
+            run the harness made (then nothing of it is kept).
+        """
         self._writable()
-        self._ledger.event("round_started", round, parent=parent)
+        base, *others = parents
+        if patch is None:
+            name, reason = self._repo.recombine(base, others, round=round)
+            return (None, reason) if name is None else self._added(name)
+        if others:
+            raise RunError(f"a mutation has one parent, got {list(parents)}")
+        try:
+            name = self._repo.add_mutation(base, patch, round=round)
+        except PatchError as err:
+            return None, str(err)
+        return self._added(name)
 
-    def record_diagnoses(self, diagnoses: pd.DataFrame, *, round: int) -> None:
+    def _added(self, name: str) -> tuple[str | None, str | None]:
+        """Record the committed candidate ``name``, or discard it if the agent refuses it."""
+        self._ledger.append("candidates", self._repo.candidates([name]))
+        folder = Path(tempfile.mkdtemp(prefix="gsme-check-", dir=scoring.scratch()))
+        try:
+            self.agent.check_harness(self.snapshot(name).write(folder / "harness"))
+        except ValueError as err:
+            self._discard(name)
+            return None, f"the agent cannot run this harness: {err}"
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+        return name, None
+
+    def record(self, table: str, rows, *, round: int | None) -> None:
+        """Store what the loop made of ``round`` in ``table`` (one of :data:`RECORDED`).
+
+        * ``diagnoses``, ``proposals``: the evolver's diagnoses; every proposal, committed
+          or refused, with the reason (an empty frame stores nothing).
+        * ``decisions``: the gate decisions (with ``kept``), each also noted on its
+          candidate's git commit.
+        * ``archive``: the archive after ``round`` (replacing a snapshot of the same round).
+        * ``calls``: one evolver call, a dict (tokens, cost, ...): the evolver's log sink,
+          ``functools.partial(run.record, "calls", round=r)``.
+        * ``trials``: trial rows without transcripts (borrowed trials).
+
+        Raises
+        ------
+        RunError
+            The run is read-only, or (but for calls and trials) sealed; an unknown table.
+        """
+        if table not in RECORDED:
+            raise RunError(f"table must be one of {RECORDED}, got {table!r}")
+        if table == "calls":
+            self._ledger.add_call({**rows, "round": round})
+            return
+        if table == "trials":
+            if self.read_only:
+                raise RunError(f"run {self.path} is open read-only")
+            self._ledger.append("trials", rows.assign(round=round))
+            return
         self._writable()
-        if not diagnoses.empty:
-            self._ledger.append("diagnoses", diagnoses.assign(round=round))
+        if table == "archive":
+            self._ledger.delete_round("archive", round)
+            self._ledger.append("archive", rows.assign(snapshot=round))
+        elif not rows.empty:
+            self._ledger.append(table, rows.assign(round=round))
+        if table == "decisions":
+            for row in rows.to_dict("records"):
+                self._repo.annotate(row["candidate"], {"gate": row})
 
-    def save_vocabulary(self, vocabulary: Vocabulary) -> None:
+    def mark(self, kind: str, round: int | None = None, **payload) -> str | None:
+        """Record a step of the run's life (one of :data:`MARKED`; read back with
+        :meth:`events`).
+
+        * ``round_started`` (``parent=``): ``round`` begins and extends ``parent``. What an
+          interrupted start of the same round left (its diagnoses, proposals and
+          uncommitted candidates) is dropped first.
+        * ``candidates_committed`` (``candidates=``): these are all of ``round``'s
+          candidates; a resumed round goes on from scoring them.
+        * ``round_done``: ``round`` is complete (recorded once).
+        * ``budget_reached``: the trial budget was spent before ``round`` began.
+        * ``sealing`` (``candidate=``): the sealed test of ``candidate`` begins, recorded
+          once; returns the candidate being sealed (the first one marked).
+        * ``sealed`` (``result=``, the rows :func:`gsme.score.finalize` returns): the sealed
+          result (once), then the seal tag and, with ``config.learn_from``, the run's
+          comparisons appended to that file (each once, also when called again).
+
+        Returns
+        -------
+        str or None
+            The candidate being sealed for ``sealing``, else None.
+
+        Raises
+        ------
+        RunError
+            The run is read-only, an unknown kind, or a round step on a sealed run
+            (:class:`SealedError`); ``round_started`` when the round's leftovers are scored.
+        """
+        if kind not in MARKED:
+            raise RunError(f"kind must be one of {MARKED}, got {kind!r}")
+        if kind in ("sealing", "sealed"):
+            if self.read_only:
+                raise RunError(f"run {self.path} is open read-only; it cannot be sealed")
+            return self._seal(kind, **payload)
         self._writable()
-        self._ledger.put("vocabulary", vocabulary.to_dict())
+        if kind == "round_started":
+            self._discard_round(round)
+            self._ledger.event(kind, round, parent=payload["parent"])
+        elif kind == "candidates_committed":
+            self._ledger.event(kind, round, candidates=list(payload["candidates"]))
+        elif kind == "budget_reached" or self.rounds_done() < round:  # round_done once
+            self._ledger.event(kind, round, spent=self.trials_spent())
+        return None
 
-    def record_call(self, record: dict, *, round: int | None) -> None:
-        """Record one evolver call (the evolver's log sink)."""
-        self._ledger.add_call({**record, "round": round})
-
-    def add_mutation(self, parent: str, patch: Patch, *, round: int) -> str:
-        """Commit ``patch`` over ``parent`` as a new candidate; return its id.
-
-        Raises :class:`~gsme.patches.PatchError` when the patch does not apply."""
-        self._writable()
-        name = self.repo.add_mutation(parent, patch, round=round)
-        self._record_candidate(name)
-        return name
-
-    def add_recombination(self, base: str, elites: list[str], *,
-                          round: int) -> tuple[str | None, str | None]:
-        """Merge ``elites`` onto ``base``; ``(candidate, None)`` or ``(None, reason)``."""
-        self._writable()
-        name, reason = self.repo.recombine(base, elites, round=round)
-        if name is not None:
-            self._record_candidate(name)
-        return name, reason
-
-    def _record_candidate(self, name: str) -> None:
-        self._ledger.append("candidates", self.repo.candidates([name]))
-
-    def tried_recombinations(self) -> set[frozenset]:
-        """Every parent set a recombination was proposed with (committed or not)."""
-        proposals = self.proposals()
-        proposals = proposals[proposals["kind"] == "recombination"]
-        return {frozenset(schema.split_ids(p)) for p in proposals["parents"]}
-
-    def record_proposals(self, proposals: pd.DataFrame, *, round: int) -> None:
-        self._writable()
-        if not proposals.empty:
-            self._ledger.append("proposals", proposals.assign(round=round))
-
-    def commit_candidates(self, names: list[str], *, round: int) -> pd.DataFrame:
-        """Record that ``names`` are all of ``round``'s candidates (a resumed round goes on
-        from scoring them); return their rows."""
-        self._writable()
-        self._ledger.event("candidates_committed", round, candidates=list(names))
-        rows = self.candidates()
-        return rows[rows["candidate"].isin(names)].reset_index(drop=True)
-
-    def record_decisions(self, decisions: pd.DataFrame, *, round: int) -> None:
-        """Store ``round``'s decisions (with ``kept``) and note each on its git commit."""
-        self._writable()
-        self._ledger.append("decisions", decisions.assign(round=round))
-        for row in decisions.to_dict("records"):
-            self.repo.annotate(row["candidate"], {"gate": row})
-
-    def snapshot_archive(self, archive: pd.DataFrame, *, round: int) -> None:
-        self._writable()
-        self._ledger.delete_round("archive", round)
-        self._ledger.append("archive", archive.assign(snapshot=round))
-
-    def end_round(self, round: int) -> None:
-        """Record ``round`` as complete (once)."""
-        self._writable()
-        if self.rounds_done() < round:
-            self._ledger.event("round_done", round, spent=self.trials_spent())
-
-    def record_budget_reached(self, round: int) -> None:
-        self._writable()
-        self._ledger.event("budget_reached", round, spent=self.trials_spent())
+    def _seal(self, kind: str, *, candidate: str | None = None,
+              result: list[dict] | None = None) -> str | None:
+        if kind == "sealing":
+            sealing = self.events("sealing")
+            if sealing.empty:
+                self._ledger.event("sealing", None, candidate=candidate)
+                return candidate
+            return sealing["payload"].iloc[0]["candidate"]
+        if self.sealed_result is None:
+            chosen = self.events("sealing")["payload"].iloc[0]["candidate"]
+            self._ledger.event("sealed", None, candidate=chosen, result=result)
+            seal.tag(self._ledger, self._repo, chosen)
+        if self.config.learn_from is not None:
+            mine = self.comparisons()
+            comparisons.append(self.config.learn_from, mine[mine["run"] == self.run_id])
+        return None
 
     def add_tasks(self, tasks: pd.DataFrame, *, agent_spec: dict | None = None) -> list[str]:
         """Add train tasks to the run (its benchmark grew); return the ids added.
@@ -497,20 +561,18 @@ class Run:
             self._tasks = grown
         return ids
 
-    def discard(self, candidate: str) -> None:
+    def _discard(self, candidate: str) -> None:
         """Remove a candidate that was never scored (its branch and row)."""
-        self._writable()
         if self._ledger.count_trials(candidate=candidate):
             raise RunError(f"candidate {candidate!r} has trials; scored candidates stay")
-        self.repo.discard(candidate)
+        self._repo.discard(candidate)
         self._ledger.delete_candidate(candidate)
 
-    def discard_round(self, round: int) -> None:
+    def _discard_round(self, round: int) -> None:
         """Drop what an interrupted ``round`` left before its candidates were committed."""
-        self._writable()
         for table in ("diagnoses", "proposals"):
             self._ledger.delete_round(table, round)
-        stale = self.repo.candidates()
+        stale = self._repo.candidates()
         stale = list(stale.loc[stale["round"] == round, "candidate"])
         scored = sorted(c for c in stale if self._ledger.count_trials(candidate=c))
         if scored:
@@ -518,134 +580,37 @@ class Run:
                 f"round {round} was started step by step and its candidates {scored} are "
                 f"scored; finish it with evolve.credit(...) and evolve.insert(...) first")
         for name in reversed(stale):
-            self.discard(name)
+            self._discard(name)
 
     # -- the sink scoring writes to -----------------------------------------------------
-    def record_trials(self, rows: list[tuple[dict, str | None]]) -> None:
-        self._ledger.add_trials(rows)
+    def trial_sink(self) -> scoring.Sink:
+        """Where :func:`gsme.scoring.execute` records trials and infrastructure failures.
 
-    def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
-        self._ledger.mark_infra_failed(keys, error)
-        self._ledger.event("health_failed_after_batch", None, trials=len(keys))
-
-    # -- scoring ------------------------------------------------------------------------
-    def score(self, candidates, *, split: str = "train", executor=None,
-              progress: bool = True, round: int = 0) -> pd.DataFrame:
-        """Run the trials ``candidates`` still need on the train split; return their trials.
-
-        The gate's design decides the repeats (:func:`gsme.sequential.wanted`); trials are
-        borrowed where a scored candidate behaves identically, and infrastructure failures
-        are re-run. The test split is sealed: only :meth:`finalize` scores it.
+        Raises
+        ------
+        RunError
+            The run is read-only, or its agent was not rebuilt (it cannot score).
         """
-        if split == "test":
-            raise SealedError("the test split is sealed: it is scored only by run.finalize()")
-        _check_split(split)
-        self._writable()
-        if self.sealed:
-            raise SealedError(f"run {self.path} is sealed; start a new run to evolve further")
-        names = _as_list(candidates)
-        self._score(names, split="train", label=f"round {round}: scoring", round=round,
-                    executor=executor, progress=progress)
-        trials = self.trials(split="train")
-        return trials[trials["candidate"].isin(names)].reset_index(drop=True)
-
-    def _score(self, names, *, split, label, round, executor, progress) -> None:
         if isinstance(self.agent, _AbsentAgent):
             self.agent.refuse()
-        candidates = self.candidates()
-        if not self.agent.honours_env_gates:  # then every patch acts on every task
-            candidates = candidates.assign(env_gate="")
-        unknown = sorted(set(names) - set(candidates["candidate"]))
-        if unknown:
-            raise RunError(f"unknown candidate(s) {unknown}; the run has "
-                           f"{list(candidates['candidate'])}")
-        pairs = _pairs(candidates, names) if split == "train" else None
-        borrow = self.config if split == "train" else self.config.model_copy(
-            update={"borrow": False})
-        snapshots = functools.cache(self.snapshot)  # read from git once per candidate
-        for _ in range(MAX_SCORING_PASSES):
-            trials = self.trials(split=split)
-            wanted = (sequential.wanted(trials, pairs, self._tasks, split=split,
-                                        config=self.config.gate) if pairs is not None else
-                      scoring.wanted_slots(self._tasks, names, split=split,
-                                           k=self.config.gate.k))
-            todo = scoring.plan(trials, candidates, self._tasks, wanted, config=borrow)
-            if not todo.borrowed.empty:
-                self._ledger.append("trials", todo.borrowed.assign(round=round))
-            if not todo.specs:
-                if todo.borrowed.empty:
-                    return
-                continue
-            scoring.execute(todo.specs, agent=self.agent, harness=snapshots, sink=self,
-                            config=self.config, tasks=self._tasks, executor=executor,
-                            progress=progress, label=label, round=round)
-        raise RunError(f"scoring did not settle after {MAX_SCORING_PASSES} passes")
-
-    # -- sealed test --------------------------------------------------------------------
-    def finalize(self, *, executor=None, progress: bool = True) -> pd.DataFrame:
-        """Seal the run: score the baseline and the reported harness on the test split once.
-
-        The reported harness is the policy's choice (:func:`gsme.policy.reported`). Sealing
-        is recorded before the first test trial, so a run killed while sealing resumes
-        sealing the same harness; a second call returns the stored result and runs nothing.
-        With ``config.learn_from``, the run's train comparisons are then appended to that
-        file (never twice; nothing of the test split).
-
-        Returns
-        -------
-        DataFrame
-            One row per role: ``candidate, role`` (baseline or selected), ``split``,
-            ``rate`` (the mean of per-task rates over valid repeats, as the paired test
-            counts) and ``n_tasks``.
-        """
-        done = self.sealed_result
-        if done is not None:
-            if not self.read_only:
-                self._share_comparisons()
-            return done
         if self.read_only:
-            raise RunError(f"run {self.path} is open read-only; it cannot be sealed")
-        sealing = self.events("sealing")
-        if sealing.empty:
-            chosen = policy.reported(self.archive(), self.trials(split="train"),
-                                     policy=self.config.policy, k=self.config.gate.k)
-            self._ledger.event("sealing", None, candidate=chosen)
-        else:
-            chosen = sealing["payload"].iloc[0]["candidate"]
-        todo = [BASELINE] if chosen == BASELINE else [BASELINE, chosen]
-        self._score(todo, split="test", label="sealed test: scoring", round=-1,
-                    executor=executor, progress=progress)
-        rates = stats.task_rates(self.trials(split="test"), split="test")
-        rates = rates[rates["candidate"].isin(todo)].groupby("candidate")["rate"]
-        rows = [{"candidate": c, "role": "baseline" if c == BASELINE else "selected",
-                 "split": "test", "rate": float(rates.mean()[c]),
-                 "n_tasks": int(rates.count()[c])} for c in todo]
-        if chosen == BASELINE:
-            rows.append({**rows[0], "role": "selected"})
-        self._ledger.event("sealed", None, candidate=chosen, result=rows)
-        seal.tag(self._ledger, self.repo, chosen)
-        self._share_comparisons()
-        return pd.DataFrame(rows)
+            raise RunError(f"run {self.path} is open read-only")
+        return _TrialSink(self._ledger)
 
     def _check_seal(self) -> None:
         """Refuse a ledger whose event chain or seal shows tampering (:mod:`gsme.seal`);
         write the seal tag of a run killed after sealing but before tagging."""
-        found = seal.problems(self._ledger, self.repo)
+        found = seal.problems(self._ledger, self._repo)
         if found == [seal.MISSING_TAG]:
             if self.read_only:
                 return
-            seal.tag(self._ledger, self.repo, self.events("sealed")["payload"].iloc[0]["candidate"])
+            seal.tag(self._ledger, self._repo,
+                     self.events("sealed")["payload"].iloc[0]["candidate"])
             found = []
         if found:
             self.close()
             raise RunError(f"{self.path} shows tampering: {found[0]}; `gsme verify "
                            f"{self.path}` lists what differs")
-
-    def _share_comparisons(self) -> None:
-        """Append this run's comparisons to ``config.learn_from`` (once; see finalize)."""
-        if self.config.learn_from is not None:
-            mine = self.comparisons()
-            comparisons.append(self.config.learn_from, mine[mine["run"] == self.run_id])
 
     def _writable(self) -> None:
         if self.read_only:
@@ -680,6 +645,22 @@ class Run:
                        f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
                        for k, v in rows.items())
         return f"<table><caption>gsme run</caption>{body}</table>"
+
+
+class _TrialSink:
+    """A run's ledger as :func:`gsme.scoring.execute` writes to it (:meth:`Run.trial_sink`)."""
+
+    def __init__(self, ledger: Ledger):
+        self._ledger = ledger
+
+    def record_trials(self, rows: list[tuple[dict, str | None]]) -> None:
+        """Commit trial rows with their transcripts, in one transaction."""
+        self._ledger.add_trials(rows)
+
+    def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
+        """Turn these trials into infrastructure failures (a failed health check)."""
+        self._ledger.mark_infra_failed(keys, error)
+        self._ledger.event("health_failed_after_batch", None, trials=len(keys))
 
 
 class _AbsentAgent(TaskAgent):
@@ -806,13 +787,6 @@ def _unlock(handle) -> None:
         handle.close()
 
 
-def _pairs(candidates: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    rows = candidates.set_index("candidate")
-    parent = {n: (schema.split_ids(rows.loc[n, "parents"]) or [None])[0] for n in names}
-    return pd.DataFrame({"candidate": list(parent), "parent": list(parent.values())},
-                        dtype=object)
-
-
 def _checked(value, model, name: str):
     if value is None:
         return model()
@@ -857,10 +831,6 @@ def _tasks_from_json(text: str) -> pd.DataFrame:
 def _frame_from_json(text: str) -> pd.DataFrame:
     data = json.loads(text)
     return pd.DataFrame(data["data"], columns=data["columns"])
-
-
-def _as_list(candidates) -> list[str]:
-    return [candidates] if isinstance(candidates, str) else list(candidates)
 
 
 def _check_split(split: str) -> None:

@@ -39,7 +39,7 @@ from pandera.errors import SchemaErrors
 __all__ = [
     "BASELINE", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS",
     "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "OUTCOMES", "PAIRED_COLUMNS", "PLAN_COLUMNS",
-    "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
+    "SEALED_ROUND", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
     "FrameError", "as_trials", "carries_scores", "columns", "conforms", "empty", "graded",
     "join_ids", "require", "split_ids", "task_features", "trial_values", "validate",
 ]
@@ -47,6 +47,10 @@ __all__ = [
 BASELINE = "baseline"
 """The id of the cold-start harness: every run's root candidate."""
 SPLITS = ("train", "test")
+SEALED_ROUND = -1
+"""The ``round`` of the sealed test's trials (rounds of evolution count from 1, the cold
+start is 0): the test split is scored once, after every round, by
+:func:`gsme.score.finalize`."""
 LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")

@@ -145,7 +145,7 @@ class Plan:
 
 
 class Sink(Protocol):
-    """Where :func:`execute` puts what it learns (a :class:`gsme.run.Run`)."""
+    """Where :func:`execute` puts what it learns (:meth:`gsme.run.Run.trial_sink`)."""
 
     def record_trials(self, rows: list[tuple[dict, str | None]]) -> None: ...
 

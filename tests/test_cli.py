@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from gsme.cli import main
+from gsme.patches import read_patches
 from gsme.run import Run
 
 KEY = ["candidate", "task_id", "split", "repeat", "attempt"]
@@ -166,7 +167,7 @@ def test_a_users_own_runner_evolves_through_the_command_agent(tmp_path, monkeypa
                                                                "task_id"])
     decided = run.decisions().merge(run.candidates(), on="candidate")
     verify = [c for c in decided["candidate"]
-              if any(p.mechanism == "submit-verify" for p in run.repo.patches_of(c))]
+              if any(p.mechanism == "submit-verify" for p in read_patches(run.harness(c)))]
     assert verify, "the rule evolver should try submit-verify on a careless runner"
     assert (decided.set_index("candidate").loc[verify, "decision"] == "credit").any()
     assert run.sealed_result is not None

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import evolve, report, sim
+from gsme import evolve, report, score, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.settings import RunConfig, Schedule
@@ -42,9 +42,9 @@ def run(tmp_path_factory):
     run = Run.create(path, agent=sim.SimAgent("tiny", suite_seed=1, breadth=0.33),
                      evolver=CallingEvolver(seed=1), config=RunConfig(run_seed=1),
                      schedule=Schedule(children_per_round=3, recombinations_per_round=1))
-    run.record_call(call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
+    run.record("calls", call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
     evolve.evolve(run, rounds=2, progress=False)
-    run.finalize(progress=False)
+    score.finalize(run, progress=False)
     yield run
     run.close()
 
@@ -85,8 +85,8 @@ def test_an_unknown_cost_is_nan_for_its_round_not_zero(tmp_path):
     run = Run.create(tmp_path / "r", agent=sim.SimAgent("tiny", suite_seed=1),
                      evolver=CallingEvolver(seed=1))
     evolve.cold_start(run, progress=False)
-    run.record_call(call("diagnose", input_tokens=1, cost_usd=math.nan), round=1)
-    run.record_call(call("propose", input_tokens=1, cost_usd=0.5), round=1)
+    run.record("calls", call("diagnose", input_tokens=1, cost_usd=math.nan), round=1)
+    run.record("calls", call("propose", input_tokens=1, cost_usd=0.5), round=1)
     table = report.cost_table(run)
     assert list(table.columns) == COLUMNS and table["round"].tolist() == [0, 1]
     assert table["evolver_calls"].tolist() == [0, 2] and table["trials"].tolist() == [

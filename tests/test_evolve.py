@@ -3,9 +3,10 @@
 import pandas as pd
 import pytest
 
-from gsme import evolve, sim
+from gsme import evolve, score, sim
 from gsme import policy as policies
 from gsme.evolvers.rule import RuleEvolver
+from gsme.gitrepo import HarnessRepo
 from gsme.run import Run
 from gsme.settings import RunConfig, Schedule
 
@@ -46,7 +47,7 @@ def test_a_round_chains_every_step(tmp_path):
     assert set(result.decisions["decision"]) <= {"credit", "cull", "inconclusive",
                                                  "invalid", "inactive"}
     assert not run.diagnoses().empty
-    notes = run.repo.notes(result.candidates["candidate"].iloc[0])
+    notes = HarnessRepo.open(run.path / Run.REPO).notes(result.candidates["candidate"].iloc[0])
     assert notes["gate"]["decision"] in set(result.decisions["decision"])
 
 
@@ -97,7 +98,7 @@ def test_evolver_never_sees_the_test_split(tmp_path):
     canary = "CANARY-7f3a9"
     evolver = RecordingEvolver(seed=SEED)
     run = _evolve(_run(tmp_path / "r", canary=canary, evolver=evolver), rounds=2)
-    run.finalize(progress=False)
+    score.finalize(run, progress=False)
     test_ids = set(run.tasks("test")["task_id"])
     seen = "\n".join(evolver.seen)
     assert evolver.seen and canary not in seen
@@ -166,12 +167,12 @@ def test_archive_outcomes_name_each_childs_own_decision(tmp_path):
 def test_dask_executor_gives_the_same_trials_as_threads(tmp_path):
     distributed = pytest.importorskip("distributed")
     threads = _run(tmp_path / "threads")
-    threads.score("baseline", progress=False)
+    score.score(threads, "baseline", progress=False)
     dask_run = _run(tmp_path / "dask")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        dask_run.score("baseline", executor=client.get_executor(), progress=False)
+        score.score(dask_run, "baseline", executor=client.get_executor(), progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(dask_run))
 
 
@@ -179,10 +180,10 @@ def test_a_process_pool_gives_the_same_trials_as_threads(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
 
     threads = _run(tmp_path / "threads", fault=0.1)
-    threads.score("baseline", progress=False)
+    score.score(threads, "baseline", progress=False)
     procs = _run(tmp_path / "procs", fault=0.1)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        procs.score("baseline", executor=pool, progress=False)
+        score.score(procs, "baseline", executor=pool, progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(procs))
 
 
@@ -206,7 +207,8 @@ def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path)
     assert refused["reason"].str.contains("cannot run this harness: unknown middleware").any()
     kept = run.candidates()
     assert "runtime" not in set(kept["where"].dropna())
-    assert list(kept["candidate"]) == list(run.repo.candidates()["candidate"])
+    assert list(kept["candidate"]) == list(HarnessRepo.open(run.path / Run.REPO).candidates()
+                                           ["candidate"])
     assert set(run.trials()["candidate"]) <= set(kept["candidate"])
 
 
@@ -214,13 +216,14 @@ def test_a_round_run_step_by_step_counts_like_run_round(tmp_path):
     run = _run(tmp_path / "r")
     evolve.cold_start(run, progress=False)
     parent = evolve.choose_parent(run, round=1)
-    run.begin_round(1, parent=parent)
+    run.mark("round_started", 1, parent=parent)
     diagnosed = evolve.diagnose(run, evolve.failures(run, parent, round=1), parent=parent,
                                 round=1)
     made = evolve.commit(run, parent, evolve.propose(run, parent, diagnosed, n=2, round=1),
                          round=1)
-    cands = run.commit_candidates(made, round=1)
-    run.score(made, progress=False, round=1)
+    run.mark("candidates_committed", 1, candidates=made)
+    cands = run.candidates().query("candidate in @made").reset_index(drop=True)
+    score.score(run, made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
     assert evolve.next_round(run) == 1
     evolve.insert(run, decided, round=1)
@@ -238,7 +241,7 @@ def test_an_unfinished_manual_round_is_named_not_discarded(tmp_path):
                                 parent="baseline", round=1)
     made = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=1,
                                                           round=1), round=1)
-    run.score(made, progress=False, round=1)  # scored before the round's candidates were closed
+    score.score(run, made, progress=False, round=1)  # scored before the round was closed
     with pytest.raises(RunError, match="finish it with evolve.credit"):
         evolve.run_round(run, progress=False)
     assert list(run.candidates()["candidate"]) == ["baseline", *made]
@@ -247,12 +250,12 @@ def test_an_unfinished_manual_round_is_named_not_discarded(tmp_path):
 def test_a_committed_manual_round_is_finished_by_run_round(tmp_path):
     run = _run(tmp_path / "r")
     evolve.cold_start(run, progress=False)
-    run.begin_round(1, parent="baseline")
+    run.mark("round_started", 1, parent="baseline")
     diagnosed = evolve.diagnose(run, evolve.failures(run, "baseline", round=1),
                                 parent="baseline", round=1)
     made = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=2,
                                                           round=1), round=1)
-    run.commit_candidates(made, round=1)
+    run.mark("candidates_committed", 1, candidates=made)
     result = evolve.run_round(run, progress=False)
     assert result.round == 1 and list(result.candidates["candidate"]) == made
     assert evolve.next_round(run) == 2

@@ -17,9 +17,10 @@ def run(tmp_path_factory):
         yield run
 
 
-def git_diff(repo, a, b):
-    return subprocess.run(["git", "-C", str(repo.path), "diff", a, b, "--"], check=True,
-                          capture_output=True, text=True).stdout
+def git_diff(run, a, b):
+    commit = run.candidates().set_index("candidate")["commit"]
+    return subprocess.run(["git", "-C", str(run.path / run.REPO), "diff", commit[a], commit[b],
+                           "--"], check=True, capture_output=True, text=True).stdout
 
 
 def test_diff_equals_git_diff_of_the_two_commits(run):
@@ -30,8 +31,7 @@ def test_diff_equals_git_diff_of_the_two_commits(run):
             assert row.parent is None or pd.isna(row.parent)
             assert row.diff.startswith("diff --git") and "new file mode" in row.diff
             continue
-        expected = git_diff(run.repo, run.repo.commit_of(row.parent),
-                            run.repo.commit_of(row.candidate))
+        expected = git_diff(run, row.parent, row.candidate)
         assert row.diff == expected and row.diff.strip()
         assert f"+beacon = \"{row.beacon}\"" in row.diff  # the patch's own manifest
 

@@ -21,7 +21,7 @@ import anthropic
 import httpx2
 import pytest
 
-from gsme import evolve, report
+from gsme import evolve, report, score
 from gsme.agents.anthropic_agent import AnthropicAgent
 from gsme.evolvers.claude import ClaudeEvolver
 from gsme.prices import call_cost
@@ -105,7 +105,7 @@ def loop(tmp_path_factory):
                      config=RunConfig(run_seed=7, workers=2, gate=PAPER_GATE))
     try:
         result = evolve.run_round(run, children=3, recombinations=1, progress=False)
-        run.finalize(progress=False)
+        score.finalize(run, progress=False)
         yield run, result, task_model, evolver_model
     finally:
         run.close()
@@ -119,7 +119,8 @@ def test_the_round_commits_scores_and_credits_the_patch(loop):
     assert (cand["kind"], cand["parents"], cand["where"], cand["why"], cand["beacon"],
             cand["env_gate"]) == ("mutation", "baseline", "runtime", "careless-submit",
                                   "verify-examples", "has_examples")
-    assert run.repo.commit_of(child) != run.repo.commit_of("baseline")
+    commit = run.candidates().set_index("candidate")["commit"]
+    assert commit[child] != commit["baseline"]
     assert "verify-examples" in run.harness(child)["runtime/submit-verify.toml"]
     trials = run.trials(split="train")
     rates = trials[trials["infra_ok"]].groupby(["candidate", "task_id"])["passed"].mean()

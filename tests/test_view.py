@@ -54,7 +54,7 @@ def live(tmp_path_factory):
                        finalize=False) as run:
         row = run.trials(split="train").iloc[0].to_dict()
         row.update(repeat=99, attempt=0, trajectory="train/hostile/r99a0")
-        run.record_trials([(row, f"first line\n{HOSTILE}\nlast line")])
+        run.trial_sink().record_trials([(row, f"first line\n{HOSTILE}\nlast line")])
         path = run.path
     return path
 

@@ -26,7 +26,7 @@ def make_page(root: Path) -> tuple[Path, list[str], str]:
         row = run.trials(split="train").iloc[0].to_dict()
         row.update(repeat=99, attempt=0, trajectory="train/hostile/r99a0")
         marker = "needle-line-7f3a"
-        run.record_trials([(row, f"{marker}\n{HOSTILE}\n")])
+        run.trial_sink().record_trials([(row, f"{marker}\n{HOSTILE}\n")])
         candidates = run.candidates()["candidate"].tolist()
         path = run.path
     out = root / "view.html"

@@ -36,9 +36,10 @@ def _untag(run_dir):
 def test_an_untouched_sealed_run_verifies(finished, capsys):
     assert cli(capsys, "verify", finished)[:2] == (0, "ok\n")
     with Run.open(finished, read_only=True) as run:
-        tag = run.repo.seal()
+        tag = gitrepo.HarnessRepo.open(finished / Run.REPO).seal()
         assert tag["candidate"] == run.sealed_result["candidate"].iloc[-1]
-        assert tag["commit"] == run.repo.commit_of(tag["candidate"])
+        commit = run.candidates().set_index("candidate")["commit"]
+        assert tag["commit"] == commit[tag["candidate"]]
 
 
 def test_reopening_a_seal_by_deleting_its_events_is_detected_and_refused(fresh, capsys):
