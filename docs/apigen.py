@@ -37,7 +37,8 @@ TOPICS: list[tuple[str, str, list[str]]] = [
     ("A run",
      ("The store of one run directory, its scoring, ledger and seal, the loop's visible "
       "steps, growing suites and configuration files."),
-     ["gsme.run", "gsme.evolve", "gsme.scoring", "gsme.ledger", "gsme.seal", "gsme.grow",
+     ["gsme.run", "gsme.evolve", "gsme.score", "gsme.scoring", "gsme.ledger", "gsme.seal",
+      "gsme.grow",
       "gsme.config", "gsme.plugins", "gsme.registry", "gsme.cli"]),
     ("Eval logs you already have",
      "Importers of Inspect, Harbor/Terminal-Bench, SWE-bench, HAL and GEPA logs.",
