@@ -33,7 +33,9 @@ class FakeRun:
     config = SimpleNamespace(gate=GateConfig(), policy="learned")
     vocabulary = SimpleNamespace(labels=["careless", "runaway"])
     sealed_result = None
-    repo = SimpleNamespace(diff=lambda parent, child: f"--- a/x\n+++ b/x\n+{child} over {parent}\n")
+
+    def diff(self, parent, child):
+        return f"--- a/x\n+++ b/x\n+{child} over {parent}\n"
 
     def candidates(self):
         return pd.DataFrame({
