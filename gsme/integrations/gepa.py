@@ -71,7 +71,7 @@ def task_ids(items: Sequence, task_id: Callable | None = None) -> list[str]:
 
 def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[str, object],
                want: Callable[[pd.DataFrame], pd.DataFrame], *, trials: pd.DataFrame | None = None,
-               config: GateConfig | None = None, threshold: float = 1.0) -> pd.DataFrame:
+               gate: GateConfig | None = None, threshold: float = 1.0) -> pd.DataFrame:
     """Run what ``want`` asks for through a GEPA adapter until it asks for nothing new.
 
     ``want(trials)`` returns ``candidate, task_id, split, repeats`` (as
@@ -91,7 +91,7 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     want : callable
     trials : DataFrame, optional
         Trials already run (never run again).
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``max_reruns``.
     threshold : float
         A score at least this passes.
@@ -101,13 +101,12 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     DataFrame
         ``trials`` with the new trials appended (a trials frame with ``score``).
     """
-    config = config or GateConfig()
     trials = schema.as_trials(schema.empty("trials").assign(score=np.nan)) if trials is None \
         else trials
     names = list(texts)
     candidates = pd.DataFrame({"candidate": names, "parents": "", "kind": "baseline",
                                "beacon": None})
-    run_config = RunConfig(gate=config, borrow=False)
+    run_config = RunConfig(gate=gate or GateConfig(), borrow=False)
     while True:
         wanted = want(trials)
         tasks = wanted[["task_id", "split"]].drop_duplicates()
@@ -138,9 +137,9 @@ def _evaluate(adapter, candidate, items, specs, threshold) -> list[dict]:
             for row, score in zip(base, scores)]
 
 
-def _fixed(k: int, config: GateConfig | None) -> GateConfig:
-    return (config or GateConfig()).model_copy(update={"design": "fixed", "k": k,
-                                                       "k_max": max(k, (config or GateConfig()).k_max)})
+def _fixed(k: int, gate: GateConfig | None) -> GateConfig:
+    gate = gate or GateConfig()
+    return gate.model_copy(update={"design": "fixed", "k": k, "k_max": max(k, gate.k_max)})
 
 
 def _digest(value) -> str:
@@ -181,7 +180,7 @@ class Retest(NamedTuple):
 
 def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valset: Sequence,
            path, k: int = 3, members: str = "best", task_id: Callable | None = None,
-           config: GateConfig | None = None, threshold: float = 1.0) -> Retest:
+           gate: GateConfig | None = None, threshold: float = 1.0) -> Retest:
     """Re-test GEPA's choice against its seed on a sealed split, once.
 
     The first call fixes the sealed split (its task ids, their SHA-256 and those of the
@@ -209,7 +208,7 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
         GEPA's choice only, or also every other member of its Pareto front.
     task_id : callable, optional
         Item → task id (default: its ``task_id`` key or attribute).
-    config : GateConfig, optional
+    gate : GateConfig, optional
         The level and reference; the design is fixed at K = ``k``.
     threshold : float
         A score at least this passes.
@@ -251,42 +250,42 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
     else:
         folder.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps(commit, indent=1, sort_keys=True))
-    gate = _fixed(k, config)
+    sealed_gate = _fixed(k, gate)
     by_id = dict(zip(ids, sealed))
     wanted = pd.DataFrame([{"candidate": n, "task_id": t, "split": "test", "repeats": k}
                            for n in texts for t in ids])
-    trials = run_trials(adapter, texts, by_id, lambda _: wanted, config=gate,
+    trials = run_trials(adapter, texts, by_id, lambda _: wanted, gate=sealed_gate,
                         threshold=threshold)
     rows = []
     for name in chosen:
-        rows.append(_row(run.trials, name, CLAIM, "train", _fixed(1, config), True))
-        rows.append(_row(trials, name, SEALED, "test", gate, False))
+        rows.append(_row(run.trials, name, CLAIM, "train", _fixed(1, gate), True))
+        rows.append(_row(trials, name, SEALED, "test", sealed_gate, False))
     table = pd.DataFrame(rows)[RETEST_COLUMNS]
     io.write_trials(trials, folder / "trials.csv")
     table.to_csv(folder / "table.csv", index=False)
     return Retest(table, trials, False)
 
 
-def _row(trials, name, measurement, split, config, biased) -> dict:
+def _row(trials, name, measurement, split, gate, biased) -> dict:
     row = compare.compare(trials, parent=schema.BASELINE, child=name, split=split,
-                          config=config).iloc[0]
+                          config=gate).iloc[0]
     return {"candidate": name, "measurement": measurement, "split": split,
             "selection_biased": biased, **{c: row[c] for c in RETEST_COLUMNS[4:]}}
 
 
-def regate_accepts(run: GepaRun, *, config: GateConfig | None = None) -> pd.DataFrame:
+def regate_accepts(run: GepaRun, *, gate: GateConfig | None = None) -> pd.DataFrame:
     """GEPA's minibatch comparisons judged by gsme's test: which had any evidence?
 
     Each proposal in ``run.iterations`` compared its child with its parent on the same
     minibatch, one rollout each. Here that pair is tested per task with
     :func:`gsme.gates.significance_gate` (exact sign-flip p when fewer than
-    ``config.exact_below`` tasks changed, as always; ``min_tasks`` lowered to 2 so that a
+    ``gate.exact_below`` tasks changed, as always; ``min_tasks`` lowered to 2 so that a
     3-example minibatch gets its p rather than "too few tasks").
 
     Parameters
     ----------
     run : GepaRun
-    config : GateConfig, optional
+    gate : GateConfig, optional
         The level (``alpha``) and reference.
 
     Returns
@@ -296,7 +295,7 @@ def regate_accepts(run: GepaRun, *, config: GateConfig | None = None) -> pd.Data
         sum_before, sum_after, delta_pp, p_one_sided`` (exact where few tasks changed),
         ``level`` (the gate's one-sided α) and ``evidence`` (``p_one_sided <= level``).
     """
-    config = (config or GateConfig()).model_copy(update={"design": "fixed", "min_tasks": 2})
+    gate = (gate or GateConfig()).model_copy(update={"design": "fixed", "min_tasks": 2})
     log = run.iterations.reset_index(drop=True)
     rows, pairs = [], []
     for n, r in log.iterrows():
@@ -313,9 +312,9 @@ def regate_accepts(run: GepaRun, *, config: GateConfig | None = None) -> pd.Data
     trials = pd.DataFrame(rows)
     trials["repeat"] = trials.groupby(["candidate", "task_id"]).cumcount()
     tested = gates.significance_gate(schema.as_trials(trials), pd.DataFrame(pairs),
-                                     config=config)
+                                     config=gate)
     out = log[["iteration", "kind", "parent", "child", "accepted", "sum_before", "sum_after"]]
     out = out.assign(n_tasks=tested["n_tasks"].to_numpy(), delta_pp=tested["delta_pp"].to_numpy(),
-                     p_one_sided=tested["p_one_sided"].to_numpy(), level=config.alpha)
+                     p_one_sided=tested["p_one_sided"].to_numpy(), level=gate.alpha)
     out["evidence"] = out["p_one_sided"] <= out["level"]
     return out[columns]

@@ -74,7 +74,7 @@ class GateAcceptance:
         GEPA's val set: a gate task found in it is refused.
     path : path
         Folder for ``decisions.json`` and ``trials.csv`` (e.g. inside GEPA's run_dir).
-    config : GateConfig, optional
+    gate : GateConfig, optional
         The gate's design and level.
     task_id : callable, optional
         Item → task id (default: its ``task_id`` key or attribute).
@@ -86,7 +86,7 @@ class GateAcceptance:
     """
 
     def __init__(self, adapter, gate_set: Sequence, *, valset: Sequence, path,
-                 config: GateConfig | None = None, task_id: Callable | None = None,
+                 gate: GateConfig | None = None, task_id: Callable | None = None,
                  prefilter: Callable | None = None, threshold: float = 1.0):
         ids = task_ids(gate_set, task_id)
         overlap = sorted(set(ids) & set(task_ids(valset, task_id)))
@@ -95,7 +95,7 @@ class GateAcceptance:
                               "slice comes from the train set only")
         self.adapter, self.items = adapter, dict(zip(ids, gate_set))
         self.tasks = pd.DataFrame({"task_id": ids, "split": "train"})
-        self.config, self.threshold = config or GateConfig(), float(threshold)
+        self.gate, self.threshold = gate or GateConfig(), float(threshold)
         self.prefilter = prefilter or _minibatch_gain
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
@@ -153,15 +153,15 @@ class GateAcceptance:
         before = 0 if self.trials is None else len(self.trials)
         self.trials = run_trials(
             self.adapter, texts, self.items,
-            lambda t: sequential.wanted(t, pairs, self.tasks, split="train", config=self.config),
-            trials=self.trials, config=self.config, threshold=self.threshold)
+            lambda t: sequential.wanted(t, pairs, self.tasks, split="train", config=self.gate),
+            trials=self.trials, gate=self.gate, threshold=self.threshold)
         candidates = pd.DataFrame({
             "candidate": [parent, child], "parents": ["", parent],
             "kind": ["baseline", "mutation"], "where": [None, "prompt"],
             "why": [None, "gepa-reflection"], "patch_id": [None, child], "beacon": [None, child],
             "env_gate": None, "commit": None, "branch": None,
             "round": np.array([0, iteration], dtype=np.int64), "rationale": None})
-        decided = gates.credit(self.trials, candidates, config=self.config).iloc[0].to_dict()
+        decided = gates.credit(self.trials, candidates, config=self.gate).iloc[0].to_dict()
         record = {**{k: (None if isinstance(v, float) and math.isnan(v) else v)
                      for k, v in decided.items()},
                   "iteration": iteration, "parent_index": parent_index,
