@@ -45,7 +45,8 @@ from gsme.schema import BASELINE
 from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
 from gsme.vocabulary import Vocabulary
 
-__all__ = ["Run", "RunError", "RunLockedError", "SealedError", "test_commitment", "verify"]
+__all__ = ["MARKED", "RECORDED", "Run", "RunError", "RunLockedError", "SealedError",
+           "test_commitment", "verify"]
 
 RECORDED = ("diagnoses", "proposals", "decisions", "archive", "calls", "trials")
 """The tables :meth:`Run.record` writes."""
@@ -488,6 +489,9 @@ class Run:
         """
         if kind not in MARKED:
             raise RunError(f"kind must be one of {MARKED}, got {kind!r}")
+        needed = {"round_started": "parent", "candidates_committed": "candidates"}.get(kind)
+        if needed is not None and needed not in payload:
+            raise RunError(f"mark({kind!r}, ...) needs {needed}=")
         if kind in ("sealing", "sealed"):
             if self.read_only:
                 raise RunError(f"run {self.path} is open read-only; it cannot be sealed")
@@ -507,10 +511,15 @@ class Run:
         if kind == "sealing":
             sealing = self.events("sealing")
             if sealing.empty:
+                if candidate is None:
+                    raise RunError("mark('sealing', ...) needs candidate= when sealing begins")
                 self._ledger.event("sealing", None, candidate=candidate)
                 return candidate
             return sealing["payload"].iloc[0]["candidate"]
         if self.sealed_result is None:
+            if result is None or not self.sealed:
+                raise RunError("mark('sealed', result=...) records the result of the sealing "
+                               "begun with mark('sealing', candidate=...)")
             chosen = self.events("sealing")["payload"].iloc[0]["candidate"]
             self._ledger.event("sealed", None, candidate=chosen, result=result)
             seal.tag(self._ledger, self._repo, chosen)
