@@ -1,4 +1,4 @@
-"""Orchestration overhead per trial, and simulated trials/s through ``score.score``.
+"""Orchestration overhead per trial, and simulated trials/s through ``measure.measure``.
 
     python benchmarks/bench_loop.py [--tasks 400] [--k 10] [--preset omni-math]
                                     [--repeats 3] [--quick]
@@ -10,7 +10,7 @@ machine is):
    0.15 ms or less). The no-op agent runs one trial at a time, so this is the path every
    real agent takes: the default thread pool, a checked copy of the harness per trial,
    trials committed to the ledger in batches;
-2. simulated trials/s through ``score.score`` (the simulator's ``run_many`` path: planning,
+2. simulated trials/s through ``measure.measure`` (the simulator's ``run_many`` path: planning,
    scoring, ledger writes; target: 10,000/s or more) beside the simulator alone on the
    same trials (``SimAgent.run_many`` called directly) and the ratio of the two;
 3. (not with ``--quick``) simulated trials/s with a ``dask.distributed`` LocalCluster
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme import score, sim
+from gsme import measure, sim
 from gsme.agents import TaskAgent, Trajectory
 from gsme.run import Run
 from gsme.schema import BASELINE
@@ -59,7 +59,7 @@ class NoOpAgent(TaskAgent):
 def time_score(run: Run, executor=None) -> tuple[int, float, float]:
     """Score the baseline once: (trials run, wall seconds, CPU seconds of this process)."""
     wall, cpu = time.perf_counter(), time.process_time()
-    score.score(run, BASELINE, executor=executor, progress=False)
+    measure.measure(run, BASELINE, executor=executor, progress=False)
     return run.trials_spent(), time.perf_counter() - wall, time.process_time() - cpu
 
 
@@ -114,10 +114,10 @@ def main(argv=None) -> None:
         scored_cpu.append(n / cpu)
         alone.append(n_alone / wall_alone)
     ratios = [s / a for s, a in zip(scored, alone, strict=True)]
-    print(f"simulated {args.preset}: {n} trials per run through score.score -> "
+    print(f"simulated {args.preset}: {n} trials per run through measure.measure -> "
           f"{spread(scored, '{:,.0f}', max)} trials/s (per CPU second "
           f"{spread(scored_cpu, '{:,.0f}', max)}; target >= {SIMULATED_TARGET:,}); "
-          f"simulator alone {spread(alone, '{:,.0f}', max)} trials/s; score.score / simulator "
+          f"simulator alone {spread(alone, '{:,.0f}', max)} trials/s; measure.measure / simulator "
           f"alone {spread(ratios, '{:.2f}', max)}")
     if args.quick:
         return

@@ -6,7 +6,7 @@ masked and beacons checked), then the same trials through ``SimAgent.run_many`` 
 per harness and seed, on the harness's files: the path scoring takes). Prints trials per
 second (wall and CPU), then the time of a full cold-start baseline of ``tb2`` at K=3 (every
 task of both splits) and the same baseline turned into a validated trials frame with
-:func:`gsme.agents.to_trials`. The same trials through ``score.score`` (planning and ledger
+:func:`gsme.agents.to_trials`. The same trials through ``measure.measure`` (planning and ledger
 included) are measured by ``benchmarks/bench_loop.py``.
 
     python benchmarks/bench_sim.py [--preset tb2] [--mix calibrated] [--seeds 20] [--k 3]

@@ -37,7 +37,7 @@ TOPICS: list[tuple[str, str, list[str]]] = [
     ("A run",
      ("The store of one run directory, its scoring, ledger and seal, the loop's visible "
       "steps, growing suites and configuration files."),
-     ["gsme.run", "gsme.evolve", "gsme.score", "gsme.scoring", "gsme.ledger", "gsme.seal",
+     ["gsme.run", "gsme.evolve", "gsme.measure", "gsme.scoring", "gsme.ledger", "gsme.seal",
       "gsme.grow",
       "gsme.config", "gsme.plugins", "gsme.registry", "gsme.cli"]),
     ("Eval logs you already have",

@@ -297,13 +297,13 @@ def _resume(args) -> int:
 
 
 def _drive(run, args) -> int:
-    from gsme import evolve, report, score
+    from gsme import evolve, measure, report
 
     if not run.sealed:
         evolve.evolve(run, progress=not args.quiet,
                       on_round=lambda result: _print_round(evolve.round_summary(run, result),
                                                            args))
-    score.finalize(run, progress=not args.quiet)
+    measure.finalize(run, progress=not args.quiet)
     _print_table(report.run_table(run), as_json=args.json)
     if not args.json:
         print(f"run directory: {run.path}")

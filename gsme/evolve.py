@@ -4,7 +4,7 @@ One round: choose a parent → its failing train trials → the evolver diagnose
 proposes → candidates committed to git → recombinations of archive elites → score → gates →
 archive. :func:`run_round` chains the steps; :func:`evolve` runs rounds until the schedule's
 round count or trial budget is reached. Every step reads and records through the run's
-named methods (:class:`gsme.run.Run`), scoring goes through :func:`gsme.score.score`, and
+named methods (:class:`gsme.run.Run`), scoring goes through :func:`gsme.measure.measure`, and
 every decision comes from a pure function
 (:mod:`gsme.gates`, :mod:`gsme.policy`, :mod:`gsme.archive`), so a run killed mid-round
 resumes from its last completed step with the same result.
@@ -21,10 +21,10 @@ import pandas as pd
 
 from gsme import archive as archive_lib
 from gsme import gates, policy, schema, stats
+from gsme.measure import measure
 from gsme.patches import Patch
 from gsme.run import Run
 from gsme.schema import BASELINE
-from gsme.score import score
 from gsme.settings import Schedule
 
 __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "diagnose",
@@ -57,7 +57,7 @@ class RoundResult:
 
 def cold_start(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
     """Score the baseline on the full train split (idempotent); return its trials."""
-    return score(run, [BASELINE], executor=executor, progress=progress, round=0)
+    return measure(run, [BASELINE], executor=executor, progress=progress, round=0)
 
 
 def next_round(run: Run) -> int:
@@ -213,7 +213,7 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
         run.mark("candidates_committed", r, candidates=made)
     cands = run.candidates()
     cands = cands[cands["round"] == r].reset_index(drop=True)
-    score(run, list(cands["candidate"]), executor=executor, progress=progress, round=r)
+    measure(run, list(cands["candidate"]), executor=executor, progress=progress, round=r)
     decided = credit(run, cands, round=r)
     new, outcomes = insert(run, decided, round=r)
     return RoundResult(r, parent, cands, decided, new, outcomes)

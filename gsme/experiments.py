@@ -1,7 +1,7 @@
 """Experiments over many *simulated* runs: the paper's tables, crediting policies, ablations.
 
 Each function drives the embedded simulator (:mod:`gsme.sim`) through the ordinary loop
-(:func:`gsme.evolve.evolve`, :func:`gsme.score.finalize`) and sets what the loop measured
+(:func:`gsme.evolve.evolve`, :func:`gsme.measure.finalize`) and sets what the loop measured
 beside the simulator's ground truth (:meth:`gsme.sim.SimAgent.true_effect`), which the loop
 itself never sees. Every result is simulated; every function returns one tidy DataFrame.
 
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from gsme import analysis, evolve, policy, report, score, sim, stats
+from gsme import analysis, evolve, measure, policy, report, sim, stats
 from gsme.evolvers.mechanism import MechanismEvolver
 from gsme.evolvers.rule import RuleEvolver
 from gsme.patches import read_patches
@@ -95,7 +95,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     keep : KeepConfig, optional
         The ``learned`` policy's settings; default :class:`~gsme.settings.KeepConfig`.
     finalize : bool
-        Score the sealed test split once at the end (:func:`gsme.score.finalize`).
+        Score the sealed test split once at the end (:func:`gsme.measure.finalize`).
     progress : bool
         Show the progress bars.
 
@@ -128,7 +128,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
                      evolver_spec={"kind": "rule", "seed": seed})
     evolve.evolve(run, progress=progress)
     if finalize:
-        score.finalize(run, progress=progress)
+        measure.finalize(run, progress=progress)
     return run
 
 

@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from gsme import gates, schema
+from gsme.measure import settle
 from gsme.run import Run, RunError
 from gsme.schema import BASELINE
-from gsme.score import settle
 
 __all__ = ["grow", "grown_tasks", "read_tasks", "regate"]
 

@@ -8,7 +8,7 @@ may be more lenient than the credit rule, as the screening stage of a screen-the
 design is, because the sealed test protects the run's final claim.
 
 Pure functions of frames, used by the loop (:mod:`gsme.evolve`), by the run when it is
-sealed (:func:`gsme.score.finalize`), and by notebooks that compare policies.
+sealed (:func:`gsme.measure.finalize`), and by notebooks that compare policies.
 
 * ``gated`` — the paper's: a child is kept only when the three gates credit it.
 * ``greedy`` — what prior systems do: any child whose train rate rose is kept.

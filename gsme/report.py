@@ -67,7 +67,7 @@ def run_table(run) -> pd.DataFrame:
     """The paper's row for one sealed run: train and sealed Δ, z, p, retention, pass@k.
 
     Train statistics compare the selected harness with the baseline on the train split,
-    sealed ones on the test split scored once by :func:`gsme.score.finalize`: the
+    sealed ones on the test split scored once by :func:`gsme.measure.finalize`: the
     one-look paired test (:func:`gsme.stats.paired_test`) with the run's own gate settings,
     over the first ``k`` repeats of every task (:func:`gsme.stats.first_repeats`, ``k`` the
     gate's). Rates, Δ and pass@k read those same repeats, so the adaptive design's extra
@@ -103,7 +103,7 @@ def run_table(run) -> pd.DataFrame:
     Raises
     ------
     RuntimeError
-        When the run is not sealed yet (call ``score.finalize(run)`` first).
+        When the run is not sealed yet (call ``measure.finalize(run)`` first).
 
     See Also
     --------
@@ -124,7 +124,7 @@ def run_table(run) -> pd.DataFrame:
     """
     sealed = run.sealed_result
     if sealed is None:
-        raise RuntimeError("the run is not sealed: call score.finalize(run) before run_table(run)")
+        raise RuntimeError("the run is not sealed: call measure.finalize(run) before run_table(run)")
     chosen = str(sealed.loc[sealed["role"] == "selected", "candidate"].iloc[0])
     gate = run.config.gate
     trials = run.trials()
@@ -193,7 +193,7 @@ def cost_table(run) -> pd.DataFrame:
 
     Rounds are those of the ledger: 0 is the cold start (the baseline on the train split),
     1, 2, ... the evolution rounds, :data:`~gsme.schema.SEALED_ROUND` (-1) the sealed test
-    scored by :func:`gsme.score.finalize`; evolver calls recorded outside a round have round NA.
+    scored by :func:`gsme.measure.finalize`; evolver calls recorded outside a round have round NA.
     Borrowed trials cost nothing and are not counted. A cost the ledger does not know
     (NaN: a model without a price, an agent that reports none) makes its sums NaN, never
     a silent 0.

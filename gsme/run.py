@@ -3,7 +3,7 @@
 :class:`Run` is the store of one evolution run. It answers questions by name (its trials,
 candidates, decisions, archive, events) and records what the loop (:mod:`gsme.evolve`)
 decides, one domain step at a time (:meth:`Run.record`, :meth:`Run.mark`, ...). It stores;
-it does not decide what to score or when: :mod:`gsme.score` drives scoring and the sealed
+it does not decide what to score or when: :mod:`gsme.measure` drives scoring and the sealed
 test and writes through :meth:`Run.trial_sink`. Everything a run knows is in its directory,
 so :meth:`Run.open` resumes a run that was killed at any moment.
 
@@ -117,7 +117,7 @@ class Run:
         while being created leaves nothing at ``path``. ``agent_spec``/``evolver_spec``
         (see :mod:`gsme.plugins`) let :meth:`open` rebuild the agent and evolver on its
         own; without them, pass both to :meth:`open`. The test split is fixed now and
-        committed by hash; it is scored once, by :func:`gsme.score.finalize`. With
+        committed by hash; it is scored once, by :func:`gsme.measure.finalize`. With
         ``config.learn_from``, the comparisons of earlier runs of the same agent and evolver
         are read from that file now and kept in the run (:mod:`gsme.comparisons`).
         """
@@ -364,7 +364,7 @@ class Run:
 
     @property
     def sealed_result(self) -> pd.DataFrame | None:
-        """What :func:`gsme.score.finalize` returned, or None while the run is not (fully)
+        """What :func:`gsme.measure.finalize` returned, or None while the run is not (fully)
         sealed."""
         done = self.events("sealed")
         return None if done.empty else pd.DataFrame(done["payload"].iloc[0]["result"])
@@ -472,7 +472,7 @@ class Run:
         * ``budget_reached``: the trial budget was spent before ``round`` began.
         * ``sealing`` (``candidate=``): the sealed test of ``candidate`` begins, recorded
           once; returns the candidate being sealed (the first one marked).
-        * ``sealed`` (``result=``, the rows :func:`gsme.score.finalize` returns): the sealed
+        * ``sealed`` (``result=``, the rows :func:`gsme.measure.finalize` returns): the sealed
           result (once), then the seal tag and, with ``config.learn_from``, the run's
           comparisons appended to that file (each once, also when called again).
 

@@ -50,7 +50,7 @@ SPLITS = ("train", "test")
 SEALED_ROUND = -1
 """The ``round`` of the sealed test's trials (rounds of evolution count from 1, the cold
 start is 0): the test split is scored once, after every round, by
-:func:`gsme.score.finalize`."""
+:func:`gsme.measure.finalize`."""
 LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")

@@ -91,7 +91,7 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
     {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
      "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers"},
     {"gsme.run"},
-    {"gsme.evolve", "gsme.score", "gsme.report", "gsme.config", "gsme.importers",
+    {"gsme.evolve", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",
      "gsme.compare", "gsme.grow", "gsme.explain", "gsme.view", "gsme.plot"},
     {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations"},
 ]
@@ -152,7 +152,7 @@ def test_every_registered_object_sits_where_its_user_can_reach_it(kind, user):
 
 
 def test_the_store_and_the_loop_use_no_private_names_of_other_modules():
-    for name in ("gsme.evolve", "gsme.score", "gsme.run", "gsme.scoring", "gsme.policy",
+    for name in ("gsme.evolve", "gsme.measure", "gsme.run", "gsme.scoring", "gsme.policy",
                  "gsme.cli", "gsme.experiments", "gsme.report", "gsme.grow"):
         tree = ast.parse(_modules()[name].read_text())
         private = [f"{node.value.id}.{node.attr}" for node in ast.walk(tree)

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from gsme import comparisons, config, experiments, schema, score
+from gsme import comparisons, config, experiments, measure, schema
 from gsme.schema import FrameError
 
 
@@ -18,7 +18,7 @@ def test_a_sealed_run_appends_its_train_comparisons_once(tmp_path):
     with _run(tmp_path, "a", learn_from=book) as run:
         decided = run.decisions()
         written = comparisons.read(book)
-        score.finalize(run)  # a second call writes nothing more
+        measure.finalize(run)  # a second call writes nothing more
         again = comparisons.read(book)
         run_id = run.run_id
     assert len(written) == len(decided) > 0

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import evolve, report, score, sim
+from gsme import evolve, measure, report, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 from gsme.settings import RunConfig, Schedule
@@ -44,7 +44,7 @@ def run(tmp_path_factory):
                      schedule=Schedule(children_per_round=3, recombinations_per_round=1))
     run.record("calls", call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
     evolve.evolve(run, rounds=2, progress=False)
-    score.finalize(run, progress=False)
+    measure.finalize(run, progress=False)
     yield run
     run.close()
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gsme import __version__, cli, evolve, score, sim
+from gsme import __version__, cli, evolve, measure, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 
@@ -80,7 +80,7 @@ def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys):
     with Run.create(tmp_path / "r", agent=sim.preset("tiny"), evolver=RuleEvolver(),
                     schedule={"rounds": 1, "children_per_round": 1}) as run:
         evolve.evolve(run, progress=True)
-        score.finalize(run, progress=True)
+        measure.finalize(run, progress=True)
     err = capsys.readouterr().err
     assert "rounds" in err and "round 1: scoring" in err and "sealed test: scoring" in err
 

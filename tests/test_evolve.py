@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from gsme import evolve, score, sim
+from gsme import evolve, measure, sim
 from gsme import policy as policies
 from gsme.evolvers.rule import RuleEvolver
 from gsme.gitrepo import HarnessRepo
@@ -98,7 +98,7 @@ def test_evolver_never_sees_the_test_split(tmp_path):
     canary = "CANARY-7f3a9"
     evolver = RecordingEvolver(seed=SEED)
     run = _evolve(_run(tmp_path / "r", canary=canary, evolver=evolver), rounds=2)
-    score.finalize(run, progress=False)
+    measure.finalize(run, progress=False)
     test_ids = set(run.tasks("test")["task_id"])
     seen = "\n".join(evolver.seen)
     assert evolver.seen and canary not in seen
@@ -167,12 +167,12 @@ def test_archive_outcomes_name_each_childs_own_decision(tmp_path):
 def test_dask_executor_gives_the_same_trials_as_threads(tmp_path):
     distributed = pytest.importorskip("distributed")
     threads = _run(tmp_path / "threads")
-    score.score(threads, "baseline", progress=False)
+    measure.measure(threads, "baseline", progress=False)
     dask_run = _run(tmp_path / "dask")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        score.score(dask_run, "baseline", executor=client.get_executor(), progress=False)
+        measure.measure(dask_run, "baseline", executor=client.get_executor(), progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(dask_run))
 
 
@@ -180,10 +180,10 @@ def test_a_process_pool_gives_the_same_trials_as_threads(tmp_path):
     from concurrent.futures import ProcessPoolExecutor
 
     threads = _run(tmp_path / "threads", fault=0.1)
-    score.score(threads, "baseline", progress=False)
+    measure.measure(threads, "baseline", progress=False)
     procs = _run(tmp_path / "procs", fault=0.1)
     with ProcessPoolExecutor(max_workers=2) as pool:
-        score.score(procs, "baseline", executor=pool, progress=False)
+        measure.measure(procs, "baseline", executor=pool, progress=False)
     pd.testing.assert_frame_equal(_outcomes(threads), _outcomes(procs))
 
 
@@ -223,7 +223,7 @@ def test_a_round_run_step_by_step_counts_like_run_round(tmp_path):
                          round=1)
     run.mark("candidates_committed", 1, candidates=made)
     cands = run.candidates().query("candidate in @made").reset_index(drop=True)
-    score.score(run, made, progress=False, round=1)
+    measure.measure(run, made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
     assert evolve.next_round(run) == 1
     evolve.insert(run, decided, round=1)
@@ -241,7 +241,7 @@ def test_an_unfinished_manual_round_is_named_not_discarded(tmp_path):
                                 parent="baseline", round=1)
     made = evolve.commit(run, "baseline", evolve.propose(run, "baseline", diagnosed, n=1,
                                                           round=1), round=1)
-    score.score(run, made, progress=False, round=1)  # scored before the round was closed
+    measure.measure(run, made, progress=False, round=1)  # scored before the round was closed
     with pytest.raises(RunError, match="finish it with evolve.credit"):
         evolve.run_round(run, progress=False)
     assert list(run.candidates()["candidate"]) == ["baseline", *made]

@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from gsme import evolve, gates, score, scoring, sim
+from gsme import evolve, gates, measure, scoring, sim
 from gsme import run as run_module
 from gsme.cli import main
 from gsme.evolvers.rule import RuleEvolver
@@ -38,7 +38,7 @@ def base(tmp_path_factory):
         evolve.evolve(run, progress=False)
     shutil.copytree(root / "open", root / "sealed")
     with Run.open(root / "sealed") as run:
-        score.finalize(run, progress=False)
+        measure.finalize(run, progress=False)
     return root
 
 
@@ -152,9 +152,9 @@ def test_a_sealed_run_stays_sealed(copy):
         pd.testing.assert_frame_equal(run.sealed_result, sealed)
         pd.testing.assert_frame_equal(run.trials(split="test"), test_trials)
         assert run.candidates().equals(candidates)
-        assert score.finalize(run).equals(sealed)  # stored, never re-run
+        assert measure.finalize(run).equals(sealed)  # stored, never re-run
         with pytest.raises(SealedError):
-            score.score(run, [BASELINE])
+            measure.measure(run, [BASELINE])
         with pytest.raises(SealedError):
             evolve.run_round(run, progress=False)
 

@@ -21,7 +21,7 @@ import anthropic
 import httpx2
 import pytest
 
-from gsme import evolve, report, score
+from gsme import evolve, measure, report
 from gsme.agents.anthropic_agent import AnthropicAgent
 from gsme.evolvers.claude import ClaudeEvolver
 from gsme.prices import call_cost
@@ -105,7 +105,7 @@ def loop(tmp_path_factory):
                      config=RunConfig(run_seed=7, workers=2, gate=PAPER_GATE))
     try:
         result = evolve.run_round(run, children=3, recombinations=1, progress=False)
-        score.finalize(run, progress=False)
+        measure.finalize(run, progress=False)
         yield run, result, task_model, evolver_model
     finally:
         run.close()

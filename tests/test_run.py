@@ -5,7 +5,7 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from gsme import gates, score, sim
+from gsme import gates, measure, sim
 from gsme.agents import TaskAgent, Trajectory
 from gsme.patches import FileChange, Patch
 from gsme.run import Run, RunError, RunLockedError, SealedError
@@ -61,7 +61,7 @@ def test_one_writer_at_a_time_readers_any_time(run):
     with Run.open(run.path, read_only=True) as reader:
         assert reader.agent.name == run.agent.name and reader.read_only
         with pytest.raises(RunError, match="read-only"):
-            score.score(reader, "baseline", progress=False)
+            measure.measure(reader, "baseline", progress=False)
     run.close()
     Run.open(run.path).close()
 
@@ -81,26 +81,26 @@ def test_open_refuses_a_changed_test_split(run):
 
 
 def test_score_runs_every_slot_once_and_never_rescores(run):
-    trials = score.score(run, "baseline", progress=False)
+    trials = measure.measure(run, "baseline", progress=False)
     n_train = len(run.tasks("train"))
     assert len(trials) == n_train * 3
     spent = run.trials_spent()
-    again = score.score(run, "baseline", progress=False)
+    again = measure.measure(run, "baseline", progress=False)
     assert run.trials_spent() == spent
     pd.testing.assert_frame_equal(trials, again)
 
 
 def test_every_trial_has_its_transcript(run):
-    trials = score.score(run, "baseline", progress=False)
+    trials = measure.measure(run, "baseline", progress=False)
     text = run.transcript(trials["trajectory"].iloc[0])
     assert "task" in text.lower()
 
 
 def test_child_borrows_parent_trials_outside_its_env_gate(run):
-    score.score(run, "baseline", progress=False)
+    measure.measure(run, "baseline", progress=False)
     child, _ = run.add_candidate(["baseline"], patch=_patch(gate='category == "python"'), round=1)
     run.mark("candidates_committed", 1, candidates=[child])
-    trials = score.score(run, child, progress=False)
+    trials = measure.measure(run, child, progress=False)
     tasks = run.tasks("train")
     python = set(tasks.loc[tasks["category"] == "python", "task_id"])
     borrowed = trials[trials["borrowed_from"].notna()]
@@ -131,7 +131,7 @@ class FlakyAgent(TaskAgent):
 def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
     run = Run.create(tmp_path / "r", agent=FlakyAgent(),
                      config=RunConfig(gate=GateConfig(max_reruns=2)))
-    trials = score.score(run, "baseline", progress=False)
+    trials = measure.measure(run, "baseline", progress=False)
     even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1, 2}
     assert (even.loc[even["attempt"] < 2, "error"] == "container died").all()
@@ -142,12 +142,12 @@ def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
 def test_slot_still_failing_after_reruns_is_left_alone(tmp_path):
     run = Run.create(tmp_path / "r", agent=FlakyAgent(),
                      config=RunConfig(gate=GateConfig(max_reruns=1)))
-    trials = score.score(run, "baseline", progress=False)
+    trials = measure.measure(run, "baseline", progress=False)
     even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1}
     assert not even["infra_ok"].any()
     spent = run.trials_spent()
-    score.score(run, "baseline", progress=False)
+    measure.measure(run, "baseline", progress=False)
     assert run.trials_spent() == spent
 
 
@@ -161,25 +161,25 @@ def test_failed_health_check_stops_scoring_with_a_clear_error(tmp_path):
 
     run = Run.create(tmp_path / "r", agent=SickAgent())
     with pytest.raises(InfraError, match="health check"):
-        score.score(run, "baseline", progress=False)
+        measure.measure(run, "baseline", progress=False)
     assert run.trials().empty
 
 
 def test_test_split_cannot_be_scored_during_evolution(run):
     with pytest.raises(SealedError, match="finalize"):
-        score.score(run, "baseline", split="test", progress=False)
+        measure.measure(run, "baseline", split="test", progress=False)
 
 
 def test_finalize_scores_test_once_and_seals(run):
-    score.score(run, "baseline", progress=False)
-    first = score.finalize(run, progress=False)
+    measure.measure(run, "baseline", progress=False)
+    first = measure.finalize(run, progress=False)
     test_trials = run.trials(split="test")
     assert len(test_trials) == len(run.tasks("test")) * 3
-    second = score.finalize(run, progress=False)
+    second = measure.finalize(run, progress=False)
     pd.testing.assert_frame_equal(first, second)
     assert len(run.trials(split="test")) == len(test_trials)
     with pytest.raises(SealedError):
-        score.score(run, "baseline", progress=False)
+        measure.measure(run, "baseline", progress=False)
     with pytest.raises(SealedError):
         from gsme import evolve
 
@@ -187,13 +187,13 @@ def test_finalize_scores_test_once_and_seals(run):
 
 
 def test_sealed_state_survives_reopening(run):
-    score.score(run, "baseline", progress=False)
-    score.finalize(run, progress=False)
+    measure.measure(run, "baseline", progress=False)
+    measure.finalize(run, progress=False)
     run.close()
     with Run.open(run.path) as again:
         assert again.sealed and again.sealed_result is not None
         with pytest.raises(SealedError):
-            score.score(again, "baseline", progress=False)
+            measure.measure(again, "baseline", progress=False)
 
 
 def test_ledger_is_in_wal_mode(run):
@@ -203,15 +203,15 @@ def test_ledger_is_in_wal_mode(run):
 
 def test_a_run_with_a_custom_agent_reopens_without_it(tmp_path):
     with Run.create(tmp_path / "r", agent=FlakyAgent()) as run:
-        scored = len(score.score(run, "baseline", progress=False))
+        scored = len(measure.measure(run, "baseline", progress=False))
         child, _ = run.add_candidate(["baseline"], patch=_patch(), round=1)
         run.mark("candidates_committed", 1, candidates=[child])
     with Run.open(tmp_path / "r") as again:
         assert again.agent.name == "flaky" and len(again.trials()) == scored
         with pytest.raises(RunError, match="reopen with Run.open"):
-            score.score(again, child, progress=False)
+            measure.measure(again, child, progress=False)
     with Run.open(tmp_path / "r", agent=FlakyAgent()) as more:
-        assert len(score.score(more, child, progress=False)) > 0
+        assert len(measure.measure(more, child, progress=False)) > 0
 
 
 def test_gates_with_the_run_config_reproduce_its_decisions(run):
@@ -222,7 +222,7 @@ def test_gates_with_the_run_config_reproduce_its_decisions(run):
             for i, gate in enumerate(['category == "python"', ""])]
     run.mark("candidates_committed", 1, candidates=made)
     cands = run.candidates().query("candidate in @made").reset_index(drop=True)
-    score.score(run, made, progress=False, round=1)
+    measure.measure(run, made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
     again = gates.credit(run.trials(split="train"), cands, config=run.config.gate)
     kept = ["kept", "expected_delta_pp"]

@@ -9,7 +9,7 @@ import threading
 import pandas as pd
 import pytest
 
-from gsme import score, scoring, sim
+from gsme import measure, scoring, sim
 from gsme.agents import TaskAgent, Trajectory, TrialSpec
 from gsme.ledger import Ledger
 from gsme.patches import FileChange, Patch, apply_patch, harness_files
@@ -185,7 +185,7 @@ def test_a_failed_health_check_marks_its_batch_after_writing_it(tmp_path, agent)
     config = RunConfig(batch_size=5, flush_trials=1000, flush_seconds=3600.0,
                        gate=GateConfig(k=1, k_max=1))
     with Run.create(tmp_path / "r", agent=agent, config=config) as run:
-        score.score(run, "baseline", progress=False)
+        measure.measure(run, "baseline", progress=False)
         trials = run.trials()
         events = run.events("health_failed_after_batch")
     failed = trials[~trials["infra_ok"]]
@@ -215,7 +215,7 @@ def test_a_broken_run_many_is_an_infrastructure_failure_of_each_trial(tmp_path, 
     config = RunConfig(batch_size=5, flush_trials=1000, flush_seconds=3600.0)
     with Run.create(tmp_path / "r", agent=Broken(how), config=config) as run:
         with pytest.raises(InfraError, match="all 5 first attempts of a batch failed"):
-            score.score(run, "baseline", progress=False)
+            measure.measure(run, "baseline", progress=False)
         trials = run.trials()
     assert len(trials) == 5 and not trials["infra_ok"].any()  # written before the stop
     assert trials["error"].str.startswith(says).all()
@@ -227,7 +227,7 @@ def test_trials_lost_with_the_process_are_run_again_and_nothing_twice(tmp_path, 
     agent = (OneAtATime if one_at_a_time else SimAgent)("tiny", infra_fault_rate=0.1)
     config = RunConfig(run_seed=3, batch_size=8, flush_trials=8, flush_seconds=3600.0)
     with Run.create(tmp_path / "whole", agent=agent, config=config) as whole:
-        expected = score.score(whole, "baseline", progress=False)
+        expected = measure.measure(whole, "baseline", progress=False)
     writes = []
     real = Ledger.add_trials
 
@@ -240,12 +240,12 @@ def test_trials_lost_with_the_process_are_run_again_and_nothing_twice(tmp_path, 
     monkeypatch.setattr(Ledger, "add_trials", dies_on_the_third_write)
     with Run.create(tmp_path / "killed", agent=agent, config=config) as run:
         with pytest.raises(SystemExit):
-            score.score(run, "baseline", progress=False)
+            measure.measure(run, "baseline", progress=False)
         kept = run.trials()
     monkeypatch.setattr(Ledger, "add_trials", real)
     assert 0 < len(kept) < len(expected)
     with Run.open(tmp_path / "killed", agent=agent) as resumed:
-        again = score.score(resumed, "baseline", progress=False)
+        again = measure.measure(resumed, "baseline", progress=False)
     assert not again.duplicated(KEY).any()
     pd.testing.assert_frame_equal(expected.drop(columns="seconds"),
                                   again.drop(columns="seconds"))

@@ -8,7 +8,7 @@ import stat
 import pytest
 from faultkit import cli, one_line_error
 
-from gsme import evolve, gitrepo, score, sim
+from gsme import evolve, gitrepo, measure, sim
 from gsme.ledger import Ledger
 from gsme.run import Run, RunError
 
@@ -53,7 +53,7 @@ def test_read_only_opening_writes_nothing(fresh, capsys):
     with Run.open(fresh, read_only=True) as run:
         with pytest.raises(RunError, match="read-only"):
             run.mark("round_started", 9, parent="baseline")
-        assert score.finalize(run).equals(run.sealed_result)  # the stored result; nothing scored
+        assert measure.finalize(run).equals(run.sealed_result)  # the stored result; nothing scored
         assert not run.trials().empty
     assert state() == before and (fresh / LEDGER).read_bytes() == ledger
 
@@ -99,7 +99,7 @@ def test_a_run_killed_while_sealing_is_not_reported_and_resumes_sealing(tmp_path
 
         monkeypatch.setattr(run_module.scoring, "execute", die)
         with pytest.raises(KeyboardInterrupt):
-            score.finalize(run, progress=False)
+            measure.finalize(run, progress=False)
         monkeypatch.setattr(run_module.scoring, "execute", real)
     assert calls
     code, out, _ = cli(capsys, "status", tmp_path / "r")

@@ -1,4 +1,5 @@
-"""Scoring a run's candidates: passes of plan, borrow and execute until nothing is wanted.
+"""Measuring a run's candidates: passes of plan, borrow and execute until nothing is
+wanted.
 
 The loop's scoring step and the sealed test. Each pass asks the gate's design which
 repeats the candidates still need (:func:`gsme.sequential.wanted`; the fixed number of
@@ -8,7 +9,7 @@ borrowed rows and runs the rest (:func:`gsme.scoring.execute`), which write to t
 trial sink (:meth:`gsme.run.Run.trial_sink`). Passes go on until a pass neither runs nor
 borrows anything.
 
-:func:`score` scores on the train split and is what the loop calls; :func:`finalize` seals
+:func:`measure` runs the train split's trials and is what the loop calls; :func:`finalize` seals
 the run: the baseline and the harness the policy reports, scored once on the test split.
 The run stores (:class:`gsme.run.Run`); this module decides when and what to score.
 """
@@ -21,14 +22,14 @@ from gsme import policy, schema, scoring, sequential, stats
 from gsme.run import Run, RunError, SealedError
 from gsme.schema import BASELINE, SEALED_ROUND
 
-__all__ = ["MAX_SCORING_PASSES", "finalize", "score", "settle"]
+__all__ = ["MAX_SCORING_PASSES", "finalize", "measure", "settle"]
 
 MAX_SCORING_PASSES = 64
 """Passes before scoring gives up (a pass runs, borrows or re-runs trials)."""
 
 
-def score(run: Run, candidates, *, split: str = "train", executor=None, progress: bool = True,
-          round: int = 0) -> pd.DataFrame:
+def measure(run: Run, candidates, *, split: str = "train", executor=None, progress: bool = True,
+            round: int = 0) -> pd.DataFrame:
     """Run the trials ``candidates`` still need on the train split; return their trials.
 
     The gate's design decides the repeats (:func:`gsme.sequential.wanted`); trials are
@@ -63,7 +64,7 @@ def score(run: Run, candidates, *, split: str = "train", executor=None, progress
         The run is read-only, its agent cannot score, or a candidate is unknown.
     """
     if split == "test":
-        raise SealedError("the test split is sealed: it is scored only by score.finalize(run)")
+        raise SealedError("the test split is sealed: it is scored only by measure.finalize(run)")
     if split not in schema.SPLITS:
         raise ValueError(f"split must be one of {schema.SPLITS}, got {split!r}")
     if run.read_only:
