@@ -40,10 +40,10 @@ FIGURES = {
     "bench_loop.py": [
         (rf"no-op agent: {NUMBER} trials per run -> {NUMBER} best, {NUMBER} median .* ms per "
          r"trial of orchestration"),
-        (rf"through score\.score -> {NUMBER} best, {NUMBER} median .* trials/s \(per CPU second "
+        (rf"through measure\.measure -> {NUMBER} best, {NUMBER} median .* trials/s \(per CPU second "
          rf"{NUMBER} best"),
         rf"simulator alone {NUMBER} best",
-        rf"score\.score / simulator alone {NUMBER} best",
+        rf"measure\.measure / simulator alone {NUMBER} best",
     ],
     "bench_sim.py": [
         rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
