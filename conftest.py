@@ -3,10 +3,11 @@
 The notebooks read ``GSME_NOTEBOOK_SIZE`` in their parameter cell: CI runs them small. A
 value already set in the environment wins. ``MPLBACKEND=Agg`` draws without a display.
 
-Tiers: tests that spawn processes, build a wheel, run notebooks or drive a browser are
-marked ``slow`` (those driving Chromium also ``browser``) here, in one list;
-``pytest -m "not slow"`` runs the quick tier. Doctests run once each (``--doctest-modules``),
-in a temporary folder of their own, with ``np`` and ``pd`` in their namespace.
+Tiers: tests that spawn processes, build a wheel or the docs, run notebooks or drive a
+browser are marked ``slow`` (those driving Chromium also ``browser``) here, in one list;
+``pytest -m "not slow" -n 2`` runs the quick tier on both cores (pytest-xdist). Doctests
+run once each (``--doctest-modules``), in a temporary folder of their own, with ``np`` and
+``pd`` in their namespace.
 """
 
 import os
