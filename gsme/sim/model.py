@@ -34,7 +34,14 @@ WHY_INDEX = {w: j for j, w in enumerate(WHYS)}
 
 @dataclass(frozen=True)
 class Beacon:
-    """One patch's beacon: fires on admitted tasks when ``trigger`` happens (see catalogue)."""
+    """One patch's beacon: fires on admitted tasks when ``trigger`` happens (see catalogue).
+
+    Examples
+    --------
+    >>> b = Beacon("verify-beacon", "submit", WHY_INDEX["careless-submit"], np.array([True, False]))
+    >>> b.trigger, int(b.admitted.sum())
+    ('submit', 1)
+    """
 
     name: str
     trigger: str
@@ -44,7 +51,20 @@ class Beacon:
 
 @dataclass(frozen=True)
 class HarnessModel:
-    """A harness compiled against one suite and profile (arrays indexed by task row)."""
+    """A harness compiled against one suite and profile (arrays indexed by task row).
+
+    Examples
+    --------
+    >>> from gsme.sim.profiles import PROFILES
+    >>> from gsme.sim.suite import PRESET_SPECS, build_suite
+    >>> suite = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
+    >>> onset = base_onset(suite, PROFILES["qwen-careless"])
+    >>> model = compile_harness([], suite, onset, lambda expr: np.ones(len(suite.tasks), bool))
+    >>> model.pass_prob.shape, round(float(model.pass_prob.mean()), 3)
+    ((24,), 0.456)
+    >>> bool((model.pass_prob[model.out_of_reach] == 0).all())
+    True
+    """
 
     onset: np.ndarray  # (n_tasks, n_whys) onset hazards h0
     fail_given_onset: np.ndarray  # (n_tasks, n_whys) m
@@ -66,7 +86,19 @@ class HarnessModel:
 
 def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
     """Onset hazard of each failure mode per task, before any patch (rows of out-of-reach
-    tasks sum to 1)."""
+    tasks sum to 1).
+
+    Examples
+    --------
+    >>> from gsme.sim.profiles import PROFILES
+    >>> from gsme.sim.suite import PRESET_SPECS, build_suite
+    >>> suite = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
+    >>> onset = base_onset(suite, PROFILES["qwen-careless"])
+    >>> onset.shape == (len(suite.tasks), len(WHYS))
+    True
+    >>> bool(np.allclose(onset[suite.out_of_reach].sum(axis=1), 1.0))
+    True
+    """
     fail = 1.0 - 1.0 / (1.0 + np.exp(-(profile.skill - suite.difficulty)))
     fail = np.where(suite.out_of_reach, 1.0, fail)
     weights = suite.susceptibility * np.array([profile.rates[w] for w in WHYS])
@@ -79,6 +111,21 @@ def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
 
     ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits;
     ``mix`` is the proposal mix (see :data:`gsme.sim.catalogue.MIXES`).
+
+    Examples
+    --------
+    With no patches every task keeps its base failure probability:
+
+    >>> from gsme.sim.profiles import PROFILES
+    >>> from gsme.sim.suite import PRESET_SPECS, build_suite
+    >>> suite = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
+    >>> onset = base_onset(suite, PROFILES["qwen-careless"])
+    >>> everywhere = lambda expr: np.ones(len(suite.tasks), bool)
+    >>> model = compile_harness([], suite, onset, everywhere)
+    >>> bool(np.allclose(model.pass_prob, np.where(suite.out_of_reach, 0, 1 - onset.sum(axis=1))))
+    True
+    >>> model.beacons
+    ()
     """
     n = len(suite.tasks)
     factors: dict[int, list[tuple[float, np.ndarray]]] = {}
