@@ -34,6 +34,22 @@ def audit_decisions(run) -> pd.DataFrame:
     ------
     TypeError
         When the run's agent has no ground truth.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolve import evolve
+    >>> from gsme.evolvers import RuleEvolver
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = evolve(run, rounds=1, progress=False)
+    >>> audit = audit_decisions(run)
+    >>> audit[["mechanism", "kept", "false_keep"]].head(3)
+                mechanism   kept  false_keep
+    0       submit-verify   True       False
+    1  context-summarizer  False       False
+    2    format-validator  False       False
+    >>> run.close()
     """
     if not hasattr(run.agent, "true_effect"):
         raise TypeError(f"run.agent {run.agent.name!r} has no ground truth (true_effect); "
