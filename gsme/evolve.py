@@ -34,7 +34,18 @@ __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "di
 
 @dataclass
 class RoundResult:
-    """What one round produced: its parent, candidates, decisions and the archive after it."""
+    """What one round produced: its parent, candidates, decisions and the archive after it.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> result = run_round(run, children=2, recombinations=0, progress=False)
+    >>> result.round, result.parent, len(result.candidates)
+    (1, 'baseline', 2)
+    >>> run.close()
+    """
 
     round: int
     parent: str
@@ -56,17 +67,46 @@ class RoundResult:
 
 
 def cold_start(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
-    """Score the baseline on the full train split (idempotent); return its trials."""
+    """Score the baseline on the full train split (idempotent); return its trials.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> trials = cold_start(run, progress=False)
+    >>> trials["candidate"].unique().tolist(), len(trials)
+    (['baseline'], 49)
+    >>> run.close()
+    """
     return measure(run, [BASELINE], executor=executor, progress=progress, round=0)
 
 
 def next_round(run: Run) -> int:
-    """The round to run next: one past the last completed round (rounds count from 1)."""
+    """The round to run next: one past the last completed round (rounds count from 1).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> next_round(run)
+    1
+    >>> run.close()
+    """
     return run.rounds_done() + 1
 
 
 def choose_parent(run: Run, *, round: int) -> str:
-    """The parent of ``round``'s children: the archive's global best (quality-biased)."""
+    """The parent of ``round``'s children: the archive's global best (quality-biased).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> _ = cold_start(run, progress=False)
+    >>> choose_parent(run, round=1)
+    'baseline'
+    >>> run.close()
+    """
     rng = np.random.default_rng([run.config.run_seed, round, 1])
     return archive_lib.select_parent(run.archive(), rng=rng, explore=run.config.explore)
 
@@ -80,6 +120,16 @@ def failures(run: Run, parent: str, *, round: int) -> pd.DataFrame:
         The failures frame: ``candidate, task_id, repeat, transcript`` plus the task's
         feature columns; at most ``config.max_failures`` rows, sampled reproducibly.
         Never a test task, never the ground-truth ``pathology``.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> _ = cold_start(run, progress=False)
+    >>> failed = failures(run, "baseline", round=1)
+    >>> failed.columns.tolist()[:4], len(failed)
+    (['candidate', 'task_id', 'repeat', 'category'], 23)
+    >>> run.close()
     """
     trials = run.trials(split="train", candidate=parent)
     failed = trials[trials["infra_ok"] & ~trials["passed"]]
@@ -94,7 +144,19 @@ def failures(run: Run, parent: str, *, round: int) -> pd.DataFrame:
 
 
 def diagnose(run: Run, failed: pd.DataFrame, *, parent: str, round: int) -> pd.DataFrame:
-    """Ask the evolver what went wrong with ``parent``; the diagnoses are recorded."""
+    """Ask the evolver what went wrong with ``parent``; the diagnoses are recorded.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = cold_start(run, progress=False)
+    >>> found = diagnose(run, failures(run, "baseline", round=1), parent="baseline", round=1)
+    >>> found.columns.tolist()[3:7], len(found)
+    (['where', 'why', 'evidence', 'confidence'], 23)
+    >>> run.close()
+    """
     vocabulary = run.vocabulary
     result = run.evolver.diagnose(failed, harness=run.harness(parent), vocabulary=vocabulary,
                                   log=partial(run.record, "calls", round=round))
@@ -105,7 +167,19 @@ def diagnose(run: Run, failed: pd.DataFrame, *, parent: str, round: int) -> pd.D
 
 def propose(run: Run, parent: str, diagnoses: pd.DataFrame, *, n: int,
             round: int) -> list[Patch]:
-    """Ask the evolver for up to ``n`` patches of ``parent`` (vocabulary changes are kept)."""
+    """Ask the evolver for up to ``n`` patches of ``parent`` (vocabulary changes are kept).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = cold_start(run, progress=False)
+    >>> found = diagnose(run, failures(run, "baseline", round=1), parent="baseline", round=1)
+    >>> [patch.mechanism for patch in propose(run, "baseline", found, n=2, round=1)]
+    ['recheck-loop', 'drop-tool-outputs']
+    >>> run.close()
+    """
     vocabulary = run.vocabulary
     patches = run.evolver.propose(diagnoses, harness=run.harness(parent),
                                   archive=run.archive(), vocabulary=vocabulary, n=n,
@@ -117,7 +191,20 @@ def propose(run: Run, parent: str, diagnoses: pd.DataFrame, *, n: int,
 
 def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> list[str]:
     """Commit each patch as a child of ``parent``; a patch that does not apply, or that the
-    agent refuses, is recorded with its reason. Returns the new candidates."""
+    agent refuses, is recorded with its reason. Returns the new candidates.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = cold_start(run, progress=False)
+    >>> found = diagnose(run, failures(run, "baseline", round=1), parent="baseline", round=1)
+    >>> patches = propose(run, "baseline", found, n=2, round=1)
+    >>> commit(run, "baseline", patches, round=1)
+    ['c0001', 'c0002']
+    >>> run.close()
+    """
     made, rows = [], []
     for patch in patches:
         cand, reason = run.add_candidate([parent], patch=patch, round=round)
@@ -128,7 +215,22 @@ def commit(run: Run, parent: str, patches: list[Patch], *, round: int) -> list[s
 
 
 def recombine(run: Run, base: str, *, n: int, round: int) -> list[str]:
-    """Stack elites of other cells onto ``base`` (git merges); failures are recorded."""
+    """Stack elites of other cells onto ``base`` (git merges); failures are recorded.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = evolve(run, rounds=2, progress=False)
+    >>> run.archive()["candidate"].tolist()
+    ['c0001', 'c0006']
+    >>> recombine(run, "baseline", n=1, round=3)
+    ['c0007']
+    >>> run.proposals()["parents"].iloc[-1]
+    'baseline,c0006,c0001'
+    >>> run.close()
+    """
     if n <= 0:
         return []
     options = archive_lib.recombinations(run.archive(), base=base,
@@ -156,6 +258,20 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
         the rounds before this one and this round's decisions) and ``expected_delta_pp`` (the
         child's expected true effect under the proposal mix learned so far, whatever the
         policy; NaN for invalid and inactive children).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = cold_start(run, progress=False)
+    >>> found = diagnose(run, failures(run, "baseline", round=1), parent="baseline", round=1)
+    >>> made = commit(run, "baseline", propose(run, "baseline", found, n=2, round=1), round=1)
+    >>> _ = measure(run, made, progress=False, round=1)
+    >>> decided = credit(run, run.candidates().query("round == 1"), round=1)
+    >>> decided[["candidate", "decision", "kept"]].values.tolist()
+    [['c0001', 'inconclusive', False], ['c0002', 'inconclusive', False]]
+    >>> run.close()
     """
     if candidates.empty:
         return schema.empty("decisions").assign(kept=pd.Series(dtype=bool),
@@ -181,6 +297,21 @@ def insert(run: Run, decided: pd.DataFrame, *, round: int) -> tuple[pd.DataFrame
     -------
     tuple of DataFrame
         The archive after the round, and the outcomes frame of :func:`gsme.archive.insert`.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = cold_start(run, progress=False)
+    >>> found = diagnose(run, failures(run, "baseline", round=1), parent="baseline", round=1)
+    >>> made = commit(run, "baseline", propose(run, "baseline", found, n=2, round=1), round=1)
+    >>> _ = measure(run, made, progress=False, round=1)
+    >>> decided = credit(run, run.candidates().query("round == 1"), round=1)
+    >>> archive, outcomes = insert(run, decided, round=1)
+    >>> len(archive), outcomes["reason"].tolist(), next_round(run)
+    (0, ['not kept (decision inconclusive)', 'not kept (decision inconclusive)'], 2)
+    >>> run.close()
     """
     new, outcomes = archive_lib.insert(run.archive(), decided, run.candidates(), round=round)
     run.record("archive", new, round=round)
@@ -193,6 +324,16 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
     """Run the next round end to end, resuming a round that was interrupted.
 
     ``children`` and ``recombinations`` default to the run's schedule.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> result = run_round(run, children=2, recombinations=0, progress=False)
+    >>> result.decisions[["candidate", "decision"]].values.tolist()
+    [['c0001', 'inconclusive'], ['c0002', 'inconclusive']]
+    >>> run.close()
     """
     schedule = run.schedule or Schedule()
     children = schedule.children_per_round if children is None else children
@@ -232,6 +373,16 @@ def evolve(run: Run, *, rounds: int | None = None, executor=None, progress: bool
     -------
     DataFrame
         Every decision of the run (the ledger's decisions with ``round`` and ``kept``).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> decisions = evolve(run, rounds=2, progress=False)
+    >>> decisions["round"].unique().tolist(), run.rounds_done()
+    ([1, 2], 2)
+    >>> run.close()
     """
     schedule = run.schedule or Schedule()
     rounds = schedule.rounds if rounds is None else rounds
@@ -263,6 +414,17 @@ def round_summary(run: Run, result: RoundResult) -> dict:
         ``best`` (the archive's best elite, None when empty) and ``best_delta_pp``: its
         train rate minus the baseline's, both over the first K repeats of every task
         (:func:`gsme.stats.candidate_rates`; NaN when the archive is empty).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> result = run_round(run, children=2, recombinations=0, progress=False)
+    >>> summary = round_summary(run, result)
+    >>> summary["round"], summary["children"], summary["kept"], summary["best"]
+    (1, 2, 1, 'c0001')
+    >>> run.close()
     """
     decided = result.decisions
     best = archive_lib.summary(result.archive)["best_candidate"].iloc[0]
