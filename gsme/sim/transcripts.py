@@ -59,7 +59,15 @@ _STEPS = ("$ ls -la", "read_file('README.md')", "Plan: inspect, change, check, s
 
 
 def signature(why: str, u: float, tokens: float) -> str:
-    """The text by which failure mode ``why`` shows in a transcript (phrasing from ``u``)."""
+    """The text by which failure mode ``why`` shows in a transcript (phrasing from ``u``).
+
+    Examples
+    --------
+    >>> signature("careless-submit", 0.0, 5000)
+    'submit()  # submitted without running the tests'
+    >>> print(signature("looping", 0.0, 5000).splitlines()[-1])
+    [turn limit reached]
+    """
     if why == "thinking-runaway":
         return _runaway(u, tokens)
     if why == "looping":
@@ -84,6 +92,18 @@ def render(content: str, pathology: str | None, beacons, u_ambiguous: float, u_v
         Uniform draws in [0, 1) deciding ambiguity and phrasing.
     tokens : float
         Tokens the trial spent (quoted by some signatures).
+
+    Examples
+    --------
+    >>> print(render("Add two numbers", "careless-submit", ["verify-beacon"], 0.5, 0.0, 5000))
+    task: Add two numbers
+    $ ls -la
+    Plan: inspect, change, check, submit.
+    [harness] verify-beacon fired
+    submit()  # submitted without running the tests
+    grader: fail (expected output did not match)
+    >>> render("Add two numbers", None, [], 0.5, 0.0, 5000).endswith("grader: pass")
+    True
     """
     steps = _STEPS[int(u_variant * 5)] + "\n" + _STEPS[int(u_ambiguous * 5)]
     logs = "".join(f"[harness] {b} fired\n" for b in beacons)
