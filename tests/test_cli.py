@@ -33,7 +33,7 @@ def _config(path, run_dir, rounds=3, preset="tb2"):
 
 
 def test_demo_runs_end_to_end_and_says_simulated(tmp_path, capsys):
-    assert main(["demo", "--preset", "tiny", "--rounds", "2", "--out", str(tmp_path / "d"),
+    assert main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "2", "--out", str(tmp_path / "d"),
                  "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "SIMULATED" in out

@@ -7,10 +7,11 @@ from gsme.cli import main
 
 
 def tiny_config(path, run_dir, **run):
-    """A config file for a tiny simulated run; ``run`` adds or overrides ``[run]`` keys."""
+    """A config file for a tiny simulated run; ``run`` adds or overrides ``[run]`` keys (None
+    leaves one out). The gate's design is pinned to fixed: these tests are not about it."""
     keys = {"dir": f'"{run_dir}"', "rounds": 1, "children_per_round": 2, "run_seed": 0,
-            **run}
-    text = "[run]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items())
+            "gate": '{ design = "fixed" }', **run}
+    text = "[run]\n" + "".join(f"{k} = {v}\n" for k, v in keys.items() if v is not None)
     text += '[agent]\nkind = "sim"\npreset = "tiny"\ninfra_fault_rate = 0.0\n'
     text += '[evolver]\nkind = "rule"\n'
     path.write_text(text)

@@ -56,14 +56,14 @@ def test_gate_settings_inside_run_are_used_not_dropped(tmp_path):
     ('[gate]\ndesign = "bayesian"\n', "gate.design = 'bayesian'"),
 ])
 def test_bad_gate_values_are_refused(tmp_path, capsys, table, says):
-    path = tiny_config(tmp_path / "c.toml", tmp_path / "run")
+    path = tiny_config(tmp_path / "c.toml", tmp_path / "run", gate=None)
     path.write_text(path.read_text() + table)
     code, _, err = cli(capsys, "run", path)
     assert code == 2 and says in one_line_error(err) and not (tmp_path / "run").exists()
 
 
 def test_a_string_k_is_coerced_only_when_it_is_a_whole_number(tmp_path):
-    path = tiny_config(tmp_path / "c.toml", tmp_path / "run")
+    path = tiny_config(tmp_path / "c.toml", tmp_path / "run", gate=None)
     path.write_text(path.read_text() + '[gate]\nk = "4"\n')
     assert config.load(path).config.gate.k == 4
 
