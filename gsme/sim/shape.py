@@ -102,6 +102,18 @@ def read_leaderboard_trials(path: str | os.PathLike) -> pd.DataFrame:
         When ``path`` does not exist.
     ValueError
         When a required column is missing (named).
+
+    Examples
+    --------
+    A tiny file of the same layout, written here:
+
+    >>> pd.DataFrame({"system": "s", "task_id": ["a", "a", "b"], "k": [1, 2, 1],
+    ...               "passed": [1, None, 0]}).to_csv("trials.csv", index=False)
+    >>> read_leaderboard_trials("trials.csv")
+      system task_id  run  passed
+    0      s       a    1    True
+    1      s       a    2   False
+    2      s       b    1   False
     """
     frame = pd.read_csv(path)
     required = ["system", "task_id", "k", "passed"]
@@ -180,6 +192,17 @@ def shape_ranges(shape: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         One row per statistic: ``statistic, low, mean, high``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"system": ["s"] * 4 + ["u"] * 4, "task_id": list("aabb") * 2,
+    ...                   "run": [1, 2] * 4, "passed": [1, 1, 0, 1, 0, 0, 0, 1]})
+    >>> shape_ranges(outcome_shape(t)).round(3)
+          statistic   low  mean  high
+    0         never  0.00  0.25  0.50
+    1        always  0.00  0.25  0.50
+    2    borderline  0.50  0.50  0.50
+    3  run_sd_80_pp  5.59  5.59  5.59
     """
     return pd.DataFrame([{"statistic": s, "low": float(shape[s].min()),
                           "mean": float(shape[s].mean()), "high": float(shape[s].max())}
@@ -198,6 +221,15 @@ def baseline_runs(agent, *, runs: int = 5, run_seed: int = 0) -> pd.DataFrame:
     DataFrame
         ``system`` (the agent's name), ``task_id``, ``split``, ``run`` (1..runs),
         ``passed``: the input :func:`outcome_shape` takes.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> runs = baseline_runs(sim.preset("tiny"), runs=2)
+    >>> runs.shape, sorted(runs["run"].unique().tolist())
+    ((48, 5), [1, 2])
+    >>> runs.columns.tolist()
+    ['system', 'task_id', 'split', 'run', 'passed']
     """
     from gsme.resources import SEED_HARNESS
 
@@ -234,7 +266,16 @@ def single_patch(mechanism: str, why: str, *, env_gate: str = "",
 
 
 def published_train_delta() -> pd.Series:
-    """The paper's credited train Δ (pp) by preset name (presets without a domain left out)."""
+    """The paper's credited train Δ (pp) by preset name (presets without a domain left out).
+
+    Examples
+    --------
+    >>> published_train_delta().head(3)
+    tb2           6.3
+    livecode     15.8
+    omni-math    10.1
+    Name: published_train_delta_pp, dtype: float64
+    """
     from gsme.resources import PAPER_TABLE
     from gsme.sim.suite import PRESET_SPECS
 
@@ -302,6 +343,18 @@ def proposal_effects(agent, templates: Mapping) -> pd.DataFrame:
     DataFrame
         ``why, mechanism, kind`` (the catalogue's), ``true_train_delta_pp``,
         ``true_test_delta_pp``.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers.templates import TEMPLATES
+    >>> effects = proposal_effects(sim.preset("tiny"), {"careless-submit": TEMPLATES["careless-submit"]})
+    >>> effects.columns.tolist()
+    ['why', 'mechanism', 'kind', 'true_train_delta_pp', 'true_test_delta_pp']
+    >>> effects[["mechanism", "kind"]].head(2)
+             mechanism      kind
+    0    submit-verify  targeted
+    1  verify-reminder      weak
     """
     base = agent.true_rates({}, "train")
     failing = tuple(base.loc[base["rate"] < 1.0, "task_id"])
