@@ -61,6 +61,13 @@ class Mix:
     but the null one: naming a task's answer helps whatever else works), ``harm`` scales
     each listed harm, and ``side_harm`` is added to the harm of every mechanism that acts
     (all but the ``cosmetic`` ones).
+
+    Examples
+    --------
+    >>> MIXES["ineffective"].fix
+    0.05
+    >>> Mix("mine", fix=0.5).harm
+    1.0
     """
 
     name: str
@@ -72,7 +79,14 @@ class Mix:
 
 @dataclass(frozen=True)
 class Effect:
-    """The true effect of one mechanism; see the module docstring for each field."""
+    """The true effect of one mechanism; see the module docstring for each field.
+
+    Examples
+    --------
+    >>> effect = CATALOGUE["submit-verify"]
+    >>> effect.kind, effect.factor, effect.trigger
+    ('targeted', 0.3, 'submit')
+    """
 
     mechanism: str
     why: str | None
