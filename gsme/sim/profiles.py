@@ -38,6 +38,14 @@ class Profile:
     rates : Mapping[str, float]
         Base rate of each failure mode of :data:`WHYS`; they sum to 1 and split a task's
         failure probability between pathologies (weighted by the task's susceptibility).
+
+    Examples
+    --------
+    >>> PROFILES["qwen-careless"].dominant
+    'careless-submit'
+    >>> p = Profile("even", "demo", 0.0, {w: 1.0 for w in WHYS})
+    >>> round(p.rates["looping"], 4), p.dominant
+    (0.1429, None)
     """
 
     name: str
