@@ -91,6 +91,12 @@ class PresetSpec:
     a clean trial; ``usd_per_mtok`` the price of a million tokens; ``tok_per_s`` the speed;
     ``paper_benchmark`` the row of the paper's results table (``data/paper_table.csv``) the
     preset is named after (None for ``tiny``).
+
+    Examples
+    --------
+    >>> spec = PRESET_SPECS["tiny"]
+    >>> spec.n_train, spec.n_test, spec.categories
+    (16, 8, ('python', 'shell', 'math'))
     """
 
     name: str
@@ -172,6 +178,12 @@ class Suite:
     ``home[j, a]`` is True when area ``a`` is a home of failure mode ``WHYS[j]``;
     ``index`` maps a task id to its row. ``breadth`` and ``grown`` are the knobs it was
     built with (see the module docstring).
+
+    Examples
+    --------
+    >>> suite = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
+    >>> len(suite.tasks), suite.difficulty.shape, suite.index["tiny-000"]
+    (24, (24,), 0)
     """
 
     spec: PresetSpec
