@@ -72,6 +72,14 @@ class GradeResult:
     ``passed`` is True when every case passed; ``n_passed`` of ``n_total`` cases passed;
     ``error`` says why it did not pass (None when it did); ``seconds`` is the wall time of
     the test process. A timeout is a failure with ``n_passed`` 0.
+
+    Examples
+    --------
+    >>> result = grade("lcm", "def lcm(a, b):\\n    return a * b")
+    >>> result.passed, result.n_passed, result.n_total
+    (False, 3, 6)
+    >>> result.error
+    '3 of 6 hidden tests failed (wrong answer: 3)'
     """
 
     passed: bool
@@ -92,6 +100,12 @@ def load_tasks() -> pd.DataFrame:
         ``has_examples`` (bool: the statement comes with visible examples),
         ``n_examples`` and ``n_hidden`` (int: visible examples, hidden tests), sorted by
         ``task_id``.
+
+    Examples
+    --------
+    >>> tasks = load_tasks()
+    >>> len(tasks), tasks["split"].value_counts().to_dict()
+    (60, {'train': 40, 'test': 20})
     """
     rows = [
         {
@@ -117,6 +131,14 @@ def task(task_id: str) -> dict:
         ``task_id, split, category, difficulty, entry_point, signature, statement`` and
         ``examples`` (a list of ``{"call", "expected"}`` or ``{"call", "raises"}``); never
         the hidden tests or the reference solution.
+
+    Examples
+    --------
+    >>> public = task("lcm")
+    >>> public["signature"], public["examples"]
+    ('def lcm(a: int, b: int) -> int:', [{'call': 'lcm(4, 6)', 'expected': '12'}])
+    >>> "reference" in public
+    False
     """
     raw = _get(task_id)
     public = {"task_id": raw["id"], **{k: raw[k] for k in PUBLIC_FIELDS if k in raw}}
@@ -124,7 +146,17 @@ def task(task_id: str) -> dict:
 
 
 def reference(task_id: str) -> str:
-    """The reference solution of ``task_id`` (for checking the grader, never for agents)."""
+    """The reference solution of ``task_id`` (for checking the grader, never for agents).
+
+    Examples
+    --------
+    >>> print(reference("lcm"))
+    import math
+    <BLANKLINE>
+    def lcm(a, b):
+        return abs(a * b) // math.gcd(a, b) if a and b else 0
+    <BLANKLINE>
+    """
     return _get(task_id)["reference"]
 
 
@@ -156,6 +188,13 @@ def run_examples(task_id: str, code: str, *, timeout_s: float = 10) -> GradeResu
     ``error`` spells out the failing examples (call, what came back, what was expected),
     which is safe to show a model: the examples are part of the statement. A task without
     examples gives ``passed`` True with ``n_total`` 0.
+
+    Examples
+    --------
+    >>> run_examples("lcm", reference("lcm")).passed
+    True
+    >>> run_examples("lcm", "def lcm(a, b):\\n    return a * b").error
+    'lcm(4, 6) returned 24; expected 12'
     """
     raw = _get(task_id)
     cases = raw["examples"]
