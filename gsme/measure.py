@@ -62,6 +62,19 @@ def measure(run: Run, candidates, *, split: str = "train", executor=None, progre
         ``split="test"``, or the run is sealed.
     RunError
         The run is read-only, its agent cannot score, or a candidate is unknown.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> trials = measure(run, "baseline", progress=False)
+    >>> len(trials), trials["split"].unique().tolist()
+    (49, ['train'])
+    >>> measure(run, "baseline", split="test")
+    Traceback (most recent call last):
+    ...
+    gsme.run.SealedError: the test split is sealed: it is scored only by measure.finalize(run)
+    >>> run.close()
     """
     if split == "test":
         raise SealedError("the test split is sealed: it is scored only by measure.finalize(run)")
@@ -92,6 +105,15 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
     RunError
         The run's agent cannot score, a candidate is unknown, or scoring did not settle
         within :data:`MAX_SCORING_PASSES` passes.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> settle(run, ["baseline"], split="train", label="baseline", round=0, progress=False)
+    >>> len(run.trials(split="train"))
+    49
+    >>> run.close()
     """
     sink = run.trial_sink()
     candidates = run.candidates()
@@ -144,6 +166,18 @@ def finalize(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
     ------
     RunError
         The run is read-only and not sealed yet.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> finalize(run, progress=False)[["candidate", "role", "split", "n_tasks"]]
+      candidate      role split  n_tasks
+    0  baseline  baseline  test        8
+    1     c0001  selected  test        8
+    >>> run.sealed
+    True
+    >>> run.close()
     """
     done = run.sealed_result
     if done is not None:
