@@ -56,6 +56,15 @@ def read_tasks(path: str | os.PathLike) -> pd.DataFrame:
     ------
     RunError
         The file is missing, empty or not CSV (the message names the path).
+
+    Examples
+    --------
+    >>> pd.DataFrame({"task_id": ["t1", "t2"], "split": ["train", "test"],
+    ...               "hard": [True, False]}).to_csv("tasks.csv", index=False)
+    >>> read_tasks("tasks.csv")
+      task_id  split   hard
+    0      t1  train   True
+    1      t2   test  False
     """
     try:
         return pd.read_csv(path, dtype={"task_id": str, "split": str})
@@ -86,6 +95,19 @@ def grown_tasks(run: Run, tasks: pd.DataFrame) -> pd.DataFrame:
     RunError
         Names the missing or unknown column, the repeated id, or the row (1-based, as in the
         file) and column at fault.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> len(grown_tasks(run, run.tasks()))
+    0
+    >>> extra = run.tasks().head(1).assign(task_id="tiny-999", split="train")
+    >>> grown_tasks(run, pd.concat([run.tasks(), extra]))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gsme.run.RunError: tasks row 25: 'tiny-999' is not a task of the run's agent ...
+    >>> run.close()
     """
     if not isinstance(tasks, pd.DataFrame):
         raise RunError(f"tasks must be a DataFrame, got {type(tasks).__name__}")
@@ -171,6 +193,17 @@ def regate(run: Run) -> pd.DataFrame:
         (``candidate, parent, split, n_tasks, ..., delta_pp, z, p_value, decision, ...``)
         with ``config=run.config.gate``, then ``decision_before`` (the decision the run
         recorded) and ``changed`` (``decision != decision_before``).
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> regate(run)[["candidate", "decision", "decision_before", "changed"]]
+      candidate      decision decision_before  changed
+    0     c0001  inconclusive    inconclusive    False
+    1     c0002  inconclusive    inconclusive    False
+    2     c0003  inconclusive    inconclusive    False
+    >>> run.close()
     """
     recorded = run.decisions()
     if recorded.empty:
