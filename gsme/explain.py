@@ -219,6 +219,18 @@ def elite_names(elites: pd.DataFrame, *, why_levels) -> pd.DataFrame:
     DataFrame
         Index ``where`` (the levers), columns ``why`` (``why_levels``); each cell its
         elite's candidate id, None when empty (the shape of :func:`gsme.archive.occupancy`).
+
+    Examples
+    --------
+    >>> from gsme import evolve, sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> _ = evolve.evolve(run, rounds=2, progress=False)
+    >>> table = elite_names(run.archive(), why_levels=why_levels(run))
+    >>> table.loc["runtime", ["careless-submit", "context-overflow"]].tolist()
+    ['c0001', 'c0006']
+    >>> run.close()
     """
     schema.validate(elites, "archive")
     table = pd.DataFrame(None, index=pd.Index(schema.LEVERS, name="where"),
@@ -230,7 +242,16 @@ def elite_names(elites: pd.DataFrame, *, why_levels) -> pd.DataFrame:
 
 def selected(run) -> str:
     """The harness the run reports: the sealed one once sealed, else the one its keep
-    policy would seal now (:func:`gsme.policy.reported`)."""
+    policy would seal now (:func:`gsme.policy.reported`).
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, policy="greedy")
+    >>> selected(run)
+    'c0001'
+    >>> run.close()
+    """
     sealed = run.sealed_result
     if sealed is not None:
         return str(sealed.loc[sealed["role"] == "selected", "candidate"].iloc[0])
@@ -240,7 +261,16 @@ def selected(run) -> str:
 
 def why_levels(run) -> list[str]:
     """Every why of the run: its vocabulary's labels in order, then any other the archive
-    or the candidates use."""
+    or the candidates use.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> why_levels(run)[:3]
+    ['thinking-runaway', 'premature-finalization', 'careless-submit']
+    >>> run.close()
+    """
     found = pd.concat([run.candidates()["why"], run.archive()["why"]]).dropna()
     labels = list(run.vocabulary.labels)
     return labels + sorted(set(found) - set(labels))
@@ -257,6 +287,15 @@ def transcripts(run) -> pd.DataFrame:
         One row per transcript, sorted by ``split, candidate, task_id, repeat, attempt``:
         ``candidate, task_id, split, repeat, attempt, passed, infra_ok, pathology,
         trajectory`` (its reference) and ``text``.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> texts = transcripts(run)
+    >>> len(texts), texts["text"].iloc[0].splitlines()[0]
+    (299, 'task: Small shell task: fix the failing step')
+    >>> run.close()
     """
     trials = run.trials()
     own = trials[trials["trajectory"].notna() & trials["borrowed_from"].isna()]
