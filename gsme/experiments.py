@@ -221,6 +221,15 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=None, designs=("f
         ``trials_borrowed``; ``child_trials`` (trials run in the evolution rounds: the
         children's, and the extra repeats of their parents an adaptive gate asks for);
         ``run_dir``.
+
+    Examples
+    --------
+    >>> table = compare_policies("tiny", seeds=[0], policies=["gated", "greedy"], rounds=1,
+    ...                          progress=False)
+    >>> table[["policy", "seed", "selected", "kept"]]
+       policy  seed  selected  kept
+    0   gated     0  baseline     0
+    1  greedy     0     c0001     1
     """
     root = _root(root, "compare_policies")
     policies = POLICIES.names() if policies is None else policies
@@ -396,6 +405,13 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
         ``matched`` (``winner_why`` equals the dominant pathology), ``winner_delta_pp,
         winner_z`` (measured against its parent), ``winner_true_delta_pp`` and
         ``true_train_delta_pp`` (selected harness vs baseline, ground truth).
+
+    Examples
+    --------
+    >>> table = pathology_matching("tiny", profiles=["qwen-runaway"], rounds=1, progress=False)
+    >>> table[["profile", "dominant_pathology", "winner", "matched"]]
+            profile dominant_pathology winner  matched
+    0  qwen-runaway   thinking-runaway   None    False
     """
     root = _root(root, "pathology_matching")
     grid = [(p, int(s)) for p in profiles for s in seeds]
