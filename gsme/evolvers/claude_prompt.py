@@ -37,6 +37,16 @@ def load_prompt(name: str, **values) -> str:
     ------
     KeyError
         A placeholder of the text has no value in ``values``.
+
+    Examples
+    --------
+    >>> text = load_prompt("diagnose", digests="<failure/>", n_shown=1, n_total=3)
+    >>> "<failure/>" in text, "$digests" in text
+    (True, False)
+    >>> load_prompt("diagnose")
+    Traceback (most recent call last):
+    ...
+    KeyError: 'n_shown'
     """
     text = (resources.files("gsme") / "prompts" / f"{name}.txt").read_text(encoding="utf-8")
     return Template(text).substitute(values)
@@ -55,6 +65,19 @@ def train_failures(failures: pd.DataFrame) -> pd.DataFrame:
         ``failures`` is not a DataFrame.
     ValueError
         A column of ``candidate, task_id, repeat, transcript`` is missing.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> failures = pd.DataFrame({"candidate": "baseline", "task_id": ["t2", "t1", "t3"],
+    ...                          "repeat": 0, "transcript": ["...", "submit()", "..."],
+    ...                          "split": ["train", "train", "test"],
+    ...                          "category": ["math", "shell", "math"], "pathology": "looping"})
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     shown = train_failures(failures)
+    >>> shown["task_id"].tolist(), "pathology" in shown.columns
+    (['t1', 't2'], False)
     """
     if not isinstance(failures, pd.DataFrame):
         raise TypeError(f"failures must be a pandas DataFrame, got {type(failures).__name__}")
@@ -82,6 +105,12 @@ def sample_failures(failures: pd.DataFrame, *, max_failures: int, seed: int) -> 
     """At most ``max_failures`` rows of ``failures``, drawn without replacement from ``seed``.
 
     The sample keeps the input's row order, so equal inputs and seeds give equal prompts.
+
+    Examples
+    --------
+    >>> failures = pd.DataFrame({"task_id": ["a", "b", "c", "d"], "repeat": 0})
+    >>> sample_failures(failures, max_failures=2, seed=0)["task_id"].tolist()
+    ['c', 'd']
     """
     if len(failures) <= max_failures:
         return failures
@@ -109,12 +138,33 @@ def digest(transcript, *, max_chars: int) -> str:
 
 
 def features(row: pd.Series) -> dict:
-    """The task feature columns of one failures row (everything but trial bookkeeping)."""
+    """The task feature columns of one failures row (everything but trial bookkeeping).
+
+    Examples
+    --------
+    >>> row = pd.Series({"candidate": "baseline", "task_id": "t1", "repeat": 0,
+    ...                  "transcript": "submit()", "category": "shell"})
+    >>> features(row)
+    {'category': 'shell'}
+    """
     return {name: _scalar(row[name]) for name in task_features(row.index)}
 
 
 def failure_digests(failures: pd.DataFrame, *, digest_tokens: int) -> str:
-    """One block per failure: its task_id, repeat and features, then its transcript digest."""
+    """One block per failure: its task_id, repeat and features, then its transcript digest.
+
+    Examples
+    --------
+    >>> failures = pd.DataFrame({"candidate": "baseline", "task_id": ["t1"], "repeat": [0],
+    ...                          "transcript": ["submit()"], "category": ["shell"]})
+    >>> print(failure_digests(failures, digest_tokens=5))
+    <failure task_id="t1" repeat="0">
+    features: category='shell'
+    <transcript>
+    submit()
+    </transcript>
+    </failure>
+    """
     blocks = []
     for _, row in failures.iterrows():
         feats = ", ".join(f"{k}={v!r}" for k, v in features(row).items()) or "(none)"
@@ -131,6 +181,19 @@ def system_blocks(vocabulary, files: dict[str, str] | None) -> list[dict]:
 
     The last block carries ``cache_control`` so the tools and all of the system prompt
     are cached and shared by the diagnose and propose calls of a round.
+
+    Examples
+    --------
+    >>> from gsme.vocabulary import Vocabulary
+    >>> blocks = system_blocks(Vocabulary.default(), {"AGENTS.md": "Be careful."})
+    >>> len(blocks), blocks[-1]["cache_control"]
+    (2, {'type': 'ephemeral'})
+    >>> print(blocks[-1]["text"])
+    The current harness, file by file:
+    <BLANKLINE>
+    <file path="AGENTS.md">
+    Be careful.
+    </file>
     """
     rules = load_prompt("evolver_system", levers=", ".join(LEVERS),
                         vocabulary=vocabulary_text(vocabulary))
@@ -144,13 +207,31 @@ def system_blocks(vocabulary, files: dict[str, str] | None) -> list[dict]:
 
 
 def vocabulary_text(vocabulary) -> str:
-    """One ``- label: definition`` line per why label."""
+    """One ``- label: definition`` line per why label.
+
+    Examples
+    --------
+    >>> from gsme.vocabulary import Vocabulary
+    >>> vocabulary_text(Vocabulary.default()).splitlines()[0].split(":")[0]
+    '- thinking-runaway'
+    """
     frame = vocabulary.to_frame()
     return "\n".join(f"- {r.label}: {r.definition}" for r in frame.itertuples()) or "(empty)"
 
 
 def archive_text(archive: pd.DataFrame) -> str:
-    """The occupied cells with their elite, train rate, delta_pp and z."""
+    """The occupied cells with their elite, train rate, delta_pp and z.
+
+    Examples
+    --------
+    >>> print(archive_text(pd.DataFrame({"where": ["knowledge"], "why": ["looping"],
+    ...                                  "candidate": ["c1"], "rate": [0.55], "delta_pp": [12.5],
+    ...                                  "z": [2.1], "round": [1]})))
+        where     why candidate  rate  delta_pp   z  round
+    knowledge looping        c1  0.55      12.5 2.1      1
+    >>> archive_text(None)
+    '(empty: no cell holds a credited elite yet)'
+    """
     if archive is None or len(archive) == 0:
         return "(empty: no cell holds a credited elite yet)"
     cols = ["where", "why", "candidate", "rate", "delta_pp", "z", "round"]
@@ -161,7 +242,20 @@ def archive_text(archive: pd.DataFrame) -> str:
 
 
 def lineage_text(patches: list[Patch]) -> str:
-    """The patches applied to the parent harness: where, why, mechanism, beacon, env_gate."""
+    """The patches applied to the parent harness: where, why, mechanism, beacon, env_gate.
+
+    Examples
+    --------
+    >>> from gsme.patches import FileChange
+    >>> p = Patch(id="verify", where="prompt", why="careless-submit", mechanism="submit-verify",
+    ...           beacon="verify", env_gate="has_tests",
+    ...           changes=(FileChange("prompt/verify.md", "Run the tests first.\\n"),))
+    >>> print(lineage_text([p]))
+     where             why     mechanism beacon  env_gate
+    prompt careless-submit submit-verify verify has_tests
+    >>> lineage_text([])
+    '(none: this is the seed harness)'
+    """
     if not patches:
         return "(none: this is the seed harness)"
     rows = [{"where": p.where, "why": p.why, "mechanism": p.mechanism, "beacon": p.beacon,
@@ -173,7 +267,18 @@ HISTORY_COLUMNS = ["mechanism", "where", "why", "decision", "delta_pp"]
 
 
 def history_text(history: pd.DataFrame | None) -> str:
-    """Mechanisms tried before with the gates' decision (``HISTORY_COLUMNS``)."""
+    """Mechanisms tried before with the gates' decision (``HISTORY_COLUMNS``).
+
+    Examples
+    --------
+    >>> print(history_text(pd.DataFrame({"mechanism": ["loop-breaker"], "where": ["config"],
+    ...                                  "why": ["looping"], "decision": ["keep"],
+    ...                                  "delta_pp": [8.0]})))
+       mechanism  where     why decision  delta_pp
+    loop-breaker config looping     keep         8
+    >>> history_text(None)
+    '(none recorded)'
+    """
     if history is None or len(history) == 0:
         return "(none recorded)"
     if not isinstance(history, pd.DataFrame):
@@ -188,7 +293,17 @@ def history_text(history: pd.DataFrame | None) -> str:
 
 
 def diagnoses_text(diagnoses: pd.DataFrame, task_features: dict[str, dict]) -> str:
-    """The diagnoses, one block per task, with the task's features where known."""
+    """The diagnoses, one block per task, with the task's features where known.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"task_id": ["t1"], "repeat": [0], "where": ["knowledge"],
+    ...                   "why": ["careless-submit"], "confidence": [0.8],
+    ...                   "evidence": ["submit() without tests"]})
+    >>> print(diagnoses_text(d, {"t1": {"category": "shell"}}))
+    task_id t1 (features: category='shell')
+      repeat=0 where=knowledge why=careless-submit confidence=0.80 evidence: 'submit() without tests'
+    """
     if len(diagnoses) == 0:
         return "(none)"
     blocks = []
