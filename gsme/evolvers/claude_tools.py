@@ -129,7 +129,22 @@ TOOLS = [
 
 
 class InvalidItem(ValueError):
-    """One item of an answer broke a rule; the message says which and why."""
+    """One item of an answer broke a rule; the message says which and why.
+
+    Examples
+    --------
+    ``accept`` raises it to refuse an item that passed its schema (see :func:`read_answer`):
+
+    >>> def accept(item):
+    ...     if item["task_id"] != "t1":
+    ...         raise InvalidItem(f"task_id {item['task_id']!r} is not a failure shown")
+    ...     return item
+    >>> try:
+    ...     accept({"task_id": "t9"})
+    ... except InvalidItem as err:
+    ...     print(err)
+    task_id 't9' is not a failure shown
+    """
 
 
 def read_answer(response, tool: str, accept: Callable[[dict], object], kept: list, *,
@@ -147,6 +162,26 @@ def read_answer(response, tool: str, accept: Callable[[dict], object], kept: lis
         What is wrong with the answer as a whole (cut off, no call, a wrong tool).
     rejected : list of (label, reason, item)
         Every invalid item, labelled like ``patches[2]``.
+
+    Examples
+    --------
+    A response built locally (no request is sent), with one valid and one invalid item:
+
+    >>> from anthropic.types import Message
+    >>> item = {"task_id": "t1", "repeat": 0, "where": "prompt", "why": "careless-submit",
+    ...         "evidence": "submit()", "confidence": 0.8}
+    >>> response = Message.model_validate({
+    ...     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+    ...     "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1},
+    ...     "content": [{"type": "tool_use", "id": "toolu_1", "name": DIAGNOSE_TOOL,
+    ...                  "input": {"diagnoses": [item, dict(item, confidence=2)]}}]})
+    >>> kept = []
+    >>> problems, rejected = read_answer(response, DIAGNOSE_TOOL, lambda i: i["task_id"], kept,
+    ...                                  max_tokens=1000)
+    >>> problems, kept
+    ([], ['t1'])
+    >>> [(label, reason) for label, reason, _ in rejected]
+    [('diagnoses[1]', 'diagnoses[1].confidence: 2 is above the maximum 1')]
     """
     if response.stop_reason in _CUT_OFF:
         return [(f"the answer was cut off (stop_reason {response.stop_reason!r}, "
@@ -185,6 +220,23 @@ def feedback(response, tool: str, problems: list[str], reasons: list[str], *,
     reasons (a text turn when there is none). After answer-level ``problems`` the model
     is asked for its full answer again; otherwise for corrected rejected items only. The
     echo is made sendable: a lone surrogate in the answer (refused as an item) becomes ``?``.
+
+    Examples
+    --------
+    >>> from anthropic.types import Message
+    >>> response = Message.model_validate({
+    ...     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+    ...     "stop_reason": "tool_use", "usage": {"input_tokens": 1, "output_tokens": 1},
+    ...     "content": [{"type": "tool_use", "id": "toolu_1", "name": DIAGNOSE_TOOL,
+    ...                  "input": {"diagnoses": []}}]})
+    >>> turns = feedback(response, DIAGNOSE_TOOL, [], ["diagnoses[1]: confidence above 1"],
+    ...                  n_kept=1)
+    >>> [t["role"] for t in turns], turns[1]["content"][0]["tool_use_id"]
+    (['assistant', 'user'], 'toolu_1')
+    >>> print(turns[1]["content"][0]["content"])
+    Not accepted. 1 item(s) passed and are kept. Problems:
+    - diagnoses[1]: confidence above 1
+    Call report_diagnoses again with corrected versions of the rejected items only (an empty list withdraws them).
     """
     ask = (f"Call {tool} again with your full answer." if problems else
            f"Call {tool} again with corrected versions of the rejected items only "
@@ -216,6 +268,16 @@ def payload_items(tool: str, payload) -> list:
     ------
     ValueError
         ``payload`` is not an object holding exactly the tool's list key.
+
+    Examples
+    --------
+    >>> payload_items(DIAGNOSE_TOOL, {"diagnoses": [{"task_id": "t1"}]})
+    [{'task_id': 't1'}]
+    >>> try:
+    ...     payload_items(DIAGNOSE_TOOL, {"patches": []})
+    ... except ValueError as err:
+    ...     print(err)
+    report_diagnoses input must be an object with one key 'diagnoses' holding a list; got ['patches']
     """
     key = _PAYLOAD_KEY[tool]
     if not isinstance(payload, dict) or set(payload) != {key} or not isinstance(
