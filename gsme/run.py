@@ -56,15 +56,46 @@ MARKED = ("round_started", "candidates_committed", "round_done", "budget_reached
 
 
 class RunError(RuntimeError):
-    """The run directory or the request is not usable; the message says what to do."""
+    """The run directory or the request is not usable; the message says what to do.
+
+    Examples
+    --------
+    >>> Run.open("nowhere")
+    Traceback (most recent call last):
+    ...
+    gsme.run.RunError: nowhere is not a gsme run directory (no ledger.sqlite and harness/)
+    """
 
 
 class RunLockedError(RunError):
-    """Another process is writing to this run directory."""
+    """Another process is writing to this run directory.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> Run.open("run")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gsme.run.RunLockedError: run is in use by pid ...
+    >>> run.close()
+    """
 
 
 class SealedError(RunError):
-    """The run is sealed: its test split was scored, so nothing more may be added or scored."""
+    """The run is sealed: its test split was scored, so nothing more may be added or scored.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> from gsme.measure import measure
+    >>> run = simulated_run("tiny", rounds=1)
+    >>> measure(run, "baseline")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gsme.run.SealedError: run ... is sealed; start a new run to evolve further
+    >>> run.close()
+    """
 
 
 class Run:
@@ -79,6 +110,17 @@ class Run:
     schedule : Schedule or None
         How long ``gsme run``/``resume`` evolve it (None for a run built in Python).
     read_only : bool
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> run.rounds_done(), run.sealed, len(run.tasks())
+    (0, False, 24)
+    >>> run.close()
+    >>> with Run.open("run", read_only=True) as again:
+    ...     print(again.read_only, again.agent.name)
+    True simulated:tiny/qwen-careless
     """
 
     LEDGER = "ledger.sqlite"
@@ -700,6 +742,14 @@ def verify(path) -> list[str]:
     ------
     RunError
         Not a run directory, or one damaged past reading.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1)
+    >>> run.close()
+    >>> verify(run.path)
+    []
     """
     path = Path(path)
     if not (path / Run.LEDGER).is_file() or not (path / Run.REPO).is_dir():
@@ -717,7 +767,15 @@ def verify(path) -> list[str]:
 
 
 def test_commitment(tasks: pd.DataFrame) -> str:
-    """SHA-256 over the sorted test task ids: the commitment recorded when a run is created."""
+    """SHA-256 over the sorted test task ids: the commitment recorded when a run is created.
+
+    Examples
+    --------
+    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "split": ["test", "train", "test"]})
+    >>> digest = test_commitment(tasks)
+    >>> len(digest), digest == test_commitment(tasks.iloc[::-1])
+    (64, True)
+    """
     ids = sorted(tasks.loc[tasks["split"] == "test", "task_id"].astype(str))
     return hashlib.sha256("\n".join(ids).encode()).hexdigest()
 
