@@ -67,7 +67,15 @@ _KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
 
 
 class LedgerError(RuntimeError):
-    """The ledger file is missing, empty, damaged or not a gsme ledger."""
+    """The ledger file is missing, empty, damaged or not a gsme ledger.
+
+    Examples
+    --------
+    >>> Ledger(Path("missing.sqlite"), read_only=True)
+    Traceback (most recent call last):
+    ...
+    gsme.ledger.LedgerError: missing.sqlite is missing or empty: not a usable run ledger
+    """
 
 
 class Ledger:
@@ -75,6 +83,18 @@ class Ledger:
 
     ``read_only`` opens an existing ledger without ever writing to it (a read-only or
     archived run directory works too); ``create`` makes the schema in a new file.
+
+    Examples
+    --------
+    >>> ledger = Ledger(Path("ledger.sqlite"), create=True)
+    >>> ledger.put("note", {"a": 1})
+    >>> ledger.get("note")
+    {'a': 1}
+    >>> ledger.event("hello", round=0, x=1)
+    >>> ledger.events()[["kind", "round", "payload"]]
+        kind  round   payload
+    0  hello      0  {'x': 1}
+    >>> ledger.close()
     """
 
     def __init__(self, path: Path, *, create: bool = False, read_only: bool = False):
