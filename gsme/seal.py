@@ -64,7 +64,26 @@ def problems(ledger: Ledger, repo: HarnessRepo) -> list[str]:
 
 def tag(ledger: Ledger, repo: HarnessRepo, candidate: str) -> None:
     """Write the seal tag on ``candidate`` for the ledger as it stands (the chain's head,
-    the test trials' digest); an existing tag is kept."""
+    the test trials' digest); an existing tag is kept.
+
+    Examples
+    --------
+    >>> import git
+    >>> from gsme.experiments import simulated_run
+    >>> from gsme.gitrepo import SEAL_TAG
+    >>> run = simulated_run("tiny", rounds=1)
+    >>> run.close()
+    >>> ledger = Ledger(run.path / "ledger.sqlite")
+    >>> repo = HarnessRepo.open(run.path / "harness")
+    >>> sealed = repo.seal()["candidate"]
+    >>> git.Repo(run.path / "harness").delete_tag(SEAL_TAG)
+    >>> problems(ledger, repo)
+    ['the run is sealed but its repository has no seal tag']
+    >>> tag(ledger, repo, sealed)
+    >>> problems(ledger, repo)
+    []
+    >>> ledger.close()
+    """
     head = ledger.chain()[-1][6]
     repo.tag_seal(candidate, {"candidate": candidate, "chain_head": head,
                               "test_trials": ledger.digest("test")})
