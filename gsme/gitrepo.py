@@ -84,7 +84,15 @@ _SAFE_CONFIG = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false",
 
 
 class RepoError(ValueError):
-    """A repository that is not a gsme repository, or an unknown or clashing candidate."""
+    """A repository that is not a gsme repository, or an unknown or clashing candidate.
+
+    Examples
+    --------
+    >>> HarnessRepo.open(".")
+    Traceback (most recent call last):
+    ...
+    gsme.gitrepo.RepoError: path . is not a git repository
+    """
 
 
 class HarnessRepo:
