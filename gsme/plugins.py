@@ -37,12 +37,24 @@ EVOLVERS = MappingProxyType({
 
 
 def build_agent(spec: Mapping):
-    """A task agent from its spec (``kind`` plus constructor arguments)."""
+    """A task agent from its spec (``kind`` plus constructor arguments).
+
+    Examples
+    --------
+    >>> build_agent({"kind": "sim", "preset": "tiny"}).name
+    'simulated:tiny/qwen-careless'
+    """
     return _build("agent", AGENTS, spec)
 
 
 def build_evolver(spec: Mapping):
-    """An evolver from its spec (``kind`` plus constructor arguments)."""
+    """An evolver from its spec (``kind`` plus constructor arguments).
+
+    Examples
+    --------
+    >>> type(build_evolver({"kind": "rule", "seed": 0})).__name__
+    'RuleEvolver'
+    """
     return _build("evolver", EVOLVERS, spec)
 
 
