@@ -28,7 +28,17 @@ EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``gsme`` command line; return its exit code."""
+    """Run the ``gsme`` command line; return its exit code.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1)
+    >>> run.close()
+    >>> main(["verify", str(run.path)])
+    ok
+    0
+    """
     from gsme import __version__
 
     parser = _parser(__version__)
