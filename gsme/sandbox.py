@@ -86,6 +86,17 @@ class Sandbox:
         Folders replaced by empty ones, beside those hidden always.
     network : bool
         Share the machine's network; False gives an empty network namespace.
+
+    Examples
+    --------
+    >>> import subprocess
+    >>> Path("secret").mkdir()
+    >>> _ = Path("secret/key.txt").write_text("k")
+    >>> box = Sandbox(".", hidden=["secret"], network=False)
+    >>> subprocess.run(box.wrap(["ls", "secret"]), capture_output=True, text=True).stdout
+    ''
+    >>> subprocess.run(box.wrap(["touch", "new.txt"]), capture_output=True).returncode
+    1
     """
 
     workdir: Path
@@ -175,6 +186,11 @@ def unavailable() -> str | None:
 
     Probed once per process: ``bwrap`` must be on ``PATH`` and start a sandbox with every
     namespace :class:`Sandbox` uses.
+
+    Examples
+    --------
+    >>> unavailable() is None  # bwrap is on PATH and can start a sandbox here
+    True
     """
     return _probe()[1]
 
