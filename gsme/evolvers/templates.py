@@ -29,6 +29,12 @@ class Template:
     config key of ``config/agent.toml`` to its new value (a string: ``x16`` multiplies the
     current number, ``/2`` halves it but never below 1, anything else replaces it; a key
     absent from the file is added, except under a relative rule, which then does not apply).
+
+    Examples
+    --------
+    >>> cut = TEMPLATES["looping"][1]
+    >>> cut.mechanism, cut.where, dict(cut.config)
+    ('turn-limit-cut', 'config', {'turn_limit': '/2'})
     """
 
     mechanism: str
@@ -112,7 +118,15 @@ FALLBACK: tuple[Template, ...] = (
 
 
 def templates_for(why: str) -> tuple[Template, ...]:
-    """The templates for failure mode ``why`` (:data:`FALLBACK` for an unknown one)."""
+    """The templates for failure mode ``why`` (:data:`FALLBACK` for an unknown one).
+
+    Examples
+    --------
+    >>> [t.mechanism for t in templates_for("looping")]
+    ['loop-breaker', 'turn-limit-cut', 'repeat-warning', 'emphatic-instructions']
+    >>> templates_for("a-new-label") == FALLBACK
+    True
+    """
     return TEMPLATES.get(why, FALLBACK)
 
 
@@ -122,6 +136,16 @@ def changes(template: Template, files: Mapping[str, str], *, beacon: str,
 
     Returns an empty tuple when the template cannot change this harness (e.g. a config
     value already at its target).
+
+    Examples
+    --------
+    >>> cut = TEMPLATES["looping"][1]
+    >>> changes(cut, {"config/agent.toml": "turn_limit = 40\n"}, beacon="cut", why="looping",
+    ...         tasks=())
+    (FileChange(path='config/agent.toml', new='turn_limit = 20', old='turn_limit = 40'),)
+    >>> changes(cut, {"config/agent.toml": "turn_limit = 1\n"}, beacon="cut", why="looping",
+    ...         tasks=())
+    ()
     """
     slug = template.mechanism.replace("-", "_")
     if template.where == "runtime":
