@@ -140,10 +140,10 @@ def changes(template: Template, files: Mapping[str, str], *, beacon: str,
     Examples
     --------
     >>> cut = TEMPLATES["looping"][1]
-    >>> changes(cut, {"config/agent.toml": "turn_limit = 40\n"}, beacon="cut", why="looping",
+    >>> changes(cut, {"config/agent.toml": "turn_limit = 40\\n"}, beacon="cut", why="looping",
     ...         tasks=())
     (FileChange(path='config/agent.toml', new='turn_limit = 20', old='turn_limit = 40'),)
-    >>> changes(cut, {"config/agent.toml": "turn_limit = 1\n"}, beacon="cut", why="looping",
+    >>> changes(cut, {"config/agent.toml": "turn_limit = 1\\n"}, beacon="cut", why="looping",
     ...         tasks=())
     ()
     """
