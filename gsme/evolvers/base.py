@@ -27,6 +27,26 @@ class Evolver(abc.ABC):
     ground-truth pathology label. ``harness`` is the parent's committed harness as a
     mapping of paths to text (read from git, never from a working tree). ``log``, when
     given, receives one record per model call, as it happens.
+
+    Examples
+    --------
+    A minimal evolver that blames every failure on careless submits and proposes nothing:
+
+    >>> class Blame(Evolver):
+    ...     name = "blame"
+    ...     def diagnose(self, failures, *, harness=None, vocabulary=None, log=None):
+    ...         return failures[["candidate", "task_id", "repeat"]].assign(
+    ...             where="prompt", why="careless-submit", evidence="", confidence=0.5)
+    ...     def propose(self, diagnoses, *, harness, archive=None, vocabulary=None, n,
+    ...                 history=None, log=None):
+    ...         return []
+    >>> failures = pd.DataFrame({"candidate": "baseline", "task_id": ["t1"], "repeat": [0],
+    ...                          "transcript": ["submit()"]})
+    >>> Blame().diagnose(failures)[["task_id", "why"]]
+      task_id              why
+    0      t1  careless-submit
+    >>> Blame().secrets()
+    {}
     """
 
     name: str = "evolver"
