@@ -69,7 +69,27 @@ ADDED_BY = "claude-evolver"
 
 
 class ClaudeEvolverError(RuntimeError):
-    """A call that can never succeed as configured (authentication or permission denied)."""
+    """A call that can never succeed as configured (authentication or permission denied).
+
+    Examples
+    --------
+    A fake client stands in for the API (nothing is sent) and refuses the key:
+
+    >>> from types import SimpleNamespace
+    >>> import httpx2  # the HTTP package of the anthropic SDK
+    >>> def refuse(**params):
+    ...     request = httpx2.Request("POST", "https://api.anthropic.com/v1/messages")
+    ...     raise anthropic.AuthenticationError("invalid x-api-key", body=None,
+    ...                                         response=httpx2.Response(401, request=request))
+    >>> evolver = ClaudeEvolver(client=SimpleNamespace(messages=SimpleNamespace(create=refuse)))
+    >>> failures = pd.DataFrame({"candidate": "baseline", "task_id": ["t1"], "repeat": [0],
+    ...                          "transcript": ["submit()"], "category": ["shell"]})
+    >>> try:
+    ...     evolver.diagnose(failures)
+    ... except ClaudeEvolverError as err:
+    ...     print(err)
+    AuthenticationError (HTTP 401): invalid x-api-key
+    """
 
 
 class ClaudeEvolver(Evolver):
@@ -116,6 +136,34 @@ class ClaudeEvolver(Evolver):
     vocabulary : Vocabulary or None
         The why vocabulary :meth:`diagnose` uses when given none: the last one passed to
         :meth:`propose`, else :meth:`Vocabulary.default`.
+
+    Examples
+    --------
+    Made with a key, it sends nothing until asked; the key is reported for redaction:
+
+    >>> ClaudeEvolver(api_key="sk-ant-example").secrets()
+    {'ANTHROPIC_API_KEY': 'sk-ant-example'}
+
+    A fake client (here returning one locally built answer; no request is sent):
+
+    >>> from types import SimpleNamespace
+    >>> from anthropic.types import Message
+    >>> item = {"task_id": "t1", "repeat": 0, "where": "prompt", "why": "careless-submit",
+    ...         "evidence": "submit()", "confidence": 0.8}
+    >>> answer = Message.model_validate({
+    ...     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+    ...     "stop_reason": "tool_use", "usage": {"input_tokens": 900, "output_tokens": 60},
+    ...     "content": [{"type": "tool_use", "id": "toolu_1", "name": "report_diagnoses",
+    ...                  "input": {"diagnoses": [item]}}]})
+    >>> client = SimpleNamespace(messages=SimpleNamespace(create=lambda **params: answer))
+    >>> evolver = ClaudeEvolver(client=client)
+    >>> failures = pd.DataFrame({"candidate": "baseline", "task_id": ["t1"], "repeat": [0],
+    ...                          "transcript": ["submit()"], "category": ["shell"]})
+    >>> evolver.diagnose(failures)[["task_id", "where", "why", "confidence"]]
+      task_id   where              why  confidence
+    0      t1  prompt  careless-submit         0.8
+    >>> evolver.calls[0]["kind"], evolver.calls[0]["ok"], evolver.calls[0]["input_tokens"]
+    ('diagnose', True, 900)
     """
 
     name = "claude"
