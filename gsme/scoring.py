@@ -52,12 +52,39 @@ stops a run: the environment is broken, and re-running would only fail again."""
 
 
 class InfraError(RuntimeError):
-    """The agent's environment failed: its health check, or every trial of a batch."""
+    """The agent's environment failed: its health check, or every trial of a batch.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.measure import measure
+    >>> from gsme.run import Run
+    >>> agent = sim.preset("tiny")
+    >>> agent.health_check = lambda: False  # an environment that is down
+    >>> run = Run.create("run", agent=agent)
+    >>> measure(run, "baseline", progress=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    gsme.scoring.InfraError: the agent's health check failed 3 times before scoring; ...
+    >>> run.close()
+    """
 
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A candidate's committed harness: its files and which of them are executable."""
+    """A candidate's committed harness: its files and which of them are executable.
+
+    Examples
+    --------
+    >>> snap = Snapshot({"prompt/system.md": "Be brief.", "run.sh": "echo hi"},
+    ...                 executables=frozenset({"run.sh"}))
+    >>> folder = snap.write(Path("copy"))
+    >>> snap.intact(folder), len(snap.digest)
+    (True, 32)
+    >>> _ = (folder / "extra.txt").write_text("x")
+    >>> snap.intact(folder)
+    False
+    """
 
     files: Mapping[str, str]
     executables: frozenset[str] = frozenset()
@@ -138,14 +165,38 @@ def _holds(path: str, data: bytes) -> bool:
 
 @dataclass(frozen=True)
 class Plan:
-    """The trials a scoring pass runs, and the trial rows it borrows (ready to record)."""
+    """The trials a scoring pass runs, and the trial rows it borrows (ready to record).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> tasks = run.tasks()
+    >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
+    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> len(todo.specs), len(todo.borrowed)
+    (32, 0)
+    >>> run.close()
+    """
 
     specs: list[TrialSpec]
     borrowed: pd.DataFrame
 
 
 class Sink(Protocol):
-    """Where :func:`execute` puts what it learns (:meth:`gsme.run.Run.trial_sink`)."""
+    """Where :func:`execute` puts what it learns (:meth:`gsme.run.Run.trial_sink`).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> sink = run.trial_sink()
+    >>> callable(sink.record_trials), callable(sink.mark_infra_failed)
+    (True, True)
+    >>> run.close()
+    """
 
     def record_trials(self, rows: list[tuple[dict, str | None]]) -> None: ...
 
@@ -159,6 +210,16 @@ def wanted_slots(tasks: pd.DataFrame, candidates, *, split: str, k: int) -> pd.D
     -------
     DataFrame
         ``candidate, task_id, split, repeats``.
+
+    Examples
+    --------
+    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "split": ["train", "train", "test"]})
+    >>> wanted_slots(tasks, ["baseline", "c0001"], split="train", k=3)
+      candidate task_id  split  repeats
+    0  baseline      t1  train        3
+    1  baseline      t2  train        3
+    2     c0001      t1  train        3
+    3     c0001      t2  train        3
     """
     ids = tasks.loc[tasks["split"] == split, "task_id"].astype(object)
     grid = pd.MultiIndex.from_product([list(candidates), ids], names=["candidate", "task_id"])
@@ -178,6 +239,15 @@ def behaviour(candidates: pd.DataFrame, tasks: pd.DataFrame) -> pd.DataFrame:
     DataFrame
         ``candidate, task_id, acting``: one row per candidate and task; ``acting`` is the
         sorted, comma-separated ids of the mutations whose patches act (empty: none).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> behaviour(run.candidates(), run.tasks()).head(2).values.tolist()
+    [['baseline', 'tiny-000', ''], ['baseline', 'tiny-001', '']]
+    >>> run.close()
     """
     schema.validate(candidates, "candidates")
     names = candidates["candidate"].to_numpy(dtype=object)
@@ -254,6 +324,18 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
         attempt of each slot whose attempts all failed for infrastructure reasons and
         that may still be re-run; ``borrowed``: trials rows copied from an identically
         behaving candidate (``borrowed_from`` names the candidate that ran the trial).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> tasks = run.tasks()
+    >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
+    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo.specs[0]
+    TrialSpec(candidate='baseline', task_id='tiny-001', split='train', repeat=0, attempt=0, beacon=None)
+    >>> run.close()
     """
     schema.require(wanted, ["candidate", "task_id", "split", "repeats"], "wanted")
     want = _expand(wanted)
@@ -312,6 +394,21 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     -------
     int
         The number of trials run.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> tasks = run.tasks()
+    >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
+    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=run.trial_sink(),
+    ...         config=run.config, tasks=tasks, progress=False)
+    32
+    >>> len(run.trials(split="train"))
+    32
+    >>> run.close()
     """
     if not specs:
         return 0
@@ -577,7 +674,16 @@ class _Copies:
 
 def scratch() -> str | None:
     """Where trial copies go: ``GSME_SCRATCH``, else memory-backed ``/dev/shm`` when
-    writable (copies are made and checked often), else the system's temporary folder."""
+    writable (copies are made and checked often), else the system's temporary folder.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"GSME_SCRATCH": "scratch"}):
+    ...     print(scratch())
+    scratch
+    """
     chosen = os.environ.get("GSME_SCRATCH")
     if chosen:
         return chosen
