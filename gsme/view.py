@@ -43,7 +43,17 @@ _CHANGE_WORDS = {"fixed": "fixed (parent failed, child passed)",
 
 
 def write(run, path, *, split: str = "train") -> Path:
-    """Write :func:`render`'s page to ``path`` (UTF-8); return the path."""
+    """Write :func:`render`'s page to ``path`` (UTF-8); return the path.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1)
+    >>> page = write(run, "run.html")
+    >>> page.name, page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    ('run.html', True)
+    >>> run.close()
+    """
     path = Path(path)
     path.write_text(render(run, split=split), encoding="utf-8")
     return path
@@ -115,7 +125,18 @@ def render(run, *, split: str = "train") -> str:
 def patch_html(row) -> str:
     """One candidate's patch detail (a row of :func:`gsme.explain.patch_details`) as an
     HTML fragment: parent, where × why, env gate, beacon, activation, decision, rationale
-    and the diff."""
+    and the diff.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, policy="greedy")
+    >>> details = explain.patch_details(run, candidates=["c0001"])
+    >>> html = patch_html(next(details.itertuples()))
+    >>> html.startswith("<div class='gsme-patch' data-candidate='c0001'>")
+    True
+    >>> run.close()
+    """
     gate = {
         "parent": row.parent or "—", "kind": f"{row.kind}, round {row.round}",
         "where × why": f"{row.where or '—'} × {row.why or '—'}",
@@ -135,7 +156,14 @@ def patch_html(row) -> str:
 
 
 def diff_html(diff: str) -> str:
-    """A unified diff as a ``<pre class='gsme-diff'>``, added and removed lines marked."""
+    """A unified diff as a ``<pre class='gsme-diff'>``, added and removed lines marked.
+
+    Examples
+    --------
+    >>> html = diff_html("--- a/notes.md\\n+++ b/notes.md\\n-old\\n+new")
+    >>> html.startswith("<pre class='gsme-diff'"), html.count("class='gsme-add'")
+    (True, 1)
+    """
     lines = []
     for line in diff.splitlines():
         kind = ("file" if line.startswith(("diff --git", "+++ ", "--- ")) else
@@ -150,7 +178,19 @@ def diff_html(diff: str) -> str:
 
 def pair_html(row, *, parent: str, child: str, texts) -> str:
     """One row of :func:`gsme.explain.paired_trials` as the parent's and the child's
-    transcripts side by side; ``texts`` maps a transcript reference to its text."""
+    transcripts side by side; ``texts`` maps a transcript reference to its text.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, policy="greedy")
+    >>> pairs = explain.paired_trials(run.trials(), parent="baseline", child="c0001")
+    >>> html = pair_html(next(pairs.itertuples()), parent="baseline", child="c0001",
+    ...                  texts=run.transcript)
+    >>> html.count("task: ")
+    4
+    >>> run.close()
+    """
     cells = []
     for side, name in (("parent", parent), ("child", child)):
         passed, ref = getattr(row, f"passed_{side}"), getattr(row, f"trajectory_{side}")
