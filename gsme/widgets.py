@@ -101,6 +101,15 @@ class Explorer:
     figure: ``forest``, ``archive``, ``retention``, ``paired``; ``figures`` and ``axes`` by
     the same names), ``patch`` (HTML: the patch pane) and ``sides`` (HTML: the parent's and the
     child's transcripts side by side).
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, policy="greedy")
+    >>> panel = explore(run)
+    >>> type(panel).__name__, panel.candidate.value, sorted(panel.images)
+    ('Explorer', 'c0001', ['archive', 'forest', 'paired', 'retention'])
+    >>> run.close()
     """
 
     def __init__(self, run, *, split, width=10.0, max_tasks=20, dpi=100):
