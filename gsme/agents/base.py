@@ -76,6 +76,26 @@ class TaskAgent(abc.ABC):
     does the loop borrow a trial where a candidate's own patches do not act. An agent that
     loads the whole harness on every task leaves it False, and every patch counts as acting
     on every task.
+
+    Examples
+    --------
+    A toy agent whose one task passes when the harness's prompt asks for tests:
+
+    >>> class Toy(TaskAgent):
+    ...     name = "toy"
+    ...     def tasks(self):
+    ...         return pd.DataFrame({"task_id": ["t1"], "split": ["train"]})
+    ...     def run(self, harness_dir, task, *, repeat, attempt, run_seed):
+    ...         prompt = Path(harness_dir, "prompt", "system.md")
+    ...         passed = prompt.is_file() and "test" in prompt.read_text()
+    ...         return Trajectory(passed=passed, transcript="submit()")
+    >>> Path("h/prompt").mkdir(parents=True)
+    >>> _ = Path("h/prompt/system.md").write_text("Run the tests first.")
+    >>> agent = Toy()
+    >>> agent.run(Path("h"), agent.tasks().iloc[0], repeat=0, attempt=0, run_seed=0).passed
+    True
+    >>> agent.runs_many, agent.health_check(), agent.secrets()
+    (False, True, {})
     """
 
     simulated: bool = False
