@@ -50,6 +50,14 @@ class Step:
     ``code`` is the code extracted from ``text`` (None when there is none);
     ``check_examples(code)`` runs the task's visible examples in a separate process and
     returns ``(passed, feedback)``.
+
+    Examples
+    --------
+    >>> step = Step(text="def f(x): return x", code="def f(x): return x",
+    ...             stop_reason="end_turn", output_tokens=20, turn=0,
+    ...             check_examples=lambda code: (True, ""))
+    >>> step.turn, step.check_examples(step.code)
+    (0, (True, ''))
     """
 
     text: str
@@ -62,7 +70,16 @@ class Step:
 
 @dataclass(frozen=True)
 class Action:
-    """What an acting middleware does: send ``message`` and maybe turn thinking off."""
+    """What an acting middleware does: send ``message`` and maybe turn thinking off.
+
+    Examples
+    --------
+    >>> step = Step(text="thinking...", code=None, stop_reason="max_tokens", output_tokens=4096,
+    ...             turn=0, check_examples=lambda code: (True, ""))
+    >>> action = RunawayGuard().review(step, acted=0)
+    >>> action.thinking, action.message.startswith("You ran out of room")
+    (False, True)
+    """
 
     message: str
     thinking: bool = True
@@ -73,6 +90,16 @@ class Middleware(abc.ABC):
 
     Subclasses set ``name`` and ``DEFAULTS`` (every parameter with its default; a value
     given in the TOML file must have the default's type) and implement :meth:`review`.
+
+    Examples
+    --------
+    >>> SubmitVerify(beacon="verify", max_retries=3)
+    SubmitVerify(beacon='verify', params={'max_retries': 3})
+    >>> try:
+    ...     SubmitVerify(retries=3)
+    ... except ValueError as err:
+    ...     print(err)
+    middleware 'submit-verify': unknown params ['retries']; allowed: ['max_retries']
     """
 
     name: ClassVar[str]
@@ -113,7 +140,19 @@ class Middleware(abc.ABC):
 
 
 class SubmitVerify(Middleware):
-    """Run the visible examples before submitting; on failure ask for a fix."""
+    """Run the visible examples before submitting; on failure ask for a fix.
+
+    Examples
+    --------
+    >>> failing = lambda code: (False, "f(2) returned 2; expected 4")
+    >>> step = Step(text="", code="def f(x):\\n    return x", stop_reason="end_turn",
+    ...             output_tokens=20, turn=0, check_examples=failing)
+    >>> print(SubmitVerify().review(step, acted=0).message)
+    Before submitting, your function was run on the examples from the task and failed: f(2) returned 2; expected 4
+    Fix it and reply with the complete corrected function in one ```python code block.
+    >>> SubmitVerify().review(step, acted=2) is None  # max_retries reached
+    True
+    """
 
     name = "submit-verify"
     DEFAULTS: ClassVar[Mapping[str, int | bool]] = {"max_retries": 2}
@@ -132,7 +171,15 @@ class SubmitVerify(Middleware):
 
 
 class SyntaxRetry(Middleware):
-    """Ask again when the answer has no code block or its code does not parse."""
+    """Ask again when the answer has no code block or its code does not parse.
+
+    Examples
+    --------
+    >>> step = Step(text="", code="def f(x)\\n    return x", stop_reason="end_turn",
+    ...             output_tokens=20, turn=0, check_examples=lambda code: (True, ""))
+    >>> SyntaxRetry().review(step, acted=0).message.split(". Reply")[0]
+    "Your answer cannot be used: SyntaxError: expected ':' (line 1)"
+    """
 
     name = "syntax-retry"
     DEFAULTS: ClassVar[Mapping[str, int | bool]] = {"max_retries": 1}
@@ -151,7 +198,18 @@ class SyntaxRetry(Middleware):
 
 
 class RunawayGuard(Middleware):
-    """Recover from a reasoning runaway: an answer cut off or too long, with no code."""
+    """Recover from a reasoning runaway: an answer cut off or too long, with no code.
+
+    Examples
+    --------
+    >>> guard = RunawayGuard(max_output_tokens=1000, thinking_off=False)
+    >>> long = Step(text="Hmm...", code=None, stop_reason="end_turn", output_tokens=3000,
+    ...             turn=0, check_examples=lambda code: (True, ""))
+    >>> guard.review(long, acted=0).thinking
+    True
+    >>> guard.review(long, acted=1) is None
+    True
+    """
 
     name = "runaway-guard"
     DEFAULTS: ClassVar[Mapping[str, int | bool]] = {
