@@ -57,7 +57,13 @@ _FENCE = re.compile(r"```([\w+-]*)[ \t]*\n(.*?)```", re.DOTALL)
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The ``config/agent.toml`` lever: model settings and the turn limit."""
+    """The ``config/agent.toml`` lever: model settings and the turn limit.
+
+    Examples
+    --------
+    >>> AgentConfig()
+    AgentConfig(model=None, temperature=0.0, max_tokens=4096, thinking_budget=0, turn_limit=4)
+    """
 
     model: str | None = None
     temperature: float = 0.0
@@ -73,6 +79,19 @@ def read_config(harness_dir: str | Path) -> AgentConfig:
     ------
     ValueError
         Names the key that is unknown or out of range and what is allowed.
+
+    Examples
+    --------
+    >>> Path("h/config").mkdir(parents=True)
+    >>> _ = Path("h/config/agent.toml").write_text("turn_limit = 2\\n")
+    >>> read_config("h").turn_limit, read_config("h").max_tokens
+    (2, 4096)
+    >>> _ = Path("h/config/agent.toml").write_text("temperature = 3\\n")
+    >>> try:
+    ...     read_config("h")
+    ... except ValueError as err:
+    ...     print(err)
+    config/agent.toml: temperature is 3; must be a number in [0, 1]
     """
     path = Path(harness_dir) / "config" / "agent.toml"
     data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
@@ -96,7 +115,18 @@ def read_config(harness_dir: str | Path) -> AgentConfig:
 
 def extract_code(text: str, entry_point: str | None = None) -> str | None:
     """The code of the answer: the last fenced block defining ``entry_point`` (else the last
-    python block, else the last fenced block), or None when there is no closed fence."""
+    python block, else the last fenced block), or None when there is no closed fence.
+
+    Examples
+    --------
+    >>> answer = "Here it is:\\n```python\\ndef lcm(a, b):\\n    return a * b\\n```\\nDone."
+    >>> print(extract_code(answer, "lcm"))
+    def lcm(a, b):
+        return a * b
+    <BLANKLINE>
+    >>> extract_code("no code here") is None
+    True
+    """
     blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
     if not blocks:
         return None
