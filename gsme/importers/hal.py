@@ -67,6 +67,18 @@ def read_hal(
     Returns
     -------
     Imported
+
+    Examples
+    --------
+    >>> import json
+    >>> upload = {"config": {"agent_name": "my-agent"},
+    ...           "results": {"successful_tasks": ["t1"], "failed_tasks": ["t2"]}}
+    >>> json.dump(upload, open("run1_UPLOAD.json", "w"))
+    >>> imported = read_hal("run1_UPLOAD.json")
+    >>> imported.trials[["candidate", "task_id", "repeat", "passed"]]
+      candidate task_id  repeat  passed
+    0  my-agent      t1       0    True
+    1  my-agent      t2       0   False
     """
     check_split(split)
     rows: list[dict] = []
@@ -125,7 +137,17 @@ def _hal_tokens(raw) -> dict[str, float]:
 
 
 class HAL(Format):
-    """The ``hal`` format: :func:`read_hal`."""
+    """The ``hal`` format: :func:`read_hal`.
+
+    Examples
+    --------
+    >>> import json
+    >>> json.dump({"config": {}, "results": {"successful_tasks": ["t1"], "failed_tasks": []}},
+    ...           open("run1_UPLOAD.json", "w"))
+    >>> fmt = HAL()
+    >>> fmt.guess_can_open(Path("run1_UPLOAD.json")), len(fmt.read("run1_UPLOAD.json").trials)
+    (True, 1)
+    """
 
     summary = "HAL *_UPLOAD.json files and run folders"
 
