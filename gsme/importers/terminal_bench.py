@@ -83,6 +83,24 @@ def read_harbor(
     Returns
     -------
     Imported
+
+    Examples
+    --------
+    A job of two trials of one task, written here: one passed, one timed out (an agent
+    failure, so it is scored):
+
+    >>> import json
+    >>> for i, reward, exc in [(0, 1.0, None), (1, None, {"exception_type": "AgentTimeoutError"})]:
+    ...     Path(f"job/fix-git__{i}").mkdir(parents=True)
+    ...     json.dump({"task_name": "fix-git", "trial_name": f"fix-git__{i}",
+    ...                "started_at": f"2025-11-02T10:0{i}:00Z",
+    ...                "finished_at": f"2025-11-02T10:0{i}:30Z",
+    ...                "verifier_result": reward and {"rewards": {"reward": reward}},
+    ...                "exception_info": exc}, open(f"job/fix-git__{i}/result.json", "w"))
+    >>> read_harbor("job").trials[["candidate", "task_id", "repeat", "passed", "infra_ok", "score"]]
+      candidate  task_id  repeat  passed  infra_ok  score
+    0       job  fix-git       0    True      True    1.0
+    1       job  fix-git       1   False      True    0.0
     """
     check_split(split)
     rows: list[dict] = []
@@ -193,6 +211,23 @@ def read_terminal_bench(
     Returns
     -------
     Imported
+
+    Examples
+    --------
+    A run of two attempts of one task, written here; the second one's agent process crashed
+    (an infrastructure failure, never scored):
+
+    >>> import json
+    >>> Path("run").mkdir()
+    >>> json.dump({"results": [
+    ...     {"task_id": "hello-world", "trial_name": "hello-world.1-of-2.r", "is_resolved": True,
+    ...      "failure_mode": "unset"},
+    ...     {"task_id": "hello-world", "trial_name": "hello-world.2-of-2.r", "is_resolved": None,
+    ...      "failure_mode": "unknown_agent_error"}]}, open("run/results.json", "w"))
+    >>> read_terminal_bench("run").trials[["task_id", "repeat", "passed", "infra_ok", "error"]]
+           task_id  repeat  passed  infra_ok                error
+    0  hello-world       0    True      True                 None
+    1  hello-world       1   False     False  unknown_agent_error
     """
     check_split(split)
     rows: list[dict] = []
@@ -238,7 +273,18 @@ def _attempt(trial_name: str, task_id: str) -> int:
 
 
 class Harbor(Format):
-    """The ``harbor`` format: :func:`read_harbor`."""
+    """The ``harbor`` format: :func:`read_harbor`.
+
+    Examples
+    --------
+    >>> import json
+    >>> Path("job/t__a").mkdir(parents=True)
+    >>> json.dump({"task_name": "t", "trial_name": "t__a",
+    ...            "verifier_result": {"rewards": {"reward": 1.0}}},
+    ...           open("job/t__a/result.json", "w"))
+    >>> Harbor().guess_can_open(Path("job")), len(Harbor().read("job").trials)
+    (True, 1)
+    """
 
     summary = "Harbor / Terminal-Bench 2 job folders"
     scoring = MappingProxyType({"scorer": "reward_key", "threshold": "threshold"})
@@ -256,7 +302,17 @@ class Harbor(Format):
 
 
 class TerminalBench(Format):
-    """The ``tb`` format: :func:`read_terminal_bench`."""
+    """The ``tb`` format: :func:`read_terminal_bench`.
+
+    Examples
+    --------
+    >>> import json
+    >>> Path("run").mkdir()
+    >>> json.dump({"results": [{"task_id": "t", "is_resolved": True}]},
+    ...           open("run/results.json", "w"))
+    >>> TerminalBench().guess_can_open(Path("run")), len(TerminalBench().read("run").trials)
+    (True, 1)
+    """
 
     summary = "Terminal-Bench 1 runs and submissions"
 
