@@ -674,7 +674,8 @@ class _Copies:
 
 def scratch() -> str | None:
     """Where trial copies go: ``GSME_SCRATCH``, else memory-backed ``/dev/shm`` when
-    writable (copies are made and checked often), else the system's temporary folder.
+    writable (copies are made and checked often), else None: the system's temporary
+    folder, as :mod:`tempfile` chooses it.
 
     Examples
     --------

@@ -178,7 +178,7 @@ def diff_html(diff: str) -> str:
 
 def pair_html(row, *, parent: str, child: str, texts) -> str:
     """One row of :func:`gsme.explain.paired_trials` as the parent's and the child's
-    transcripts side by side; ``texts`` maps a transcript reference to its text.
+    transcripts side by side; ``texts(ref)`` returns a transcript's text (``run.transcript``).
 
     Examples
     --------
