@@ -63,7 +63,16 @@ SEED_CANDIDATE = {"system_prompt": "You are a careful assistant.",
 
 
 class DemoInfraError(RuntimeError):
-    """A simulated infrastructure failure (the rollout's environment died)."""
+    """A simulated infrastructure failure (the rollout's environment died).
+
+    Examples
+    --------
+    >>> try:
+    ...     DemoAdapter(seed=0, infra_rate=1.0).evaluate(make_tasks(2), SEED_CANDIDATE)
+    ... except DemoInfraError as err:
+    ...     print(err)
+    simulated environment crash (call 1)
+    """
 
 
 def _hash(*parts) -> int:
@@ -81,7 +90,13 @@ def _task(task_id: str) -> tuple[str, float]:
 
 
 def make_tasks(n: int, *, prefix: str = "t") -> list[dict]:
-    """``n`` tasks ``{"task_id", "skill", "question"}``, ids ``<prefix>000`` on."""
+    """``n`` tasks ``{"task_id", "skill", "question"}``, ids ``<prefix>000`` on.
+
+    Examples
+    --------
+    >>> [(t["task_id"], t["skill"]) for t in make_tasks(3, prefix="v")]
+    [('v000', 'dates'), ('v001', 'arithmetic'), ('v002', 'units')]
+    """
     tasks = []
     for i in range(n):
         task_id = f"{prefix}{i:03d}"
@@ -97,14 +112,31 @@ def _rules(candidate) -> set[str]:
 
 
 def pass_probability(candidate, task_id: str) -> float:
-    """The true probability that ``candidate`` (a dict of texts, or one text) passes a task."""
+    """The true probability that ``candidate`` (a dict of texts, or one text) passes a task.
+
+    Examples
+    --------
+    >>> round(pass_probability(SEED_CANDIDATE, "t000"), 3)
+    0.953
+    >>> round(pass_probability("Always state the unit of every number.", "t000"), 3)  # a units task
+    0.999
+    """
     skill, base = _task(task_id)
     logit = base + sum(RULES[rule].get(skill, 0.0) for rule in _rules(candidate))
     return float(1 / (1 + np.exp(-logit)))
 
 
 def true_rate(candidate, tasks) -> float:
-    """The mean true pass probability of ``candidate`` over ``tasks`` (dicts with task_id)."""
+    """The mean true pass probability of ``candidate`` over ``tasks`` (dicts with task_id).
+
+    Examples
+    --------
+    >>> tasks = make_tasks(4)
+    >>> fixes = "\\n".join(rule for rule, effects in RULES.items()
+    ...                     if max(effects.values(), default=0) >= 2)
+    >>> round(true_rate(SEED_CANDIDATE, tasks), 3), round(true_rate(fixes, tasks), 3)
+    (0.266, 0.682)
+    """
     return float(np.mean([pass_probability(candidate, t["task_id"]) for t in tasks]))
 
 
@@ -137,6 +169,15 @@ class DemoAdapter:
     infra_rate : float
         Probability that one ``evaluate`` call fails as a whole with
         :class:`DemoInfraError` (the environment died; GEPA itself would crash or score 0).
+
+    Examples
+    --------
+    >>> adapter = DemoAdapter(seed=0)
+    >>> batch = adapter.evaluate(make_tasks(4), SEED_CANDIDATE, capture_traces=True)
+    >>> batch.scores
+    [1.0, 0.0, 0.0, 0.0]
+    >>> batch.trajectories[1]["feedback"]
+    'Wrong: this is a arithmetic task and the answer missed what arithmetic questions require.'
     """
 
     propose_new_texts = None  # GEPA's own reflection proposes (with a reflection_lm)
@@ -175,6 +216,13 @@ class ScriptedReflection:
     targeted : float
         Probability of adding the fix of the first failing skill the feedback names (when
         the text lacks it); otherwise a rule drawn uniformly from those it lacks.
+
+    Examples
+    --------
+    >>> reflection = ScriptedReflection(seed=0, targeted=1.0)
+    >>> print(reflection.revise("Be careful.", "Wrong: this is a dates task and ..."))
+    Be careful.
+    Write dates as YYYY-MM-DD.
     """
 
     def __init__(self, *, seed: int = 0, targeted: float = 0.5):
@@ -209,7 +257,15 @@ class ScriptedReflection:
 
 
 def dspy_task_lm(*, seed: int = 0):
-    """A ``dspy.LM`` answering offline as the world says (its instructions are the text)."""
+    """A ``dspy.LM`` answering offline as the world says (its instructions are the text).
+
+    Examples
+    --------
+    >>> import dspy
+    >>> with dspy.context(lm=dspy_task_lm(seed=0)):
+    ...     print(dspy_program()(question="t000: a units question").answer)
+    correct
+    """
     import dspy
     from dspy.lm15 import Message, Response, TextPart, Usage
 
@@ -231,7 +287,14 @@ def dspy_task_lm(*, seed: int = 0):
 
 
 def dspy_program():
-    """A one-predictor DSPy program whose instructions are the seed's system prompt."""
+    """A one-predictor DSPy program whose instructions are the seed's system prompt.
+
+    Examples
+    --------
+    >>> program = dspy_program()
+    >>> program.solve.signature.instructions == SEED_CANDIDATE["system_prompt"]
+    True
+    """
     import dspy
 
     class Solve(dspy.Module):
@@ -247,7 +310,17 @@ def dspy_program():
 
 
 def dspy_metric(gold, pred, trace=None, pred_name=None, pred_trace=None):
-    """GEPA's five-argument DSPy metric: 1 for a correct answer, with the world's feedback."""
+    """GEPA's five-argument DSPy metric: 1 for a correct answer, with the world's feedback.
+
+    Examples
+    --------
+    >>> import dspy
+    >>> result = dspy_metric(dspy.Example(task_id="t001"), dspy.Prediction(answer="wrong"))
+    >>> result.score
+    0.0
+    >>> result.feedback
+    'Wrong: this is a arithmetic task and the answer missed what arithmetic questions require.'
+    """
     import dspy
 
     passed = str(getattr(pred, "answer", "")).strip() == "correct"
