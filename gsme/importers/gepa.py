@@ -81,6 +81,28 @@ class GepaRun(NamedTuple):
         The repository holding one commit per candidate (None with ``repo=False``).
     best : str
         The candidate GEPA chose (highest mean val score, first on ties, as GEPA's).
+
+    Examples
+    --------
+    >>> import contextlib, io, json
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> val = demo.make_tasks(4, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE,
+    ...                            trainset=demo.make_tasks(6), valset=val,
+    ...                            adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0),
+    ...                            max_metric_calls=30, run_dir="run", seed=0)
+    >>> json.dump(result.to_dict(), open("run/result.json", "w"), default=str)
+    >>> run = read_gepa("run", result="run/result.json", repo=False)
+    >>> run.trials[["candidate", "task_id", "split", "passed"]].head(3)
+      candidate task_id  split  passed
+    0  baseline   val-0  train   False
+    1  baseline   val-1  train   False
+    2  baseline   val-2  train    True
+    >>> len(run.iterations), run.repo
+    (4, None)
     """
 
     trials: pd.DataFrame
@@ -93,12 +115,24 @@ class GepaRun(NamedTuple):
 
 
 def candidate_name(index: int) -> str:
-    """gsme's id of GEPA's candidate ``index``: ``baseline`` for the seed, else ``gepa-<i>``."""
+    """gsme's id of GEPA's candidate ``index``: ``baseline`` for the seed, else ``gepa-<i>``.
+
+    Examples
+    --------
+    >>> candidate_name(0), candidate_name(3)
+    ('baseline', 'gepa-3')
+    """
     return schema.BASELINE if int(index) == 0 else f"gepa-{int(index)}"
 
 
 def component_path(name: str) -> str:
-    """The harness file of a GEPA component: ``prompt/<name>.txt``, unsafe characters ``_``."""
+    """The harness file of a GEPA component: ``prompt/<name>.txt``, unsafe characters ``_``.
+
+    Examples
+    --------
+    >>> component_path("system prompt")
+    'prompt/system_prompt.txt'
+    """
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(name)).lstrip(".-") or "component"
     return f"prompt/{safe[:70]}.txt"
 
@@ -129,6 +163,31 @@ def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
     Returns
     -------
     GepaRun
+
+    Examples
+    --------
+    A small offline GEPA run (the simulated world of :mod:`gsme.integrations.gepa_demo`):
+
+    >>> import contextlib, io, json
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> val = demo.make_tasks(4, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE,
+    ...                            trainset=demo.make_tasks(6), valset=val,
+    ...                            adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0),
+    ...                            max_metric_calls=30, run_dir="run", seed=0)
+    >>> json.dump(result.to_dict(), open("run/result.json", "w"), default=str)
+    >>> run = read_gepa("run", result="run/result.json", val_ids=[v["task_id"] for v in val])
+    >>> run.candidates[["candidate", "parents", "val_score", "gepa_best"]]
+      candidate   parents  val_score  gepa_best
+    0  baseline                 0.25       True
+    1    gepa-1  baseline       0.25      False
+    >>> run.best, bool(run.trials["selection_biased"].all())
+    ('baseline', True)
+    >>> run.repo.commit_of("gepa-1") is not None
+    True
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -200,6 +259,23 @@ def read_gepa_trials(path, *, candidate: str | None = None, split: str = "train"
     ``options`` go to :func:`read_gepa` (``result=`` is needed for scores); no repository
     is written. A GEPA run holds many candidates, so ``candidate`` cannot rename it, and its
     val scores chose those candidates, so they are never a ``"test"`` split.
+
+    Examples
+    --------
+    >>> import contextlib, io, json
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> val = demo.make_tasks(4, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE,
+    ...                            trainset=demo.make_tasks(6), valset=val,
+    ...                            adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0),
+    ...                            max_metric_calls=30, run_dir="run", seed=0)
+    >>> json.dump(result.to_dict(), open("run/result.json", "w"), default=str)
+    >>> imported = read_gepa_trials("run", result="run/result.json")
+    >>> len(imported.trials), bool(imported.dropped["reason"].str.startswith("selection").any())
+    (8, True)
     """
     if candidate is not None:
         raise ConfigError("a GEPA run holds many candidates and cannot be read as one; use "
@@ -404,7 +480,24 @@ def _components(files: Mapping[str, str]) -> dict[str, str]:
 
 
 class GEPA(Format):
-    """The ``gepa`` format: :func:`read_gepa_trials` (val scores, selection-biased)."""
+    """The ``gepa`` format: :func:`read_gepa_trials` (val scores, selection-biased).
+
+    Examples
+    --------
+    >>> import contextlib, io, json
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> val = demo.make_tasks(4, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE,
+    ...                            trainset=demo.make_tasks(6), valset=val,
+    ...                            adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0),
+    ...                            max_metric_calls=30, run_dir="run", seed=0)
+    >>> json.dump(result.to_dict(), open("run/result.json", "w"), default=str)
+    >>> GEPA().guess_can_open(Path("run")), len(GEPA().read("run", result="run/result.json").trials)
+    (True, 8)
+    """
 
     summary = "a GEPA run_dir (val scores: selection-biased)"
 
