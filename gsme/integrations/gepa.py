@@ -100,6 +100,19 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     -------
     DataFrame
         ``trials`` with the new trials appended (a trials frame with ``score``).
+
+    Examples
+    --------
+    Two repeats of the seed on three tasks of the offline demo world (SIMULATED):
+
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> items = {t["task_id"]: t for t in demo.make_tasks(3, prefix="s")}
+    >>> want = lambda trials: pd.DataFrame({"candidate": "baseline", "task_id": list(items),
+    ...                                     "split": "test", "repeats": 2})
+    >>> trials = run_trials(demo.DemoAdapter(seed=0), {"baseline": demo.SEED_CANDIDATE}, items,
+    ...                     want)
+    >>> trials.groupby("task_id")["passed"].sum().to_dict()
+    {'s000': 2, 's001': 2, 's002': 0}
     """
     trials = schema.as_trials(schema.empty("trials").assign(score=np.nan)) if trials is None \
         else trials
@@ -161,6 +174,29 @@ class Retest(NamedTuple):
         The sealed trials (split ``"test"``).
     stored : bool
         True when the result was read back from an earlier call (nothing was run).
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import gepa
+    >>> from gsme.importers.gepa import read_gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> train, val = demo.make_tasks(8), demo.make_tasks(6, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train,
+    ...                            valset=val, adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+    ...                            max_metric_calls=60, run_dir="run", seed=0)
+    >>> run = read_gepa("run", result=result.to_dict(), repo=False,
+    ...                 val_ids=[v["task_id"] for v in val])
+    >>> result = retest(run, adapter=demo.DemoAdapter(seed=1),
+    ...                 sealed=demo.make_tasks(10, prefix="s"), trainset=train, valset=val,
+    ...                 path="retest", k=2)
+    >>> print(result)
+        gepa-3  GEPA's val claim    Δ  +50.0 pp  n=6   K=1  z=  2.24  p=0.125  inconclusive  (selection-biased)
+        gepa-3  sealed measurement  Δ  +25.0 pp  n=10  K=2  z=  1.86  p=0.125  inconclusive
+    >>> len(result.trials), result.stored
+    (40, False)
     """
 
     table: pd.DataFrame
@@ -216,6 +252,36 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
     Returns
     -------
     Retest
+
+    Examples
+    --------
+    A small offline GEPA run (SIMULATED: :mod:`gsme.integrations.gepa_demo`), its choice
+    re-tested on 10 sealed tasks:
+
+    >>> import contextlib, io
+    >>> import gepa
+    >>> from gsme.importers.gepa import read_gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> train, val = demo.make_tasks(8), demo.make_tasks(6, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train,
+    ...                            valset=val, adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+    ...                            max_metric_calls=60, run_dir="run", seed=0)
+    >>> run = read_gepa("run", result=result.to_dict(), repo=False,
+    ...                 val_ids=[v["task_id"] for v in val])
+    >>> run.best
+    'gepa-3'
+    >>> sealed = demo.make_tasks(10, prefix="s")
+    >>> result = retest(run, adapter=demo.DemoAdapter(seed=1), sealed=sealed, trainset=train,
+    ...                 valset=val, path="retest", k=2)
+    >>> result.table[["measurement", "n_tasks", "k", "delta_pp", "decision"]]
+              measurement  n_tasks  k  delta_pp      decision
+    0    GEPA's val claim        6  1      50.0  inconclusive
+    1  sealed measurement       10  2      25.0  inconclusive
+    >>> retest(run, adapter=demo.DemoAdapter(seed=1), sealed=sealed, trainset=train,
+    ...        valset=val, path="retest", k=2).stored  # scored once: read back
+    True
     """
     if members not in ("best", "front"):
         raise ConfigError(f"members must be 'best' or 'front', got {members!r}")
@@ -294,6 +360,26 @@ def regate_accepts(run: GepaRun, *, gate: GateConfig | None = None) -> pd.DataFr
         One row per proposal: ``iteration, kind, parent, child, accepted, n_tasks,
         sum_before, sum_after, delta_pp, p_one_sided`` (exact where few tasks changed),
         ``level`` (the gate's one-sided α) and ``evidence`` (``p_one_sided <= level``).
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import gepa
+    >>> from gsme.importers.gepa import read_gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> train, val = demo.make_tasks(8), demo.make_tasks(6, prefix="v")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train,
+    ...                            valset=val, adapter=demo.DemoAdapter(seed=0),
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+    ...                            max_metric_calls=60, run_dir="run", seed=0)
+    >>> run = read_gepa("run", result=result.to_dict(), repo=False,
+    ...                 val_ids=[v["task_id"] for v in val])
+    >>> regate_accepts(run)[["iteration", "accepted", "n_tasks", "p_one_sided", "evidence"]].head(3)
+       iteration  accepted  n_tasks  p_one_sided  evidence
+    0          1      True        3         0.50     False
+    1          2      True        3         0.50     False
+    2          4     False        3         0.75     False
     """
     gate = (gate or GateConfig()).model_copy(update={"design": "fixed", "min_tasks": 2})
     log = run.iterations.reset_index(drop=True)
