@@ -83,6 +83,29 @@ class GateAcceptance:
         rule, the child's sum beats its parent's).
     threshold : float
         A score at least this passes.
+
+    Examples
+    --------
+    An offline GEPA run (SIMULATED: :mod:`gsme.integrations.gepa_demo`) gated on 12 train tasks:
+
+    >>> import contextlib, io
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> train, val = demo.make_tasks(16), demo.make_tasks(6, prefix="v")
+    >>> adapter = demo.DemoAdapter(seed=0)
+    >>> gate = GateAcceptance(adapter, train[:12], valset=val, path="gate")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train,
+    ...                            valset=val, adapter=adapter,
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+    ...                            max_metric_calls=200, run_dir="run", seed=0, use_merge=False,
+    ...                            acceptance_criterion=gate, callbacks=[DecisionsCallback(gate)])
+    >>> gate.decisions()[["iteration", "decision", "n_tasks", "k", "trials_run"]]
+       iteration      decision  n_tasks  k  trials_run
+    0          2  inconclusive       12  9         156
+    1          3  inconclusive       12  9          96
+    >>> print(GateAcceptance.line(gate.records[0]))
+    gsme gate: inconclusive (Δ +8.3 pp, z 1.39, p 0.0955, 12 tasks, K 9, 156 trials) no boundary crossed by look 3 of 3
     """
 
     def __init__(self, adapter, gate_set: Sequence, *, valset: Sequence, path,
@@ -187,6 +210,20 @@ class RepeatAdapter:
     raised after that, never scored. ``num_metric_calls`` reports every rollout run, so
     GEPA charges them to its budget (its minibatch evaluations read it; its val
     evaluations count items). Everything else is the wrapped adapter's.
+
+    Examples
+    --------
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> batch = RepeatAdapter(demo.DemoAdapter(seed=0), repeats=3).evaluate(
+    ...     demo.make_tasks(4), demo.SEED_CANDIDATE)
+    >>> [round(s, 3) for s in batch.scores], batch.num_metric_calls
+    ([0.667, 0.0, 0.0, 0.0], 12)
+    >>> crashing = RepeatAdapter(demo.DemoAdapter(seed=0, infra_rate=1.0), max_reruns=1)
+    >>> try:
+    ...     crashing.evaluate(demo.make_tasks(2), demo.SEED_CANDIDATE)
+    ... except RuntimeError as err:
+    ...     print(err)
+    evaluate failed 2 times (infrastructure, not scored): DemoInfraError: simulated environment crash (call 2)
     """
 
     def __init__(self, adapter, *, repeats: int = 1, max_reruns: int | None = None):
@@ -228,6 +265,25 @@ class DecisionsCallback:
     ``<gate.path>/decisions.csv`` holds :meth:`GateAcceptance.decisions` plus
     ``child_index`` (the GEPA index a credited child got), and ``trials.csv`` the gate's
     trials (:func:`gsme.io.write_trials`).
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> import gepa
+    >>> from gsme.integrations import gepa_demo as demo
+    >>> train, val = demo.make_tasks(16), demo.make_tasks(6, prefix="v")
+    >>> adapter = demo.DemoAdapter(seed=0)
+    >>> gate = GateAcceptance(adapter, train[:12], valset=val, path="gate")
+    >>> with contextlib.redirect_stdout(io.StringIO()):
+    ...     result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train,
+    ...                            valset=val, adapter=adapter,
+    ...                            reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+    ...                            max_metric_calls=200, run_dir="run", seed=0, use_merge=False,
+    ...                            acceptance_criterion=gate, callbacks=[DecisionsCallback(gate)])
+    >>> pd.read_csv("gate/decisions.csv")[["decision", "child_index"]]
+           decision  child_index
+    0  inconclusive          NaN
+    1  inconclusive          NaN
     """
 
     def __init__(self, gate: GateAcceptance):
