@@ -62,7 +62,25 @@ _BATCH = 100  # MLflow takes at most 100 params or tags per batch
 
 
 class ExportError(RuntimeError):
-    """MLflow refused the export (a bad tracking URI, a deleted experiment, a store error)."""
+    """MLflow refused the export (a bad tracking URI, a deleted experiment, a store error).
+
+    Examples
+    --------
+    MLflow 3 refuses a folder store unless ``MLFLOW_ALLOW_FILE_STORE`` is set:
+
+    >>> import os
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> "MLFLOW_ALLOW_FILE_STORE" in os.environ
+    False
+    >>> try:
+    ...     export(run, "file:store")
+    ... except ExportError as err:
+    ...     print(str(err)[:59])
+    MLflow at file:store: The filesystem tracking backend (e.g.
+    >>> run.close()
+    """
 
 
 class Export(NamedTuple):
@@ -70,6 +88,24 @@ class Export(NamedTuple):
 
     ``runs`` has one row per MLflow run written: ``candidate`` (missing for the parent),
     ``mlflow_run_id``.
+
+    Examples
+    --------
+    A fresh simulated run exported to an MLflow folder store here (MLflow 3 writes one only
+    with ``MLFLOW_ALLOW_FILE_STORE`` set):
+
+    >>> import os
+    >>> from gsme import sim
+    >>> from gsme.run import Run
+    >>> os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    >>> run = Run.create("run", agent=sim.preset("tiny"))
+    >>> done = export(run, "file:mlruns")
+    >>> done.runs["candidate"].tolist(), done.replaced
+    ([nan, 'baseline'], [])
+    >>> len(export(run, "file:mlruns").replaced)  # a re-export replaces both runs
+    2
+    >>> run.close()
+    >>> del os.environ["MLFLOW_ALLOW_FILE_STORE"]
     """
 
     experiment_id: str
