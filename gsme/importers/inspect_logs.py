@@ -101,6 +101,23 @@ def read_inspect(
     Imported
         ``trials`` and ``dropped`` (samples without the chosen score; logs whose status
         is not ``success``).
+
+    Examples
+    --------
+    A minimal .json log of two samples, written here:
+
+    >>> import json
+    >>> samples = [{"id": sid, "epoch": 1, "input": "2 + 2?", "target": "4",
+    ...             "scores": {"match": {"value": value}}}
+    ...            for sid, value in [("s0", "C"), ("s1", "I")]]
+    >>> json.dump({"version": 2, "status": "success", "plan": {}, "stats": {},
+    ...            "eval": {"task": "demo", "created": "2025-06-01T10:00:00+00:00",
+    ...                     "model": "mockllm/model", "dataset": {}, "config": {}},
+    ...            "samples": samples}, open("demo.json", "w"))
+    >>> read_inspect("demo.json").trials[["candidate", "task_id", "repeat", "passed", "infra_ok"]]
+           candidate  task_id  repeat  passed  infra_ok
+    0  mockllm/model  demo/s0       0    True      True
+    1  mockllm/model  demo/s1       0   False      True
     """
     log_api = _inspect_log_api()
     check_split(split)
@@ -246,7 +263,21 @@ def _sum_usage(usage, field: str, all_known: bool = False) -> float:
 
 
 class Inspect(Format):
-    """The ``inspect`` format: :func:`read_inspect`."""
+    """The ``inspect`` format: :func:`read_inspect`.
+
+    Examples
+    --------
+    >>> import json
+    >>> samples = [{"id": sid, "epoch": 1, "input": "2 + 2?", "target": "4",
+    ...             "scores": {"match": {"value": value}}}
+    ...            for sid, value in [("s0", "C"), ("s1", "I")]]
+    >>> json.dump({"version": 2, "status": "success", "plan": {}, "stats": {},
+    ...            "eval": {"task": "demo", "created": "2025-06-01T10:00:00+00:00",
+    ...                     "model": "mockllm/model", "dataset": {}, "config": {}},
+    ...            "samples": samples}, open("demo.json", "w"))
+    >>> Inspect().guess_can_open(Path("demo.json")), len(Inspect().read("demo.json").trials)
+    (True, 2)
+    """
 
     summary = "Inspect AI .eval/.json logs"
     scoring = MappingProxyType({"scorer": "scorer", "score_key": "score_key",
