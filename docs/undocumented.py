@@ -30,19 +30,23 @@ def _own_doc(obj: object) -> str:
     return (doc or "").strip()
 
 
-def undocumented() -> list[str]:
-    """Canonical names of gsme's public functions and classes with no docstring of their own.
+def _gsme_own() -> dict[str, object]:
+    """The public objects gsme defines: a class another library defines
+    (``pydantic.ValidationError``, re-exported by :mod:`gsme.settings`) is that library's to
+    document and is not counted."""
+    return {name: obj for name, obj in public_objects().items()
+            if obj.__module__.split(".")[0] == "gsme"}
 
-    A class another library defines (``pydantic.ValidationError``, re-exported by
-    :mod:`gsme.settings`) is that library's to document and is not counted.
-    """
-    return sorted(name for name, obj in public_objects().items()
-                  if obj.__module__.split(".")[0] == "gsme" and not _own_doc(obj))
+
+def undocumented() -> list[str]:
+    """Canonical names of gsme's public functions and classes with no docstring of their own."""
+    return sorted(name for name, obj in _gsme_own().items() if not _own_doc(obj))
 
 
 def without_examples() -> list[str]:
-    """Canonical names whose docstring has no ``Examples`` section."""
-    return sorted(name for name, obj in public_objects().items()
+    """Canonical names of gsme's own public functions and classes whose docstring has no
+    ``Examples`` section."""
+    return sorted(name for name, obj in _gsme_own().items()
                   if "Examples\n" not in _own_doc(obj))
 
 

@@ -26,6 +26,10 @@ def test_every_public_function_and_class_has_a_docstring():
     assert _undocumented().undocumented() == []
 
 
+def test_every_public_function_and_class_has_an_example():
+    assert _undocumented().without_examples() == []  # the examples run as doctests
+
+
 def test_the_docs_build_with_warnings_as_errors(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("numpydoc")
