@@ -220,10 +220,7 @@ class Run:
         RunLockedError
             Another process holds the run (not raised with ``read_only``).
         """
-        path = Path(path)
-        if not (path / cls.LEDGER).is_file() or not (path / cls.REPO).is_dir():
-            raise RunError(f"{path} is not a gsme run directory (no {cls.LEDGER} and "
-                           f"{cls.REPO}/)")
+        path = _run_dir(path)
         lock = None if read_only else _lock(path / cls.LOCK)
         try:
             ledger = Ledger(path / cls.LEDGER, read_only=read_only)
@@ -751,9 +748,7 @@ def verify(path) -> list[str]:
     >>> verify(run.path)
     []
     """
-    path = Path(path)
-    if not (path / Run.LEDGER).is_file() or not (path / Run.REPO).is_dir():
-        raise RunError(f"{path} is not a gsme run directory (no {Run.LEDGER} and {Run.REPO}/)")
+    path = _run_dir(path)
     try:
         ledger = Ledger(path / Run.LEDGER, read_only=True)
     except LedgerError as err:
@@ -764,6 +759,14 @@ def verify(path) -> list[str]:
         raise RunError(f"{path} is damaged: {err}") from None
     finally:
         ledger.close()
+
+
+def _run_dir(path) -> Path:
+    """``path`` as a Path, or RunError unless it holds a run's ledger and repository."""
+    path = Path(path)
+    if not (path / Run.LEDGER).is_file() or not (path / Run.REPO).is_dir():
+        raise RunError(f"{path} is not a gsme run directory (no {Run.LEDGER} and {Run.REPO}/)")
+    return path
 
 
 def test_commitment(tasks: pd.DataFrame) -> str:
