@@ -581,7 +581,12 @@ def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:
     row = table.iloc[0]
     width = max(map(len, row.index))
     for name, value in row.items():
-        print(f"{name:<{width}}  {_number(value, p='_p_' in name or name.startswith('p_'))}")
+        print(f"{name:<{width}}  {_number(value, p=_is_p(name))}")
+
+
+def _is_p(name: str) -> bool:
+    """True for a column holding a p-value (``p_one_sided``, ``train_p_one_sided``, ...)."""
+    return "_p_" in name or name.startswith("p_")
 
 
 def _print_frame(frame: pd.DataFrame, *, header: bool = True) -> None:
@@ -589,7 +594,7 @@ def _print_frame(frame: pd.DataFrame, *, header: bool = True) -> None:
     :func:`_number` writes them."""
     shown = frame.copy().astype(object)
     for name in frame.index:
-        p = "_p_" in str(name) or str(name).startswith("p_")
+        p = _is_p(str(name))
         shown.loc[name] = [_number(v, p=p) for v in frame.loc[name]]
     print(shown.to_string(header=header))
 
