@@ -331,17 +331,17 @@ class HarnessRepo:
 
     def seal(self) -> dict | None:
         """The seal tag's record and the commit it names (key ``commit``), or None."""
-        status, out, _ = self.repo.git.cat_file("tag", SEAL_TAG, with_extended_output=True,
-                                                with_exceptions=False)
-        if status != 0:
-            return None
-        header, _, message = out.partition("\n\n")
-        fields = dict(line.split(" ", 1) for line in header.splitlines() if " " in line)
         try:
-            record = json.loads(message.split("\n-----BEGIN", 1)[0])
+            tag = self.repo.tags[SEAL_TAG].tag
+        except IndexError:
+            return None
+        if tag is None:  # a lightweight tag records nothing: no seal
+            return None
+        try:
+            record = json.loads(tag.message.split("\n-----BEGIN", 1)[0])
         except json.JSONDecodeError:
             record = {}
-        return {**(record if isinstance(record, dict) else {}), "commit": fields.get("object")}
+        return {**(record if isinstance(record, dict) else {}), "commit": tag.object.hexsha}
 
     # ------------------------------------------------------------------ reading
 
