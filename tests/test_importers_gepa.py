@@ -95,3 +95,86 @@ def test_the_format_is_registered_and_refuses_a_test_split(gepa_run):
     assert imported.trials["selection_biased"].all()
     with pytest.raises(ConfigError, match="never as a sealed"):
         importers.read(run_dir, format="gepa", split="test", result=run_dir / "result.json")
+
+
+# ----------------------------------------------- issue 32: GEPA's own indices, any id type
+
+class _Loader:
+    """A GEPA ``DataLoader`` keyed by task id (strings), as gepa 0.1.4's
+    ``gepa.core.data_loader.DataLoader`` protocol asks (``all_ids``, ``fetch``, ``len``)."""
+
+    def __init__(self, items):
+        self.items = {t["task_id"]: t for t in items}
+
+    def all_ids(self):
+        return list(self.items)
+
+    def fetch(self, ids):
+        return [self.items[i] for i in ids]
+
+    def __len__(self):
+        return len(self.items)
+
+
+class _Echo(demo.ScriptedReflection):
+    """A reflection model that returns the current text unchanged on its first call (GEPA
+    then proposes, and may accept, a child with its parent's exact texts)."""
+
+    def __init__(self, **options):
+        super().__init__(**options)
+        self.answered = 0
+
+    def __call__(self, prompt):
+        self.answered += 1
+        if self.answered == 1:
+            return "```\n" + str(prompt).split("```")[1].strip("\n") + "\n```"
+        return super().__call__(prompt)
+
+
+def test_a_child_with_its_parents_texts_shares_its_commit_and_keeps_its_children(tmp_path):
+    train, val = demo.make_tasks(12, prefix="r"), demo.make_tasks(8, prefix="v")
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=train, valset=val,
+                               adapter=demo.DemoAdapter(seed=2),
+                               reflection_lm=_Echo(seed=0, targeted=1.0), max_metric_calls=120,
+                               run_dir=str(tmp_path / "run"), seed=2)
+    texts, parents = result.candidates, result.parents
+    same = [i for i in range(1, len(texts)) if texts[i] == texts[parents[i][0]]]
+    kids = [i for i in range(len(texts)) if parents[i][0] in same]
+    assert same and kids                               # the case this test is about
+    run = read_gepa(tmp_path / "run", result=result.to_dict(), repo=tmp_path / "h")
+    frame = run.candidates.set_index("gepa_index")
+    assert list(frame.index) == list(range(len(texts)))          # no node dropped
+    for i in range(len(texts)):
+        commit = run.repo.repo.commit(frame.loc[i, "commit"])
+        files = {b.path: b.data_stream.read().decode() for b in commit.tree.traverse()
+                 if b.type == "blob" and b.path.startswith("prompt/")}
+        assert files == {component_path(c): t for c, t in texts[i].items()}
+        assert schema.split_ids(frame.loc[i, "parents"]) == [
+            "baseline" if p == 0 else f"gepa-{p}" for p in parents[i] if p is not None]
+    for i in same:
+        assert frame.loc[i, "commit"] == frame.loc[parents[i][0], "commit"]
+        assert frame.loc[i, "branch"] == frame.loc[parents[i][0], "branch"]
+    assert any("same texts as" in r for r in run.dropped["reason"])
+
+
+def test_a_run_on_data_loaders_with_string_ids_keeps_gepas_ids(tmp_path):
+    train, val = demo.make_tasks(12, prefix="r"), demo.make_tasks(8, prefix="v")
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = gepa.optimize(seed_candidate=demo.SEED_CANDIDATE, trainset=_Loader(train),
+                               valset=_Loader(val), adapter=demo.DemoAdapter(seed=0),
+                               reflection_lm=demo.ScriptedReflection(seed=0, targeted=1.0),
+                               max_metric_calls=120, run_dir=str(tmp_path / "run"), seed=0)
+    saved = result.to_dict()
+    (tmp_path / "result.json").write_text(json.dumps(saved, default=str))
+    run = read_gepa(tmp_path / "run", result=tmp_path / "result.json", repo=False)
+    for i, scores in enumerate(saved["val_subscores"]):
+        mine = run.trials[run.trials["candidate"] == run.candidates["candidate"][i]]
+        assert dict(zip(mine["task_id"], mine["score"])) == scores     # GEPA's ids, as text
+    ids = {t for s in run.iterations["subsample_ids"] for t in schema.split_ids(s)}
+    assert ids and ids <= {t["task_id"] for t in train}
+    renamed = read_gepa(tmp_path / "run", result=saved, repo=False,
+                        val_ids={t["task_id"]: t["task_id"].upper() for t in val})
+    assert set(renamed.trials["task_id"]) == {t["task_id"].upper() for t in val}
+    with pytest.raises(importers.LogError, match="val item 'v000' has no id"):
+        read_gepa(tmp_path / "run", result=saved, repo=False, val_ids=["a", "b"])

@@ -138,7 +138,8 @@ def component_path(name: str) -> str:
 
 
 def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
-              val_ids: Sequence[str] | None = None, train_ids: Sequence[str] | None = None,
+              val_ids: Sequence[str] | Mapping | None = None,
+              train_ids: Sequence[str] | Mapping | None = None,
               threshold: float = 1.0) -> GepaRun:
     """Read the GEPA run at ``run_dir`` and commit each candidate to a harness repository.
 
@@ -155,8 +156,10 @@ def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
     repo : path, False or None
         Where the harness repository goes (None: ``<run_dir>/gsme_harness``; an existing
         one made by an earlier import is reused); False: no commits.
-    val_ids, train_ids : sequence of str, optional
-        Task ids of GEPA's val and train items, in GEPA's order.
+    val_ids, train_ids : sequence or mapping, optional
+        Task ids of GEPA's val and train items: a sequence in GEPA's order (a list
+        valset), or a mapping from GEPA's ids (a ``DataLoader``'s). Default: a
+        ``DataLoader``'s ids as text, ``val-<i>`` / ``train-<i>`` for a list's positions.
     threshold : float
         A score at least this passes.
 
@@ -235,17 +238,13 @@ def read_gepa(run_dir, *, result=None, trust_pickle: bool = False, repo=None,
     frame["val_score"] = frame["val_score"].astype(float)
     frame[["gepa_best", "pareto"]] = frame[["gepa_best", "pareto"]].astype(bool)
     texts_by = dict(zip(names, texts))
+    owner = _owners(names, texts, parents, notes)
     harness = None
     if repo is not False:
         harness = _commit_all(Path(repo) if repo is not None else run_dir / "gsme_harness",
-                              names, texts, parents, frame, notes)
-        committed = set(harness.candidates()["candidate"])
-        owner = list(names)
-        for i in range(1, len(names)):  # a candidate without a commit shows its parent's
-            if names[i] not in committed:
-                owner[i] = owner[parents[i][0]]
+                              names, texts, parents, owner, frame)
         frame["commit"] = [harness.commit_of(n) for n in owner]
-        frame["branch"] = ["gsme/" + n for n in names]
+        frame["branch"] = ["gsme/" + n for n in owner]
     schema.validate(frame, "candidates")
     dropped = dropped_frame([{"candidate": None, "source": str(run_dir), "task_id": None,
                               "reason": note} for note in notes])
@@ -396,12 +395,32 @@ def _iterations(log: list, names: list[str], train_ids, val_ids) -> pd.DataFrame
 
 
 def _id(ids, key, what: str) -> str:
-    index = int(key)
+    """The task id of GEPA's item ``key``: a list position (``<what>-<i>``, or ``ids[i]``
+    for a sequence ``ids``) or a ``DataLoader``'s own id (as text, or ``ids[key]`` for a
+    mapping ``ids``)."""
+    if isinstance(ids, Mapping):
+        named = {str(k): v for k, v in ids.items()}  # saved as JSON, GEPA's keys are text
+        if str(key) not in named:
+            raise LogError(f"GEPA's {what} item {key!r} has no id in {what}_ids (a mapping "
+                           f"of {len(named)} GEPA ids)")
+        return str(named[str(key)])
+    position = _position(key)
     if ids is None:
-        return f"{what}-{index}"
-    if not 0 <= index < len(ids):
-        raise LogError(f"GEPA's {what} item {index} has no id: {what}_ids holds {len(ids)}")
-    return str(ids[index])
+        return str(key) if position is None else f"{what}-{position}"
+    if position is None or not 0 <= position < len(ids):
+        raise LogError(f"GEPA's {what} item {key!r} has no id: {what}_ids holds {len(ids)} "
+                       "positions (a DataLoader's ids take a mapping, or none)")
+    return str(ids[position])
+
+
+def _position(key) -> int | None:
+    """``key`` as a list position (an int, or its decimal text: JSON keys are text), or None
+    for a ``DataLoader``'s own id."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        return int(key)
+    if isinstance(key, str) and key.isdigit() and str(int(key)) == key:
+        return int(key)
+    return None
 
 
 def _trials(val: list, names: list[str], val_ids, threshold: float, notes: list) -> pd.DataFrame:
@@ -421,8 +440,22 @@ def _trials(val: list, names: list[str], val_ids, threshold: float, notes: list)
 
 # ------------------------------------------------------------------------------ commits
 
-def _commit_all(path: Path, names, texts, parents, frame, notes) -> HarnessRepo:
-    """One commit per candidate: the seed's files at the root, each child over its parent."""
+def _owners(names, texts, parents, notes: list) -> list[str]:
+    """The candidate whose commit holds each candidate's texts: itself, or for a child with
+    a parent's exact texts that parent's owner (GEPA keeps such a child as a node)."""
+    owner = list(names)
+    for i in range(1, len(names)):
+        same = next((p for p in parents[i] if _files(texts[p]) == _files(texts[i])), None)
+        if same is not None:
+            owner[i] = owner[same]
+            notes.append(f"{names[i]} has the same texts as its parent {names[same]}: it shares "
+                         f"the commit of {owner[i]} (commit and branch columns)")
+    return owner
+
+
+def _commit_all(path: Path, names, texts, parents, owner, frame) -> HarnessRepo:
+    """One commit per candidate that owns its texts: the seed's files at the root, each child
+    over its parent's owner; a merge as a git merge where git yields GEPA's texts."""
     if path.exists() and any(path.iterdir()):
         repo = HarnessRepo.open(path)
         known = set(repo.candidates()["candidate"])
@@ -437,30 +470,31 @@ def _commit_all(path: Path, names, texts, parents, frame, notes) -> HarnessRepo:
             repo = HarnessRepo.init(path, baseline_dir=seed)
         known = {schema.BASELINE}
     for i in range(1, len(names)):
-        if names[i] in known:
+        if names[i] in known or owner[i] != names[i]:
             continue
-        parent = names[parents[i][0]]
-        before, after = _files(texts[parents[i][0]]), _files(texts[i])
-        if len(parents[i]) > 1 and _merged(repo, names, parents[i], i, frame, after):
+        bases = list(dict.fromkeys(owner[p] for p in parents[i]))
+        after = _files(texts[i])
+        if len(bases) > 1 and _merged(repo, names, bases, i, frame, after):
             continue
+        before = _files(texts[parents[i][0]])
         changes = tuple(FileChange(p, t) for p, t in after.items() if before.get(p) != t)
-        if not changes:
-            notes.append(f"{names[i]} has the same texts as {parent}: it has no commit of its "
-                         f"own (its commit column is {parent}'s)")
-            continue
-        other = (f"; a merge with {names[parents[i][1]]} that git cannot reproduce, committed "
-                 "over its first parent" if len(parents[i]) > 1 else "")
+        parent = names[parents[i][0]]
+        via = f" (its commit is {bases[0]}'s)" if bases[0] != parent else ""
+        other = (f"; a merge with {bases[1]} that git cannot reproduce, committed over "
+                 f"{bases[0]}" if len(bases) > 1 else "")
         patch = Patch(id=names[i], where="prompt", why=frame.loc[i, "why"],
                       mechanism=f"GEPA candidate {i}", beacon=names[i],
-                      rationale=f"GEPA candidate {i}, child of {parent}{other}", changes=changes)
-        repo.add_mutation(parent, patch, round=int(frame.loc[i, "round"]), candidate=names[i])
+                      rationale=f"GEPA candidate {i}, child of {parent}{via}{other}",
+                      changes=changes)
+        repo.add_mutation(bases[0], patch, round=int(frame.loc[i, "round"]), candidate=names[i])
     return repo
 
 
-def _merged(repo: HarnessRepo, names, parents, i, frame, after) -> bool:
-    """Commit a GEPA merge as a git merge of its parents when git yields GEPA's texts."""
-    made, _ = repo.recombine(names[parents[0]], [names[parents[1]]],
-                             round=int(frame.loc[i, "round"]), candidate=names[i])
+def _merged(repo: HarnessRepo, names, bases, i, frame, after) -> bool:
+    """Commit a GEPA merge as a git merge of its parents' owners when git yields GEPA's
+    texts."""
+    made, _ = repo.recombine(bases[0], bases[1:], round=int(frame.loc[i, "round"]),
+                             candidate=names[i])
     if made is not None and _components(repo.files(made)) == after:
         return True
     if made is not None:
