@@ -222,3 +222,73 @@ def test_dspy_gepa_completes_with_the_gate(tmp_path):
                               "commit": None, "branch": None, "round": np.array([0, 1]),
                               "rationale": None})
         assert gates.credit(trials, frame).iloc[0]["decision"] == row["decision"]
+
+
+# ------------------------------------------ issue 32: DataLoaders, resumes, a front's family
+
+class _Loader:
+    """A GEPA ``DataLoader`` keyed by task id (gepa 0.1.4's ``gepa.core.data_loader``
+    protocol: ``all_ids``, ``fetch``, ``len``); it is not a sequence."""
+
+    def __init__(self, items):
+        self.items = {t["task_id"]: t for t in items}
+
+    def all_ids(self):
+        return list(self.items)
+
+    def fetch(self, ids):
+        return [self.items[i] for i in ids]
+
+    def __len__(self):
+        return len(self.items)
+
+
+def test_data_loaders_are_read_as_their_items(run, tmp_path):
+    criterion = gate.GateAcceptance(_Refuses(), _Loader(TRAIN[12:]), valset=_Loader(VAL),
+                                    path=tmp_path / "g")
+    assert list(criterion.items) == [t["task_id"] for t in TRAIN[12:]]
+    with pytest.raises(ConfigError, match="val set"):
+        gate.GateAcceptance(_Refuses(), TRAIN[12:] + VAL[:2], valset=_Loader(VAL),
+                            path=tmp_path / "g")
+    with pytest.raises(ConfigError, match="disjoint"):
+        gg.retest(run, adapter=_Refuses(), sealed=_Loader(SEALED + VAL[:1]),
+                  trainset=_Loader(TRAIN), valset=_Loader(VAL), path=tmp_path / "x")
+    result = gg.retest(run, adapter=demo.DemoAdapter(seed=7), sealed=_Loader(SEALED[:6]),
+                       trainset=_Loader(TRAIN), valset=_Loader(VAL), path=tmp_path / "rt", k=1)
+    assert set(result.trials["task_id"]) == {t["task_id"] for t in SEALED[:6]}
+
+
+def test_a_resumed_run_keeps_the_gepa_index_of_children_credited_before(tmp_path):
+    run_dir = tmp_path / "run"
+    for budget in (700, 1000):        # the second call resumes from GEPA's gepa_state.bin
+        adapter = demo.DemoAdapter(seed=0)
+        criterion = gate.GateAcceptance(adapter, TRAIN[12:], valset=VAL,
+                                        path=run_dir / "gsme_gate")
+        result = _optimize(run_dir, adapter=adapter, max_metric_calls=budget,
+                           acceptance_criterion=criterion,
+                           callbacks=[gate.DecisionsCallback(criterion)])
+    decisions = pd.read_csv(run_dir / "gsme_gate" / "decisions.csv")
+    credited = decisions[decisions["decision"] == "credit"]
+    assert len(credited) == len(result.candidates) - 1 >= 2
+    keys = [gate.candidate_key(c) for c in result.candidates]
+    assert sorted(credited["child_index"].astype(int)) == list(range(1, len(keys)))
+    for _, row in credited.iterrows():
+        assert keys[int(row["child_index"])] == row["candidate"]
+        assert result.parents[int(row["child_index"])][0] == row["parent_index"]
+
+
+def test_a_fronts_sealed_tests_are_holm_corrected(run, tmp_path):
+    from statsmodels.stats.multitest import multipletests
+
+    result = gg.retest(run, adapter=demo.DemoAdapter(seed=7), sealed=SEALED, trainset=TRAIN,
+                       valset=VAL, path=tmp_path / "rt", members="front")
+    sealed = result.table[result.table["measurement"] == gg.SEALED]
+    assert len(sealed) >= 3
+    alpha = GateConfig().alpha
+    reject, adjusted, _, _ = multipletests(sealed["p_one_sided"], alpha=alpha, method="holm")
+    assert sealed["p_holm"].tolist() == pytest.approx(adjusted.tolist())
+    assert ((sealed["decision"] == "credit") == reject).all()
+    assert (sealed["p_holm"] >= sealed["p_one_sided"]).all()
+    assert f"Holm over {len(sealed)}" in str(result)
+    claims = result.table[result.table["measurement"] == gg.CLAIM]
+    assert claims["p_holm"].isna().all()             # GEPA's claims are not tests

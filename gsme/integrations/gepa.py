@@ -31,16 +31,32 @@ from gsme import compare, gates, io, schema, scoring
 from gsme.importers.gepa import GepaRun
 from gsme.settings import ConfigError, GateConfig, RunConfig
 
-__all__ = ["Retest", "regate_accepts", "retest", "run_trials", "task_ids"]
+__all__ = ["Retest", "items_of", "regate_accepts", "retest", "run_trials", "task_ids"]
 
 RETEST_COLUMNS = ["candidate", "measurement", "split", "selection_biased", "n_tasks", "k",
                   "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_one_sided",
-                  "decision"]
+                  "p_holm", "decision"]
 CLAIM, SEALED = "GEPA's val claim", "sealed measurement"
 
 
-def task_ids(items: Sequence, task_id: Callable | None = None) -> list[str]:
-    """The task id of each item: ``task_id(item)``, else its ``task_id`` key or attribute.
+def items_of(data) -> list:
+    """The items of a GEPA train or val set: a sequence's, or a ``DataLoader``'s
+    (``fetch(all_ids())``, in its order).
+
+    Examples
+    --------
+    >>> from gepa.core.data_loader import ListDataLoader
+    >>> items_of(ListDataLoader([{"task_id": "a"}])), items_of(({"task_id": "b"},))
+    ([{'task_id': 'a'}], [{'task_id': 'b'}])
+    """
+    if hasattr(data, "all_ids") and hasattr(data, "fetch"):
+        return list(data.fetch(list(data.all_ids())))
+    return list(data)
+
+
+def task_ids(items, task_id: Callable | None = None) -> list[str]:
+    """The task id of each item (of a sequence or a GEPA ``DataLoader``): ``task_id(item)``,
+    else its ``task_id`` key or attribute.
 
     Examples
     --------
@@ -48,7 +64,7 @@ def task_ids(items: Sequence, task_id: Callable | None = None) -> list[str]:
     ['a', 'b']
     """
     out = []
-    for item in items:
+    for item in items_of(items):
         if task_id is not None:
             value = task_id(item)
         elif isinstance(item, Mapping) or hasattr(item, "__getitem__") and not isinstance(
@@ -168,8 +184,12 @@ class Retest(NamedTuple):
         Two rows per re-tested candidate (:data:`RETEST_COLUMNS`): ``measurement`` is
         ``"GEPA's val claim"`` (GEPA's own val scores against the seed's, K = 1, the split
         that chose it: ``selection_biased`` True) or ``"sealed measurement"`` (the sealed
-        split at K repeats); ``delta_pp, se_pp, z, p_one_sided, decision`` are
-        :func:`gsme.compare.compare`'s, fixed design.
+        split at K repeats); ``delta_pp, se_pp, z, p_one_sided`` are
+        :func:`gsme.compare.compare`'s, fixed design. ``p_holm`` is a sealed row's p
+        Holm-adjusted over every candidate re-tested (``members="front"``: the family of
+        sealed tests; its own p when it is alone; NaN for GEPA's claims, which are not
+        tests) and a sealed ``decision`` credits only when ``p_holm`` is at most the
+        gate's level; a claim's ``decision`` is compare's.
     trials : DataFrame
         The sealed trials (split ``"test"``).
     stored : bool
@@ -204,13 +224,19 @@ class Retest(NamedTuple):
     stored: bool
 
     def __str__(self) -> str:
+        family = int((self.table["measurement"] == SEALED).sum())
         lines = []
         for name, rows in self.table.groupby("candidate", sort=False):
             for _, r in rows.iterrows():
+                holm = (f" (Holm {r['p_holm']:.3g})" if family > 1 and r["measurement"] == SEALED
+                        else "")
                 lines.append(f"{name:>10}  {r['measurement']:<19} Δ {r['delta_pp']:+6.1f} pp  "
                              f"n={r['n_tasks']:<3} K={r['k']}  z={r['z']:6.2f}  "
-                             f"p={r['p_one_sided']:.3g}  {r['decision']}"
+                             f"p={r['p_one_sided']:.3g}{holm}  {r['decision']}"
                              + ("  (selection-biased)" if r["selection_biased"] else ""))
+        if family > 1:
+            lines.append(f"sealed p-values: Holm over {family} candidates (family-wise level "
+                         "of one test); a credit needs its Holm p at the level")
         return "\n".join(lines)
 
 
@@ -241,7 +267,8 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
     k : int
         Repeats per task and side.
     members : {"best", "front"}
-        GEPA's choice only, or also every other member of its Pareto front.
+        GEPA's choice only, or also every other member of its Pareto front (their sealed
+        tests Holm-corrected as one family: ``p_holm``).
     task_id : callable, optional
         Item → task id (default: its ``task_id`` key or attribute).
     gate : GateConfig, optional
@@ -297,6 +324,7 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
     if run.best == schema.BASELINE:
         raise ConfigError("GEPA chose its seed: there is no change to re-test")
     texts = {name: run.texts[name] for name in [schema.BASELINE, *chosen]}
+    sealed = items_of(sealed)
     commit = {"sealed_ids": sorted(ids), "sealed_sha256": _digest(sorted(ids)), "k": k,
               "candidates": {n: _digest(t) for n, t in texts.items()}}
     folder = Path(path)
@@ -326,17 +354,31 @@ def retest(run: GepaRun, *, adapter, sealed: Sequence, trainset: Sequence, valse
     for name in chosen:
         rows.append(_row(run.trials, name, CLAIM, "train", _fixed(1, gate), True))
         rows.append(_row(trials, name, SEALED, "test", sealed_gate, False))
-    table = pd.DataFrame(rows)[RETEST_COLUMNS]
+    table = _holm(pd.DataFrame(rows), sealed_gate.alpha)[RETEST_COLUMNS]
     io.write_trials(trials, folder / "trials.csv")
     table.to_csv(folder / "table.csv", index=False)
     return Retest(table, trials, False)
+
+
+def _holm(table: pd.DataFrame, level: float) -> pd.DataFrame:
+    """``p_holm`` over the sealed rows (statsmodels' Holm step-down); their credit needs it."""
+    from statsmodels.stats.multitest import multipletests
+
+    sealed = table["measurement"] == SEALED
+    table = table.assign(p_holm=np.nan)
+    table.loc[sealed, "p_holm"] = multipletests(table.loc[sealed, "p_one_sided"],
+                                                method="holm")[1]
+    lost = sealed & (table["decision"] == "credit") & (table["p_holm"] > level)
+    table.loc[lost, "decision"] = "inconclusive"
+    return table
 
 
 def _row(trials, name, measurement, split, gate, biased) -> dict:
     row = compare.compare(trials, parent=schema.BASELINE, child=name, split=split,
                           config=gate).iloc[0]
     return {"candidate": name, "measurement": measurement, "split": split,
-            "selection_biased": biased, **{c: row[c] for c in RETEST_COLUMNS[4:]}}
+            "selection_biased": biased,
+            **{c: row[c] for c in RETEST_COLUMNS[4:] if c != "p_holm"}}
 
 
 def regate_accepts(run: GepaRun, *, gate: GateConfig | None = None) -> pd.DataFrame:

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import gates, io, schema, sequential
-from gsme.integrations.gepa import run_trials, task_ids
+from gsme.integrations.gepa import items_of, run_trials, task_ids
 from gsme.settings import ConfigError, GateConfig
 
 __all__ = ["DecisionsCallback", "GateAcceptance", "RepeatAdapter", "candidate_key"]
@@ -68,9 +68,9 @@ class GateAcceptance:
     adapter
         The GEPA adapter the run uses (for ``dspy.GEPA``: a ``DspyAdapter`` built on the
         same program and metric).
-    gate_set : sequence of items
+    gate_set : sequence of items or DataLoader
         The gate slice: train items, run by parent and child at every comparison.
-    valset : sequence of items
+    valset : sequence of items or DataLoader
         GEPA's val set: a gate task found in it is refused.
     path : path
         Folder for ``decisions.json`` and ``trials.csv`` (e.g. inside GEPA's run_dir).
@@ -111,6 +111,7 @@ class GateAcceptance:
     def __init__(self, adapter, gate_set: Sequence, *, valset: Sequence, path,
                  gate: GateConfig | None = None, task_id: Callable | None = None,
                  prefilter: Callable | None = None, threshold: float = 1.0):
+        gate_set = items_of(gate_set)
         ids = task_ids(gate_set, task_id)
         overlap = sorted(set(ids) & set(task_ids(valset, task_id)))
         if overlap:
@@ -263,8 +264,10 @@ class DecisionsCallback:
     """A GEPA callback writing the gate's decisions and trials when GEPA ends.
 
     ``<gate.path>/decisions.csv`` holds :meth:`GateAcceptance.decisions` plus
-    ``child_index`` (the GEPA index a credited child got), and ``trials.csv`` the gate's
-    trials (:func:`gsme.io.write_trials`).
+    ``child_index``: the GEPA index a credited child got, read from GEPA's final state
+    (the candidate with the child's texts whose first parent is the decision's
+    ``parent_index``), so children credited before a resume keep theirs. The gate's
+    trials are in ``trials.csv`` (:func:`gsme.io.write_trials`).
 
     Examples
     --------
@@ -287,12 +290,16 @@ class DecisionsCallback:
     """
 
     def __init__(self, gate: GateAcceptance):
-        self.gate, self.indices = gate, {}
-
-    def on_valset_evaluated(self, event) -> None:
-        self.indices[candidate_key(event["candidate"])] = int(event["candidate_idx"])
+        self.gate = gate
 
     def on_optimization_end(self, event) -> None:
+        state = event["final_state"]
+        index = {(candidate_key(texts), int(parents[0])): i for i, (texts, parents) in
+                 enumerate(zip(state.program_candidates, state.parent_program_for_candidate))
+                 if i > 0 and parents and parents[0] is not None}
         out = self.gate.decisions()
-        out["child_index"] = out["candidate"].map(self.indices).astype("Int64")
+        out["child_index"] = pd.array(
+            [index.get((c, int(p))) if d == "credit" else None
+             for c, p, d in zip(out["candidate"], out["parent_index"], out["decision"])],
+            dtype="Int64")
         out.to_csv(self.gate.path / "decisions.csv", index=False)
