@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import _paired, schema, sequential
+from gsme import _paired, parent_trials, schema, sequential
 from gsme.settings import GateConfig
 
 __all__ = ["activation_gate", "credit", "significance_gate", "silent", "validity_gate"]
@@ -242,7 +242,9 @@ def credit(
     """Decide every non-baseline candidate against its parent: validity, activation, z.
 
     Each candidate is compared with the first id in its ``parents`` (for a recombination,
-    the elite its patches were stacked onto). Gates run cheapest first and the first that
+    the elite its patches were stacked onto): on the train split with the block of the
+    parent's trials scored alongside it when ``config.parent_trials`` is ``"fresh"`` (the
+    default; :mod:`gsme.parent_trials`), else with the parent's stored trials. Gates run cheapest first and the first that
     stops a candidate is named in ``gate_failed``:
 
     * validity → ``invalid`` when no task pairs, or more than ``config.max_dropped_frac`` of the
@@ -273,10 +275,12 @@ def credit(
     DataFrame
         A decisions frame (:mod:`gsme.schema`): ``candidate, parent, split, n_tasks,
         n_dropped, n_changed, k, looks, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
-        p_one_sided, activation_rate, gate_failed, decision, reason``, one row per
-        non-baseline candidate in the order of ``candidates`` (``p_value`` two-sided,
-        ``p_one_sided`` the p of a gain that the credit rule compares with the level of the
-        look it stopped at).
+        p_one_sided, activation_rate, gate_failed, decision, reason, first_delta_pp,
+        first_se_pp``, one row per non-baseline candidate in the order of ``candidates``
+        (``p_value`` two-sided, ``p_one_sided`` the p of a gain that the credit rule
+        compares with the level of the look it stopped at; ``first_delta_pp`` and
+        ``first_se_pp`` over the first ``k`` repeats of every task, which the adaptive
+        design's early stop does not bias).
 
     See Also
     --------
@@ -299,10 +303,16 @@ def credit(
     _paired.check_choice("split", split, schema.SPLITS)
     config = _paired.gate_config(config)
     min_activations, max_dropped_frac = config.min_activations, config.max_dropped_frac
-    slots = _paired.checked_slots(trials)
     schema.validate(candidates, "candidates")
-    pairs = _parent_pairs(candidates)
+    _check_parents(candidates)
+    paired = parent_trials.pairs(candidates, split=split, config=config)
+    seen = parent_trials.view(trials, paired, config=config)
+    slots = _paired.checked_slots(seen)
+    pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
     tested = sequential.compare(slots, pairs, split=split, config=config)
+    tested["parent"] = _paired.text(paired["parent"])
+    tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
+                                                                  config)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
     active = active.loc[pairs["candidate"]]
 
@@ -322,7 +332,20 @@ def credit(
     ))
     out["reason"] = _paired.text(_stop_reasons(out, invalid, inactive, active, max_dropped_frac,
                                   min_activations))
-    return schema.validate(out[schema.columns("decisions")], "decisions")
+    columns = schema.columns("decisions") + ["first_delta_pp", "first_se_pp"]
+    return schema.validate(out[columns], "decisions")
+
+
+def _first_look(seen: pd.DataFrame, tested: pd.DataFrame, pairs: pd.DataFrame, split: str,
+                config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair's Δ and se over the first ``k`` repeats of every task (the decision's own
+    under the fixed design, which reads just those)."""
+    if config.design == "fixed":
+        return tested["delta_pp"].to_numpy(), tested["se_pp"].to_numpy()
+    first = _paired.checked_slots(seen[seen["repeat"].to_numpy() < config.k])
+    look = sequential.compare(first, pairs, split=split,
+                              config=config.model_copy(update={"design": "fixed"}))
+    return look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
 
 
 def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: int):
@@ -351,19 +374,14 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
     )
 
 
-def _parent_pairs(candidates: pd.DataFrame) -> pd.DataFrame:
+def _check_parents(candidates: pd.DataFrame) -> None:
     children = candidates[candidates["kind"] != "baseline"]
-    parents = children["parents"].map(schema.split_ids)
-    orphan = parents.map(len) == 0
+    orphan = children["parents"].map(schema.split_ids).map(len) == 0
     if orphan.any():
         raise schema.FrameError(
             "candidates column 'parents' is empty for non-baseline row(s); every mutation "
             f"or recombination needs a parent:\n{children.loc[orphan].head(10)}"
         )
-    return pd.DataFrame(
-        {"candidate": _paired.text(children["candidate"]),
-         "parent": _paired.text(parents.map(lambda ids: ids[0]))}
-    )
 
 
 def _stop_reasons(out, invalid, inactive, active, max_dropped_frac, min_activations):

@@ -60,7 +60,8 @@ _NAMES_OF = frozenset({"candidate", "parent", "parents", "borrowed_from", "task_
                        "trajectory", "commit", "branch", "patch_id"})
 """Text columns that name a candidate, task, commit or transcript (and join the tables):
 stored as they are. Every other text column is redacted (:mod:`gsme.redact`)."""
-_ADDED = frozenset({("trials", "score")})
+_ADDED = frozenset({("trials", "score"), ("decisions", "first_delta_pp"),
+                    ("decisions", "first_se_pp")})
 """Columns added since the first hash-chained ledgers (table, column): added, empty, on
 open (:meth:`Ledger._migrated`)."""
 _REDACTED_AT = {table: [i for i, c in enumerate(cols) if c.kind == "text" and

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gsme import gates, policy, schema, scoring, sequential, stats
+from gsme import gates, parent_trials, policy, schema, scoring, sequential, stats
 from gsme.run import Run, RunError, SealedError
 from gsme.schema import BASELINE, SEALED_ROUND
 
@@ -126,18 +126,25 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
         raise RunError(f"unknown candidate(s) {unknown}; the run has "
                        f"{list(candidates['candidate'])}")
     tasks = run.tasks()
-    pairs = _first_parents(candidates, names) if split == "train" else None
+    gate = run.config.gate
+    paired = parent_trials.pairs(candidates, names, config=gate) if split == "train" else None
     run_config = run.config if split == "train" else run.config.model_copy(
         update={"borrow": False})
     for _ in range(MAX_SCORING_PASSES):
         trials = run.trials(split=split)
-        if pairs is not None:  # the activation gate first: an inactive child wants nothing
-            pairs = pairs[~gates.silent(trials, pairs, tasks, split=split,
-                                        config=run.config.gate)]
-        wanted = (sequential.wanted(trials, pairs, tasks, split=split, config=run.config.gate)
-                  if pairs is not None else
-                  scoring.wanted_slots(tasks, names, split=split, k=run.config.gate.k))
-        todo = scoring.plan(trials, candidates, tasks, wanted, config=run_config)
+        lenders = None
+        if paired is not None:  # the activation gate first: an inactive child wants nothing
+            seen = parent_trials.view(trials, paired, config=gate)
+            pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
+            quiet = gates.silent(seen, pairs, tasks, split=split, config=gate)
+            paired, pairs = paired[~quiet], pairs[~quiet]
+            wanted = parent_trials.unview(
+                sequential.wanted(seen, pairs, tasks, split=split, config=gate), paired)
+            lenders = parent_trials.lenders(paired)
+        else:
+            wanted = scoring.wanted_slots(tasks, names, split=split, k=gate.k)
+        todo = scoring.plan(trials, candidates, tasks, wanted, config=run_config,
+                            lenders=lenders)
         if not todo.borrowed.empty:
             run.record("trials", todo.borrowed, round=round)
         if not todo.specs:
@@ -208,10 +215,3 @@ def finalize(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
     run.mark("sealed", result=rows)
     return pd.DataFrame(rows)
 
-
-def _first_parents(candidates: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """``candidate, parent``: each of ``names`` with its first parent (the baseline: None)."""
-    rows = candidates.set_index("candidate")
-    parent = {n: (schema.split_ids(rows.loc[n, "parents"]) or [None])[0] for n in names}
-    return pd.DataFrame({"candidate": list(parent), "parent": list(parent.values())},
-                        dtype=object)

@@ -139,7 +139,7 @@ class Run:
         self._lock = lock
         try:
             self._repo = HarnessRepo.open(self.path / self.REPO)
-            self.config = RunConfig.model_validate(ledger.get("config"))
+            self.config = RunConfig.model_validate(_stored_config(ledger.get("config")))
             stored = ledger.get("schedule")
             self.schedule = None if stored is None else Schedule.model_validate(stored)
         except (RepoError, ValidationError) as err:
@@ -1023,3 +1023,12 @@ def _frame_from_json(text: str) -> pd.DataFrame:
 def _check_split(split: str) -> None:
     if split not in schema.SPLITS:
         raise ValueError(f"split must be one of {schema.SPLITS}, got {split!r}")
+
+
+def _stored_config(config: dict) -> dict:
+    """A run's stored config; a run made before 0.3.0 compared children with their
+    parent's stored trials (``GateConfig.parent_trials``), and is read so."""
+    gate = config.get("gate", {})
+    if "parent_trials" in gate:
+        return config
+    return {**config, "gate": {**gate, "parent_trials": "stored"}}

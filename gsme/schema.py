@@ -166,6 +166,10 @@ class Frame:
         return [c.name for c in self.columns]
 
 
+_FIRST_LOOK = (_float("first_delta_pp"), _float("first_se_pp"))
+"""A decision's Δ and its se over the first ``k`` repeats of every task: what the adaptive
+design's early stop does not bias (equal to ``delta_pp``, ``se_pp`` under the fixed design)."""
+
 TRIAL_KEY = ["candidate", "task_id", "split", "repeat", "attempt"]
 SLOT_KEY = ["candidate", "task_id", "split", "repeat"]
 
@@ -196,7 +200,7 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _float("z"), _float("p_value"), _float("p_one_sided"), _float("activation_rate"),
         _text("gate_failed", nullable=True, isin=GATES), _text("decision", isin=DECISIONS),
         _text("reason", nullable=True),
-    ), ("candidate", "parent", "split")),
+    ), ("candidate", "parent", "split"), _FIRST_LOOK),
     Frame("archive", (
         _text("where", isin=LEVERS), _text("why"), _text("candidate"), _float("rate"),
         _float("delta_pp"), _float("z"), _int("round"), _bool("credited"),
@@ -234,7 +238,8 @@ none)."""
 LEDGER_TABLES = MappingProxyType({
     "trials": ("trials", (_int("round"), _float("score"))),
     "candidates": ("candidates", ()),
-    "decisions": ("decisions", (_int("round"), _bool("kept"), _float("expected_delta_pp"))),
+    "decisions": ("decisions", (_int("round"), _bool("kept"), _float("expected_delta_pp"),
+                                *_FIRST_LOOK)),
     "diagnoses": ("diagnoses", (_int("round"),)),
     "archive": ("archive", (_int("snapshot"),)),
     "proposals": ("proposals", ()),

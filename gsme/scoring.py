@@ -203,7 +203,8 @@ def _acting_codes(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
 
 
 def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
-         wanted: pd.DataFrame, *, config: RunConfig) -> Plan:
+         wanted: pd.DataFrame, *, config: RunConfig,
+         lenders: pd.DataFrame | None = None) -> Plan:
     """The trials still needed for the ``wanted`` slots, and the rows to borrow.
 
     Parameters
@@ -213,10 +214,15 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     candidates, tasks : DataFrame
         The run's candidates and tasks (env gates are evaluated on the tasks' features).
     wanted : DataFrame
-        ``candidate, task_id, split, repeats``: each candidate needs repeats
-        ``0 .. repeats-1`` of each task listed.
+        ``candidate, task_id, split, repeats`` and optionally ``first`` (default 0): each
+        candidate needs repeats ``first .. first + repeats - 1`` of each task listed.
     config : RunConfig
         ``gate.max_reruns`` (validity) and ``borrow``.
+    lenders : DataFrame, optional
+        ``candidate, lender, shift`` (:func:`gsme.parent_trials.lenders`): each listed
+        candidate borrows its repeat ``r`` only from ``lender``'s repeat ``r + shift``, and
+        waits for that slot when it is wanted too but not scored yet; slots with
+        ``first`` > 0 (a parent's fresh block) borrow nothing.
 
     Returns
     -------
@@ -252,10 +258,13 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     attempt[needs] = slots.last_attempt[at[needs]] + 1
     missing = at < 0
     borrowed = pd.DataFrame()
-    if config.borrow and missing.any() and len(trials):
-        borrowed, lent = _lend(trials, slots, candidates, tasks,
-                               {k: v[missing] for k, v in want.items()})
-        missing[np.flatnonzero(missing)[lent]] = False
+    if config.borrow and missing.any():
+        rules = _lending(want, candidates, lenders)
+        if len(trials):
+            borrowed, lent = _lend(trials, slots, candidates, tasks,
+                                   {k: v[missing] for k, v in {**want, **rules}.items()})
+            missing[np.flatnonzero(missing)[lent]] = False
+        missing &= ~_waiting(want, rules, missing | needs, candidates, tasks)
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     specs = [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None)
              for rows in (missing, needs)
@@ -383,8 +392,27 @@ def _expand(wanted: pd.DataFrame) -> dict[str, np.ndarray]:
     repeats = wanted["repeats"].to_numpy(np.int64)
     rows = np.repeat(np.arange(len(wanted)), repeats)
     out = {c: wanted[c].to_numpy(dtype=object)[rows] for c in schema.SLOT_KEY[:3]}
-    out["repeat"] = np.arange(repeats.sum()) - np.repeat(np.cumsum(repeats) - repeats, repeats)
+    first = (wanted["first"].to_numpy(np.int64) if "first" in wanted
+             else np.zeros(len(wanted), dtype=np.int64))
+    out["first"] = first[rows]
+    out["repeat"] = out["first"] + np.arange(repeats.sum()) - np.repeat(
+        np.cumsum(repeats) - repeats, repeats)
     return out
+
+
+def _lending(want: dict, candidates: pd.DataFrame, lenders) -> dict[str, np.ndarray]:
+    """Per wanted slot: ``only`` (the one candidate that may lend to it, ``""`` for none,
+    None for any) and ``shift`` (added to its repeat to find the lender's slot)."""
+    n = len(want["candidate"])
+    only, shift = np.full(n, None, dtype=object), np.zeros(n, dtype=np.int64)
+    only[want["first"] > 0] = ""  # a fresh block is never borrowed
+    if lenders is not None and len(lenders):
+        rules = lenders.set_index("candidate")
+        ruled = pd.Index(rules.index).get_indexer(pd.Index(want["candidate"], dtype=object))
+        has = ruled >= 0
+        only[has] = rules["lender"].to_numpy(dtype=object)[ruled[has]]
+        shift[has] = rules["shift"].to_numpy(np.int64)[ruled[has]]
+    return {"only": only, "shift": shift}
 
 
 def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.ndarray]:
@@ -399,7 +427,8 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
     names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
     ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
     acting = _acting_codes(candidates, tasks)
-    size = int(max(slots.repeat.max(initial=0), missing["repeat"].max(initial=0))) + 1
+    shift = missing["shift"] if "shift" in missing else np.zeros(len(missing["repeat"]), int)
+    size = int(max(slots.repeat.max(initial=0), (missing["repeat"] + shift).max(initial=0))) + 1
 
     def keyed(cand, task, split, repeat):
         """Entries on known candidates, tasks and splits: their positions, candidate codes
@@ -419,12 +448,20 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
     donors, donor, donor_key = donors[order], donor[order], donor_key[order]
     wanted, borrower, wanted_key = keyed(
         names.get_indexer(missing["candidate"]), ids.get_indexer(missing["task_id"]),
-        splits.get_indexer(missing["split"]), missing["repeat"])
+        splits.get_indexer(missing["split"]), missing["repeat"] + shift)
     lo = np.searchsorted(donor_key, wanted_key, side="left")
     count = np.searchsorted(donor_key, wanted_key, side="right") - lo
     slot = np.repeat(np.arange(len(wanted)), count)  # every (slot, offer) pair
     offer = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
     other = donor[offer] != borrower[slot]
+    if "only" in missing:  # a lender named per slot ("" none, None any)
+        only = missing["only"][wanted]
+        named = pd.notna(only) & (only != "")
+        allowed = np.full(len(only), -2, dtype=np.int64)  # -2: any lender
+        allowed[named] = names.get_indexer(pd.Index(only[named], dtype=object))
+        allowed[only == ""] = -3  # -3: none
+        rule = allowed[slot]
+        other &= (rule == -2) | (rule == donor[offer])
     slot, offer = slot[other], offer[other]
     if not len(slot):
         return pd.DataFrame(), np.zeros(0, dtype=np.int64)
@@ -437,12 +474,35 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
     lender = out["borrowed_from"].where(out["borrowed_from"].notna(),
                                         names.to_numpy()[donor[offer[best]]])
     out = out.assign(candidate=_text(missing["candidate"][wanted[slot[best]]]),
+                     repeat=missing["repeat"][wanted[slot[best]]].astype(np.int64),
                      attempt=0, borrowed_from=lender.astype(object))
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     own = [set(schema.split_ids(beacons.get(c))) for c in out["candidate"]]
     out["activated"] = [bool(mine & set(schema.split_ids(b))) for mine, b in
                         zip(own, out["beacons"])]
     return out, wanted[slot[best]]
+
+
+def _waiting(want: dict, rules: dict, open_: np.ndarray, candidates: pd.DataFrame,
+             tasks: pd.DataFrame) -> np.ndarray:
+    """Slots that wait a pass: their one lender's slot is wanted in this plan and not
+    scored yet, and they behave as the lender on the task (so they will borrow it)."""
+    named = pd.notna(rules["only"]) & (rules["only"] != "")
+    if not named.any():
+        return np.zeros(len(named), dtype=bool)
+    key = list(zip(want["candidate"], want["task_id"], want["split"], want["repeat"]))
+    pending = {k for k, o in zip(key, open_) if o}
+    names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
+    ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
+    acting = _acting_codes(candidates, tasks)
+    out = np.zeros(len(named), dtype=bool)
+    for i in np.flatnonzero(named):
+        lender, task = rules["only"][i], want["task_id"][i]
+        if (lender, task, want["split"][i], want["repeat"][i] + rules["shift"][i]) in pending:
+            t = ids.get_loc(task)
+            out[i] = acting[names.get_loc(want["candidate"][i]), t] == acting[
+                names.get_loc(lender), t]
+    return out
 
 
 def _donor_rank(candidates: pd.DataFrame, names: pd.Index) -> np.ndarray:

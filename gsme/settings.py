@@ -145,6 +145,11 @@ class GateConfig(BaseModel):
         Largest share of unpaired tasks a valid comparison may have (validity gate).
     max_reruns : int
         Re-runs of a trial after an infrastructure failure (validity gate).
+    parent_trials : {"fresh", "stored"}
+        Which trials of its parent a child is compared with on the train split: a block
+        scored alongside the round's children (``fresh``, free of the winner's curse on
+        the parent) or the parent's stored trials (``stored``, the paper's; runs made
+        before 0.3.0 read so). See :mod:`gsme.parent_trials`.
 
     Examples
     --------
@@ -168,6 +173,7 @@ class GateConfig(BaseModel):
     min_activations: int = Field(1, ge=1)
     max_dropped_frac: float = Field(0.2, ge=0, lt=1)
     max_reruns: int = Field(2, ge=0)
+    parent_trials: Literal["fresh", "stored"] = "fresh"
 
     @field_validator("design")
     @classmethod

@@ -1,0 +1,179 @@
+"""Which trials of its parent a child is compared with: a fresh block, or those stored.
+
+A parent is a parent because its trials looked good: it was kept on them, or (the
+baseline) nothing beat them. Comparing its children with those same trials carries the
+winner's curse: the parent's measured rate sits above its truth and every child's Δ below
+its true effect (``benchmarks/reference_bias.py``). Under ``GateConfig(parent_trials=
+"fresh")``, the default, the children of a round are compared with a **block** of parent
+trials scored alongside them: repeats ``first .. first + S - 1`` of the parent, where ``S``
+is the most repeats the design takes (:func:`stride`: ``k`` fixed, ``k_max`` adaptive) and
+``first = S * round``, the children's round (block 0, the cold start's round, holds the
+parent's own trials: a child reads only its repeats ``0 .. S - 1``). No selection has read a block
+before its comparison: the evolver reads a parent's failures before the round's children
+are proposed, and the block is scored after. ``parent_trials="stored"`` compares with the
+parent's stored trials, as the paper does (runs made before 0.3.0 read so).
+
+Borrowing keeps its power and loses its bias: a child borrows a slot where it behaves as its
+parent only from its block (its repeat ``r`` from the parent's ``first + r``), never from
+the stored trials, and a block borrows nothing (:func:`lenders`).
+
+The statistics run unchanged on a view of the trials (:func:`view`): each block appears as
+a candidate of its own, :func:`label` ``parent@first``, its repeats counted from 0, and each
+child is paired with its block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from gsme import schema, sequential
+from gsme.settings import GateConfig
+
+__all__ = ["MODES", "label", "lenders", "pairs", "stride", "unview", "view"]
+
+MODES = ("fresh", "stored")
+"""Values of ``GateConfig.parent_trials``."""
+
+
+def stride(config: GateConfig) -> int:
+    """Repeats a block spans: the most repeats a comparison of the design reads."""
+    return int(sequential.design_of(config).look_repeats(config)[-1])
+
+
+def label(parent, first) -> str:
+    """The view's name of the block of ``parent`` starting at repeat ``first``."""
+    return f"{parent}@{int(first)}"
+
+
+def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
+          config: GateConfig) -> pd.DataFrame:
+    """Each candidate with its first parent and the parent trials it is compared with.
+
+    Parameters
+    ----------
+    candidates : DataFrame
+        Candidates (``candidate, parents, kind, round``).
+    names : list of str, optional
+        The candidates wanted (default: every non-baseline one), in this order; the
+        baseline gets ``parent`` None.
+    split : {"train", "test"}
+        Blocks exist on the train split only; on the test split ``first`` is 0.
+    config : GateConfig
+        Its ``parent_trials`` and design (for :func:`stride`).
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, parent, first, reference``: ``first`` the parent repeat that the
+        child's repeat 0 is paired with (0: the stored trials), ``reference`` the parent's
+        name in the view (:func:`label` of a block, or the parent itself when ``first`` is 0).
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"candidate": ["baseline", "c1", "c2", "c3"],
+    ...                   "parents": ["", "baseline", "baseline", "baseline"],
+    ...                   "kind": ["baseline", "mutation", "mutation", "mutation"],
+    ...                   "round": [0, 1, 1, 2]})
+    >>> pairs(c, config=GateConfig(design="fixed"))
+      candidate    parent  first   reference
+    0        c1  baseline      3  baseline@3
+    1        c2  baseline      3  baseline@3
+    2        c3  baseline      6  baseline@6
+    >>> pairs(c, config=GateConfig(design="fixed", parent_trials="stored"))["reference"].tolist()
+    ['baseline', 'baseline', 'baseline']
+    """
+    schema.require(candidates, ["candidate", "parents", "kind", "round"], "candidates")
+    first_parent = candidates["parents"].map(lambda p: (schema.split_ids(p) or [None])[0])
+    frame = pd.DataFrame({"candidate": candidates["candidate"].to_numpy(dtype=object),
+                          "parent": first_parent.to_numpy(dtype=object),
+                          "round": candidates["round"].to_numpy(np.int64)})
+    frame.loc[(candidates["kind"] == "baseline").to_numpy(), "parent"] = None
+    has = frame["parent"].notna()
+    fresh = config.parent_trials == "fresh" and split == "train"
+    frame["first"] = np.where(has & fresh, frame["round"] * stride(config), 0).astype(np.int64)
+    if names is None:
+        frame = frame[has]
+    else:
+        where = pd.Index(frame["candidate"]).get_indexer(pd.Index(list(names), dtype=object))
+        if (where < 0).any():
+            missing = [n for n, w in zip(names, where) if w < 0]
+            raise KeyError(f"unknown candidate(s) {missing}")
+        frame = frame.iloc[where]
+    reference = [p if p is None or f == 0 else label(p, f)
+                 for p, f in zip(frame["parent"], frame["first"])]
+    return pd.DataFrame({"candidate": frame["candidate"].to_numpy(dtype=object),
+                         "parent": frame["parent"].to_numpy(dtype=object),
+                         "first": frame["first"].to_numpy(np.int64),
+                         "reference": np.asarray(reference, dtype=object)})
+
+
+def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> pd.DataFrame:
+    """The trials a comparison reads: each candidate's own, and each block of ``paired``
+    as a candidate of its own.
+
+    Under ``parent_trials="fresh"`` a candidate's own train trials are its repeats below
+    :func:`stride` (block 0); a block's rows are the parent's train trials of repeats
+    ``first .. first + S - 1``, renamed :func:`label` and renumbered from 0,
+    ``borrowed_from`` the parent (so a child's slot borrowed from its block counts as the
+    same trial). Under ``"stored"`` the trials are returned as they are.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "p", "task_id": "t1", "split": "train",
+    ...                   "repeat": [0, 1, 2, 3], "passed": [1, 1, 0, 0]})
+    >>> paired = pd.DataFrame({"parent": ["p"], "first": [2]})
+    >>> view(t, paired, config=GateConfig(design="fixed", k=2))[["candidate", "repeat",
+    ...                                                          "passed"]]
+      candidate  repeat  passed
+    0         p       0       1
+    1         p       1       1
+    2       p@2       0       0
+    3       p@2       1       0
+    """
+    if config.parent_trials == "stored":
+        return trials
+    span = stride(config)
+    blocks = paired.loc[paired["first"].to_numpy() > 0, ["parent", "first"]].drop_duplicates()
+    parts = [trials[(trials["split"] != "train") | (trials["repeat"] < span)]]
+    for parent, first in zip(blocks["parent"], blocks["first"]):
+        rows = trials[(trials["candidate"] == parent) & (trials["split"] == "train")
+                      & (trials["repeat"] >= first) & (trials["repeat"] < first + span)]
+        lent = (rows["borrowed_from"] if "borrowed_from" in rows
+                else pd.Series(None, index=rows.index, dtype=object))
+        parts.append(rows.assign(candidate=label(parent, first), repeat=rows["repeat"] - first,
+                                 borrowed_from=lent.where(lent.notna(), parent)))
+    return pd.concat(parts, ignore_index=True)
+
+
+def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
+    """Wanted repeats of the view (:func:`gsme.sequential.wanted`) as the parent's own.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, task_id, split, repeats, first``: a block's rows name its parent with
+        the block's ``first``; every other row has ``first`` 0 (repeats ``first ..
+        first + repeats - 1`` are wanted).
+    """
+    blocks = paired[paired["first"].to_numpy() > 0]
+    of = dict(zip(blocks["reference"], zip(blocks["parent"], blocks["first"])))
+    names = wanted["candidate"].to_numpy(dtype=object)
+    parent = np.array([of.get(n, (n, 0))[0] for n in names], dtype=object)
+    first = np.array([of.get(n, (n, 0))[1] for n in names], dtype=np.int64)
+    return wanted.assign(candidate=parent, first=first)
+
+
+def lenders(paired: pd.DataFrame) -> pd.DataFrame:
+    """Who may lend to whom: each child with a block borrows only from its parent, at the
+    repeat shifted by the block's ``first``.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, lender, shift``: one row per pair with a block.
+    """
+    blocks = paired[paired["first"].to_numpy() > 0]
+    return pd.DataFrame({"candidate": blocks["candidate"].to_numpy(dtype=object),
+                         "lender": blocks["parent"].to_numpy(dtype=object),
+                         "shift": blocks["first"].to_numpy(np.int64)})
