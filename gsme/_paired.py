@@ -27,7 +27,7 @@ from scipy import stats as sps
 
 from gsme import schema
 from gsme.schema import PAIRED_COLUMNS
-from gsme.settings import GateConfig
+from gsme.settings import MAX_EXACT_REPEATS, GateConfig
 
 REFERENCES = ("normal", "t")
 _DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 MiB)
@@ -595,9 +595,9 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
     pv, pp = paired.parent_valid[mask], paired.parent_passed[mask]
     changed = cp * pv != pp * cv
     pair, cv, cp, pv, pp = (a[changed] for a in (pair, cv, cp, pv, pp))
-    if max(cv.max(initial=0), pv.max(initial=0)) > 40:
-        raise ValueError("the exact sign-flip test supports at most 40 valid repeats per task "
-                         "and side; set exact_below=0 for these trials")
+    if max(cv.max(initial=0), pv.max(initial=0)) > MAX_EXACT_REPEATS:
+        raise ValueError(f"the exact sign-flip test supports at most {MAX_EXACT_REPEATS} valid "
+                         "repeats per task and side; set exact_below=0 for these trials")
     local = np.searchsorted(pairs, pair)
     starts = np.flatnonzero(np.r_[True, local[1:] != local[:-1]])
     denom = np.lcm.reduceat(np.lcm(cv, pv), starts)[np.repeat(np.arange(len(starts)),

@@ -47,6 +47,7 @@ from gsme import plugins
 from gsme.credentials import refuse_credentials
 from gsme.settings import (
     DEFAULT_ISOLATION,
+    MAX_CONFIG_BYTES,
     ConfigError,
     RunConfig,
     Schedule,
@@ -111,7 +112,7 @@ def load(path) -> RunSpec:
         raise ConfigError(f"{path} is a folder; gsme run takes a config file (to continue a "
                           "run: gsme resume DIR)")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_text(path))
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
@@ -278,3 +279,14 @@ def _command_paths(spec: dict, base: Path) -> dict:
     if isinstance(workdir, str):
         spec["workdir"] = str((base / workdir).resolve())
     return spec
+
+
+def _read_text(path: Path) -> str:
+    """The file's text, refused past :data:`~gsme.settings.MAX_CONFIG_BYTES` (a device such
+    as ``/dev/zero`` is never read to the end)."""
+    with path.open("rb") as handle:
+        data = handle.read(MAX_CONFIG_BYTES + 1)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_CONFIG_BYTES:,} bytes; a run config "
+                          "is a few lines of TOML")
+    return data.decode("utf-8")

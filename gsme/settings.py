@@ -24,7 +24,8 @@ from pydantic import (
 
 from gsme.registry import DESIGNS, POLICIES
 
-__all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "MAX_K", "MAX_TASKS",
+__all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "MAX_CONFIG_BYTES",
+           "MAX_EXACT_REPEATS", "MAX_K", "MAX_LOOKS", "MAX_SIMULATED_TRIALS", "MAX_TASKS",
            "PROMPT_FAILURES", "REPEAT_SD_PP", "SIMULATIONS", "STUDY_ROUNDS", "TARGET_POWER",
            "ConfigError", "GateConfig",
            "KeepConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
@@ -51,9 +52,24 @@ EFFECT_PP = 5.0
 SIMULATIONS = 200
 """Simulated comparisons behind a simulated design's plan (:func:`gsme.compare.plan`)."""
 MAX_K = 100
-"""Most repeats per task a plan considers for ``k_needed`` (:func:`gsme.compare.plan`)."""
+"""Most repeats per task and side a gate asks for (:class:`GateConfig` ``k``, ``k_max``) and
+a plan considers for ``k_needed`` (:func:`gsme.compare.plan`)."""
+MAX_EXACT_REPEATS = 40
+"""Most valid repeats per task and side the exact sign-flip p handles
+(:func:`gsme._paired.exact_tails`); a gate that uses it (``exact_below`` > 0) asks for no
+more (``k_max``)."""
+MAX_LOOKS = 16
+"""Most looks of the adaptive design (1 + ⌈(k_max − k) / k_step⌉). Each look takes a scoring
+pass at least, and one more per round of re-runs of infrastructure failures; 16 looks at the
+default ``max_reruns`` fit :data:`gsme.measure.MAX_SCORING_PASSES` (64)."""
 MAX_TASKS = 1_000_000
-"""Most tasks a plan considers for ``n_tasks_needed`` (:func:`gsme.compare.plan`)."""
+"""Most tasks a plan considers for ``n_tasks_needed``, and most it is asked about
+(:func:`gsme.compare.plan`)."""
+MAX_SIMULATED_TRIALS = 4_000_000
+"""Most trials a simulated plan draws (simulations × tasks × ``k_max`` × 2 sides): about 2 GB
+and half a minute here (:func:`gsme.compare.plan`)."""
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest config file read (1 MiB); a run config is a few lines (:func:`gsme.config.load`)."""
 STUDY_ROUNDS = 3
 """Rounds of each run in a many-run study (:mod:`gsme.experiments`): fewer than a run's
 :class:`Schedule`, as a study runs many."""
@@ -126,6 +142,9 @@ class GateConfig(BaseModel):
         Repeats per task and side at the first look (and on the sealed test).
     k_max, k_step : int
         Adaptive design only: most repeats per task and side, and repeats added per look.
+        Bounded whatever the design, by what the statistics support: ``k ≤ k_max ≤``
+        :data:`MAX_K` (:data:`MAX_EXACT_REPEATS` while ``exact_below`` > 0), at most
+        :data:`MAX_LOOKS` looks.
     z_crit : float
         Critical value of the one-look test; fixes the one-sided level α = 1 − Φ(z_crit).
     reference : {"normal", "t"}
@@ -162,8 +181,8 @@ class GateConfig(BaseModel):
     model_config = _FROZEN
 
     design: str = "adaptive"
-    k: int = Field(3, ge=1)
-    k_max: int = Field(9, ge=1)
+    k: int = Field(3, ge=1, le=MAX_K)
+    k_max: int = Field(9, ge=1, le=MAX_K)
     k_step: int = Field(3, ge=1)
     z_crit: float = Field(1.96, gt=0, allow_inf_nan=False)
     reference: Literal["normal", "t"] = "t"
@@ -184,6 +203,13 @@ class GateConfig(BaseModel):
     def _repeats_fit(self) -> GateConfig:
         if self.k_max < self.k:
             raise ValueError(f"k_max ({self.k_max}) must be >= k ({self.k})")
+        if self.exact_below > 0 and self.k_max > MAX_EXACT_REPEATS:
+            raise ValueError(f"k_max ({self.k_max}) must be <= {MAX_EXACT_REPEATS}, the most "
+                             "repeats the exact sign-flip p handles; or set exact_below = 0")
+        looks = 1 + math.ceil((self.k_max - self.k) / self.k_step)
+        if looks > MAX_LOOKS:
+            raise ValueError(f"k = {self.k}, k_step = {self.k_step}, k_max = {self.k_max} make "
+                             f"{looks} looks, more than {MAX_LOOKS}; raise k_step or lower k_max")
         return self
 
     @property
@@ -260,7 +286,7 @@ class RunConfig(BaseModel):
     Attributes
     ----------
     run_seed : int
-        Seeds everything random in the run: trial outcomes the agent draws, the parent
+        ≥ 0. Seeds everything random in the run: trial outcomes the agent draws, the parent
         choice, which failures the evolver reads, and the evolver (reseeded per round).
     policy : str
         Which children are kept: a registered keep policy (:data:`gsme.registry.POLICIES`:
@@ -311,7 +337,7 @@ class RunConfig(BaseModel):
 
     model_config = _FROZEN
 
-    run_seed: int = 0
+    run_seed: int = Field(0, ge=0)
     policy: str = "learned"
     gate: GateConfig = GateConfig()
     keep: KeepConfig = KeepConfig()
