@@ -57,7 +57,8 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
                   gate: GateConfig | None = None, rounds: int = STUDY_ROUNDS,
                   children: int = _ROUND.children_per_round,
                   recombinations: int = _ROUND.recombinations_per_round,
-                  learn_from: str | None = None,
+                  learn_from: str | None = None, learn_match: str = "world",
+                  suite_seed: int | None = None,
                   keep: KeepConfig | None = None, finalize: bool = True,
                   progress: bool = False) -> Run:
     """Create, evolve and (by default) seal one run of the rule evolver on a preset.
@@ -91,7 +92,10 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         Rounds to run, children and recombinations per round.
     learn_from : str, optional
         A comparisons file the run learns from and appends to when sealed
-        (:class:`~gsme.settings.RunConfig` ``learn_from``).
+        (:class:`~gsme.settings.RunConfig` ``learn_from``), from its rows that
+        ``learn_match`` selects (``RunConfig.learn_match``).
+    suite_seed : int, optional
+        Seed of the simulated suite when not ``seed`` (runs of one suite share a world).
     keep : KeepConfig, optional
         The ``learned`` policy's settings; default :class:`~gsme.settings.KeepConfig`.
     finalize : bool
@@ -112,9 +116,11 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     """
     gate = gate or GateConfig()
     world = {k: v for k, v in (("mix", mix), ("breadth", breadth)) if v is not None}
-    agent = sim.preset(preset, suite_seed=seed, profile=profile, **world)
+    suite_seed = seed if suite_seed is None else suite_seed
+    agent = sim.preset(preset, suite_seed=suite_seed, profile=profile, **world)
     profile_name = agent.profile.name
-    config = RunConfig(run_seed=seed, gate=gate, learn_from=learn_from, keep=keep or KeepConfig(),
+    config = RunConfig(run_seed=seed, gate=gate, learn_from=learn_from, learn_match=learn_match,
+                       keep=keep or KeepConfig(),
                        **({} if policy is None else {"policy": policy}))
     label = "-".join([preset, profile_name, *map(str, world.values()), config.policy, gate.design,
                       f"s{seed}"])
@@ -123,7 +129,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
                      config=config,
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
-                     agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
+                     agent_spec={"kind": "sim", "preset": preset, "suite_seed": suite_seed,
                                  "profile": profile_name, **world},
                      evolver_spec={"kind": "rule", "seed": seed})
     evolve.evolve(run, progress=progress)

@@ -13,12 +13,13 @@ sealed (:func:`gsme.measure.finalize`), and by notebooks that compare policies.
 * ``gated`` — the paper's: a child is kept only when the three gates credit it.
 * ``greedy`` — what prior systems do: any child whose train rate rose is kept.
 * ``peak`` — like greedy, and the reported harness is the best train rate ever scored.
-* ``learned`` — a child is kept when it is credited, or when its expected true effect is
-  worth keeping (above ``KeepConfig.worth_pp``, a quarter of a point) under the mix of
-  proposal effects learned from every comparison available: the
-  run's own so far and those of earlier runs of the same evolver and suite (empirical
-  Bayes, :mod:`gsme.prior`). Lenient where proposals have been helping, strict where they
-  have been hurting, cautious before there is evidence (:class:`~gsme.settings.KeepConfig`).
+* ``learned`` — a child is kept when it is credited, or when its measured Δ is positive
+  and its expected true effect is worth keeping (above ``KeepConfig.worth_pp``, a quarter
+  of a point) under the mix of proposal effects learned from every comparison available:
+  the run's own so far and those of the latest earlier runs of the same world, when this
+  run's comparisons agree with them (empirical Bayes, :mod:`gsme.prior`). Lenient where
+  proposals have been helping, strict where they have been hurting, cautious before there
+  is evidence (:class:`~gsme.settings.KeepConfig`).
 
 Every policy but ``peak`` reports the archive's best elite.
 """
@@ -35,7 +36,7 @@ from gsme.schema import BASELINE
 from gsme.settings import KeepConfig
 
 __all__ = ["POLICIES", "Gated", "Greedy", "Learned", "Peak", "Policy", "expected_effects",
-           "kept", "reported", "screen"]
+           "history_check", "kept", "reported", "screen"]
 
 
 def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
@@ -43,23 +44,29 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
     """Each decided child's true effect as the mix learned from all comparisons sees it.
 
     The mix is fitted (:func:`gsme.prior.fit`) on the comparisons of ``past`` and of
-    ``decisions`` whose decision measured an effect (credit, cull, inconclusive); invalid
-    and inactive children get NaN.
+    ``decisions`` whose decision measured an effect (credit, cull, inconclusive), each by
+    its first-K Δ where it has one (:func:`gsme.prior.learned_from`); invalid and inactive
+    children get NaN. Rows of ``past`` not marked ``own`` are history (earlier runs): only
+    its latest ``config.history_runs`` runs count, and it is dropped when this run's
+    comparisons (its ``own`` rows and ``decisions``) fail the check against it
+    (:func:`history_check`).
 
     Parameters
     ----------
     decisions : DataFrame
-        ``decision, delta_pp, se_pp`` (a decisions frame).
+        ``decision, delta_pp, se_pp`` (a decisions frame; ``first_delta_pp, first_se_pp``
+        when it has them).
     past : DataFrame, optional
-        Earlier comparisons (``delta_pp, se_pp``, and ``decision`` if known): the run's
-        earlier rounds and earlier runs of the same evolver and suite.
+        Earlier comparisons (``delta_pp, se_pp``, and ``decision``, ``run``, ``own`` if
+        known): earlier runs of the same world and the run's earlier rounds
+        (:meth:`gsme.run.Run.comparisons`).
     config : KeepConfig, optional
 
     Returns
     -------
     DataFrame
         One row per decision, same index: ``expected_delta_pp``, ``p_positive``, ``lfsr``
-        (see :func:`gsme.prior.posterior`).
+        (see :func:`gsme.prior.posterior`, of the child's own ``delta_pp, se_pp``).
 
     Examples
     --------
@@ -73,16 +80,56 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
     config = config or KeepConfig()
     schema.require(decisions, ["decision", *prior.COMPARISON_COLUMNS], "decisions")
     measured = decisions["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
-    evidence = [decisions.loc[measured, prior.COMPARISON_COLUMNS]]
-    if past is not None and len(past):
-        schema.require(past, prior.COMPARISON_COLUMNS, "past")
-        learned = (past["decision"].isin(prior.LEARNED_DECISIONS) if "decision" in past
-                   else np.ones(len(past), dtype=bool))
-        evidence.insert(0, past.loc[learned, prior.COMPARISON_COLUMNS])
-    mix = prior.fit(pd.concat(evidence, ignore_index=True), config=config)
+    history, own = _split(past)
+    check = prior.check_history(history, pd.concat([own, decisions]), config=config)
+    kept_history = (prior.recent_runs(history, config.history_runs) if check["used"]
+                    else history.iloc[:0])
+    evidence = [prior.learned_from(frame.loc[_learned(frame)])
+                for frame in (kept_history, own, decisions) if len(frame)]
+    mix = prior.fit(pd.concat(evidence, ignore_index=True) if evidence
+                    else pd.DataFrame(columns=prior.COMPARISON_COLUMNS), config=config)
     out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, config=config)
     out.loc[~measured] = np.nan
     return out
+
+
+def history_check(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
+                  config: KeepConfig | None = None) -> dict:
+    """The check :func:`expected_effects` makes of ``past``'s history before learning from it.
+
+    :func:`gsme.prior.check_history` of the rows of ``past`` not marked ``own`` against the
+    run's own rows and ``decisions``; a run records it as a ``history_checked`` event.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"decision": "inconclusive", "delta_pp": [-4.0, -2.0, -5.0, -3.0],
+    ...                   "se_pp": 3.5})
+    >>> kind = pd.DataFrame({"run": "r1", "own": False, "decision": "inconclusive",
+    ...                      "delta_pp": [6.0, 9.0, 4.0, 7.0] * 10, "se_pp": 3.5})
+    >>> check = history_check(d, past=kind)
+    >>> check["runs"], check["current"], check["used"]
+    (1, 4, False)
+    """
+    history, own = _split(past)
+    return prior.check_history(history, pd.concat([own, decisions]),
+                               config=config or KeepConfig())
+
+
+def _split(past: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``past`` as (history, own rows): rows marked ``own`` are the run's; the rest history."""
+    if past is None or not len(past):
+        empty = pd.DataFrame(columns=prior.COMPARISON_COLUMNS)
+        return empty, empty
+    schema.require(past, prior.COMPARISON_COLUMNS, "past")
+    own = past["own"].astype(bool) if "own" in past else pd.Series(False, index=past.index)
+    return past[~own], past[own]
+
+
+def _learned(frame: pd.DataFrame) -> np.ndarray:
+    """Rows whose decision measured an effect (every row of a frame without decisions)."""
+    if "decision" not in frame:
+        return np.ones(len(frame), dtype=bool)
+    return frame["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
 
 
 def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
@@ -285,8 +332,9 @@ class Peak(Greedy):
 
 
 class Learned(Policy):
-    """Kept when credited, or when its expected true effect under the proposal mix learned
-    so far is above ``KeepConfig.worth_pp``.
+    """Kept when credited, or when its measured Δ is above 0 and its expected true effect
+    under the proposal mix learned so far is above ``KeepConfig.worth_pp`` (a child that
+    measured no gain is never kept without a credit, however kind the mix).
 
     Examples
     --------
@@ -303,4 +351,5 @@ class Learned(Policy):
 
     def keep(self, decisions, expected, *, config):
         worth = expected["expected_delta_pp"].fillna(-np.inf).round(9) > config.worth_pp
-        return _credited(decisions) | worth.to_numpy()
+        gained = decisions["delta_pp"].fillna(0).round(9) > 0
+        return _credited(decisions) | (worth & gained).to_numpy()

@@ -22,6 +22,9 @@ comparison says the effect is small, not that it is exactly its measured value.
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -29,7 +32,8 @@ from scipy import stats as sps
 from gsme.schema import require
 from gsme.settings import KeepConfig
 
-__all__ = ["COMPARISON_COLUMNS", "LEARNED_DECISIONS", "fit", "grid", "posterior", "start"]
+__all__ = ["COMPARISON_COLUMNS", "LEARNED_DECISIONS", "check_history", "fit", "grid", "learned_from",
+           "posterior", "predictive_pit", "recent_runs", "start"]
 
 COMPARISON_COLUMNS = ["delta_pp", "se_pp"]
 """What a comparison must carry for the prior to learn from it."""
@@ -200,6 +204,136 @@ def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
         out[known, 2] = np.minimum(1.0 - negative, 1.0 - positive)
     return pd.DataFrame(out, columns=["expected_delta_pp", "p_positive", "lfsr"],
                         index=comparisons.index)
+
+
+def learned_from(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """What the mix learns from each comparison: ``delta_pp, se_pp`` over its first K repeats.
+
+    The adaptive design reads more repeats of some tasks and stops others early on what it
+    saw, which biases the Δ it ends with; its first-K Δ (``first_delta_pp, first_se_pp``,
+    equal to ``delta_pp, se_pp`` under the fixed design) is unbiased. Rows without them
+    (older frames, NaN) keep their own ``delta_pp, se_pp``.
+
+    Returns
+    -------
+    DataFrame
+        ``delta_pp, se_pp``, one row per comparison, same index.
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"delta_pp": [-0.5, 2.0], "se_pp": [2.0, 3.0],
+    ...                   "first_delta_pp": [0.4, np.nan], "first_se_pp": [3.0, np.nan]})
+    >>> learned_from(c).values.tolist()
+    [[0.4, 3.0], [2.0, 3.0]]
+    """
+    require(comparisons, COMPARISON_COLUMNS, "comparisons")
+    out = comparisons[COMPARISON_COLUMNS].astype(np.float64)
+    for column, first in (("delta_pp", "first_delta_pp"), ("se_pp", "first_se_pp")):
+        if first in comparisons:
+            out[column] = comparisons[first].astype(np.float64).fillna(out[column])
+    return out
+
+
+def recent_runs(comparisons: pd.DataFrame, runs: int) -> pd.DataFrame:
+    """The rows of the latest ``runs`` runs (by the ``run`` column, in order of appearance).
+
+    A frame without ``run`` counts as one run.
+
+    Examples
+    --------
+    >>> c = pd.DataFrame({"run": ["a", "a", "b", "c"], "delta_pp": [1.0, 2.0, 3.0, 4.0]})
+    >>> recent_runs(c, 2)["run"].tolist(), len(recent_runs(c, 0))
+    (['b', 'c'], 0)
+    """
+    if runs <= 0:
+        return comparisons.iloc[:0]
+    if "run" not in comparisons:
+        return comparisons
+    latest = list(dict.fromkeys(comparisons["run"]))[-runs:]
+    return comparisons[comparisons["run"].isin(latest)]
+
+
+def predictive_pit(comparisons: pd.DataFrame, mix: pd.DataFrame, *,
+                   config: KeepConfig | None = None) -> np.ndarray:
+    """Each comparison's probability integral transform under the mix's predictive law.
+
+    A comparison's Δ is predicted by ``mix`` convolved with its own standard error:
+    u = Σ_j w_j Φ((Δ − θ_j) / se). When the comparisons come from the world the mix
+    describes, the u are independent and uniform on (0, 1).
+
+    Examples
+    --------
+    >>> null = pd.DataFrame({"effect_pp": [0.0], "weight": [1.0]})
+    >>> predictive_pit(pd.DataFrame({"delta_pp": [0.0, 3.0], "se_pp": 3.0}), null).round(3).tolist()
+    [0.5, 0.841]
+    """
+    config = config or KeepConfig()
+    delta, se = _observed(comparisons, config)
+    effects = mix["effect_pp"].to_numpy(np.float64)
+    cdf = sps.norm.cdf((delta[:, None] - effects[None, :]) / se[:, None])
+    return cdf @ mix["weight"].to_numpy(np.float64)
+
+
+def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
+                  config: KeepConfig | None = None) -> dict:
+    """Is ``current`` drawn from the world ``history`` describes? A predictive PIT test.
+
+    The mix is fitted on the history (its latest ``config.history_runs`` runs,
+    :func:`recent_runs`); each current comparison's PIT under it (:func:`predictive_pit`)
+    is uniform when the worlds agree, so their sum S has the Irwin–Hall law of n uniforms.
+    The two-sided p = 2·min(F(S), 1 − F(S)) is exact (computed in rational arithmetic) for
+    a known mix; the history is ``used`` when p ≥ ``config.history_alpha``. A current run
+    whose proposals do worse than the history's (or better) has PITs piled up on one side.
+
+    Parameters
+    ----------
+    history, current : DataFrame
+        Comparisons (``delta_pp, se_pp``, optionally ``run``, ``decision`` and the first-K
+        columns, :func:`learned_from`); rows whose decision measured nothing are left out.
+
+    Returns
+    -------
+    dict
+        ``runs, comparisons`` (of the capped history), ``current`` (comparisons checked),
+        ``pit_mean``, ``p_value`` (1.0 with nothing to check) and ``used`` (bool).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> kind = pd.DataFrame({"delta_pp": rng.normal(6.0, 4.0, 60), "se_pp": 3.5})
+    >>> harmful = pd.DataFrame({"delta_pp": rng.normal(-3.0, 3.5, 8), "se_pp": 3.5})
+    >>> check_history(kind, harmful)["used"], check_history(kind, kind.iloc[:8])["used"]
+    (False, True)
+    """
+    config = config or KeepConfig()
+    history = recent_runs(_measured(history), config.history_runs)
+    current = _measured(current)
+    runs = history["run"].nunique() if "run" in history else int(len(history) > 0)
+    out = {"runs": int(runs), "comparisons": len(history), "current": len(current),
+           "pit_mean": float("nan"), "p_value": 1.0, "used": len(history) > 0}
+    if history.empty or current.empty:
+        return out
+    pit = predictive_pit(current, fit(history, config=config), config=config)
+    low = _irwin_hall_cdf(float(pit.sum()), len(pit))
+    p_value = min(1.0, 2.0 * min(low, 1.0 - low))
+    return {**out, "pit_mean": float(pit.mean()), "p_value": p_value,
+            "used": p_value >= config.history_alpha}
+
+
+def _measured(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Rows whose decision measured an effect, as :func:`learned_from` sees them (other
+    columns kept)."""
+    if "decision" in comparisons:
+        comparisons = comparisons[comparisons["decision"].isin(LEARNED_DECISIONS)]
+    rows = comparisons.assign(**learned_from(comparisons))
+    return rows[rows[COMPARISON_COLUMNS].notna().all(axis=1)]
+
+
+def _irwin_hall_cdf(total: float, n: int) -> float:
+    """P(U_1 + ... + U_n ≤ total) for independent uniforms, exact (rational arithmetic)."""
+    x = Fraction(min(max(total, 0.0), float(n)))
+    terms = sum((-1) ** k * math.comb(n, k) * (x - k) ** n for k in range(math.floor(x) + 1))
+    return float(terms / math.factorial(n))
 
 
 def _observed(comparisons: pd.DataFrame, config: KeepConfig) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import tempfile
 import uuid
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Self
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import comparisons, plugins, sandbox, schema, scoring, seal
+from gsme import comparisons, plugins, policy, sandbox, schema, scoring, seal
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
@@ -164,8 +165,9 @@ class Run:
         own; without them, pass both to :meth:`open`. ``executor_spec`` is kept for
         :attr:`executor_spec` (``gsme resume`` rebuilds the executor). The test split is fixed now and
         committed by hash; it is scored once, by :func:`gsme.measure.finalize`. With
-        ``config.learn_from``, the comparisons of earlier runs of the same agent and evolver
-        are read from that file now and kept in the run (:mod:`gsme.comparisons`).
+        ``config.learn_from``, the comparisons of earlier runs of the same world
+        (``config.learn_match``) are read from that file now and kept in the run
+        (:mod:`gsme.comparisons`).
         """
         refuse_credentials(agent_spec, "[agent]")
         refuse_credentials(evolver_spec, "[evolver]")
@@ -182,9 +184,10 @@ class Run:
             raise RunError(f"the evolver's model {agent.task_model!r} is the frozen task model; "
                            "the evolver must be another (a stronger) model, or set [run] "
                            "allow_same_model = true")
+        world = comparisons.signature(agent, evolver)
         learned = (schema.empty("comparisons") if config.learn_from is None else
-                   comparisons.relevant(comparisons.read(config.learn_from), agent=agent.name,
-                                        evolver=getattr(evolver, "name", None)))
+                   comparisons.relevant(comparisons.read(config.learn_from), signature=world,
+                                        match=config.learn_match))
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
         try:
@@ -201,6 +204,7 @@ class Run:
             ledger.put("tasks", tasks.to_json(orient="split", index=False))
             ledger.put("run_id", uuid.uuid4().hex[:12])
             ledger.put("learned_from", learned.to_json(orient="split", index=False))
+            ledger.put("world", world)
             ledger.put("vocabulary", Vocabulary.default().to_dict())
             repo = HarnessRepo.init(staging / cls.REPO, baseline_dir=baseline_dir)
             ledger.append("candidates", repo.candidates())
@@ -351,17 +355,27 @@ class Run:
         DataFrame
             The comparisons frame (:mod:`gsme.comparisons`): the rows read from
             ``config.learn_from`` when the run was created, then this run's train decisions
-            of the rounds before ``before_round`` (all rounds when None).
+            of the rounds before ``before_round`` (all rounds when None); plus ``own``
+            (True for this run's rows), which the keep rule checks the history against
+            (:func:`gsme.policy.expected_effects`).
         """
         stored = self._ledger.get("learned_from")
         past = (schema.empty("comparisons") if stored is None else
-                _frame_from_json(stored).astype(schema.empty("comparisons").dtypes.to_dict()))
+                comparisons.conform(_frame_from_json(stored)))
         own = self.decisions()
         if before_round is not None:
             own = own[own["round"] < before_round]
-        mine = comparisons.of_run(own, agent=self.agent.name, evolver=self._evolver_name(),
-                                  run=self.run_id)
-        return pd.concat([past, mine], ignore_index=True)
+        mine = comparisons.of_run(own, signature=self.world, run=self.run_id)
+        return pd.concat([past.assign(own=False), mine.assign(own=True)], ignore_index=True)
+
+    @property
+    def world(self) -> dict[str, str]:
+        """The world the run measures in (:func:`gsme.comparisons.signature`), fixed when it
+        was created (a run made before 0.3.0: its agent's and evolver's names only)."""
+        stored = self._ledger.get("world")
+        return stored or comparisons.signature_of(
+            {p: "" for p in comparisons.PARTS} | {"agent": self.agent.name,
+                                                  "evolver": str(self._evolver_name())})
 
     @property
     def run_id(self) -> str:
@@ -549,6 +563,24 @@ class Run:
         if table == "decisions":
             for row in rows.to_dict("records"):
                 self._repo.annotate(row["candidate"], {"gate": row})
+            self._check_history(rows, round)
+
+    def _check_history(self, decided: pd.DataFrame, round: int | None) -> None:
+        """Record the keep rule's check of the history against this run's comparisons
+        (:func:`gsme.policy.history_check`) as a ``history_checked`` event; print one line
+        when it drops the history."""
+        past = self.comparisons(before_round=round)
+        if past["own"].all():
+            return
+        check = policy.history_check(decided, past=past, config=self.config.keep)
+        earlier = self.events("history_checked")
+        self._ledger.event("history_checked", round, **check)
+        if not check["used"] and (earlier.empty or earlier["payload"].iloc[-1]["used"]):
+            print(f"gsme: round {round}: the history of {check['runs']} earlier run(s) "
+                  f"({check['comparisons']} comparisons) is dropped: this run's "
+                  f"{check['current']} comparisons disagree with it (mean PIT "
+                  f"{check['pit_mean']:.2f}, p = {check['p_value']:.3g} < "
+                  f"{self.config.keep.history_alpha})", file=sys.stderr, flush=True)
 
     def _new_trials(self, rows: pd.DataFrame) -> pd.DataFrame:
         """``rows`` as a checked trials frame that :meth:`record` may add (see there)."""

@@ -225,6 +225,8 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("agent"), _text("evolver"), _text("run"), _int("round"), _text("candidate"),
         _text("parent"), _int("n_tasks"), _float("delta_pp"), _float("se_pp"),
         _text("decision", isin=DECISIONS),
+        _text("world"), _text("harness"), _text("task_model"), _text("suite"),
+        _text("evolver_model"), _text("prompt"), _float("first_delta_pp"), _float("first_se_pp"),
     )),
     Frame("failures", (
         _text("candidate"), _text("task_id"), _int("repeat"), _text("transcript"),

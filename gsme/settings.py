@@ -261,6 +261,12 @@ class KeepConfig(BaseModel):
         measured on the train split carries what that split cannot show (fitting its tasks
         rather than the task family, side effects elsewhere), so a child must be expected
         to be worth at least this much to be kept on evidence weaker than a credit.
+    history_runs : int
+        Most earlier runs the history (``learn_from``) may hold, the latest ones: runs, not
+        comparisons, are the unit, so a long past cannot outweigh a changed world.
+    history_alpha : float
+        Level of the check of a run's comparisons against the history's predictive
+        distribution (:func:`gsme.prior.check_history`); below it the history is dropped.
 
     Examples
     --------
@@ -278,6 +284,8 @@ class KeepConfig(BaseModel):
     grid_max_pp: float = Field(40.0, gt=0, le=100)
     se_floor_pp: float = Field(0.5, gt=0, allow_inf_nan=False)
     worth_pp: float = Field(0.25, ge=0, allow_inf_nan=False)
+    history_runs: int = Field(5, ge=0)
+    history_alpha: float = Field(0.05, gt=0, lt=1)
 
 
 class RunConfig(BaseModel):
@@ -299,6 +307,11 @@ class RunConfig(BaseModel):
         policy learns the proposal mix from the rows of the same agent and evolver as this
         run, beside the run's own comparisons. Read once when the run is created (the run
         keeps its own copy); the run's comparisons are appended to it when it is sealed.
+    learn_match : str
+        Which rows of ``learn_from`` are learned from: ``"world"`` (the default: those of
+        this run's world, :func:`gsme.comparisons.signature`), ``"any"``, or a
+        comma-separated list of the world's parts that must be equal (``"agent,evolver"``:
+        by name, as before 0.3.0).
     borrow : bool
         Borrow trials from a scored candidate that behaves identically on a task.
     allow_same_model : bool
@@ -342,6 +355,7 @@ class RunConfig(BaseModel):
     gate: GateConfig = GateConfig()
     keep: KeepConfig = KeepConfig()
     learn_from: str | None = None
+    learn_match: str = "world"
     borrow: bool = True
     allow_same_model: bool = False
     max_failures: int = Field(40, ge=1)
@@ -355,6 +369,13 @@ class RunConfig(BaseModel):
     @classmethod
     def _registered_policy(cls, policy: str) -> str:
         return POLICIES.check(policy)
+
+    @field_validator("learn_match")
+    @classmethod
+    def _known_parts(cls, match: str) -> str:
+        from gsme.comparisons import check_match
+
+        return check_match(match)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,8 +8,9 @@ from gsme.schema import FrameError
 
 
 def _run(tmp_path, name, *, learn_from, seed=0, policy="learned", finalize=True):
-    return experiments.simulated_run("tiny", root=tmp_path / name, seed=seed, rounds=2,
-                                     policy=policy, finalize=finalize,
+    """A run of the rule evolver on the tiny suite of seed 0 (one world), run seed ``seed``."""
+    return experiments.simulated_run("tiny", root=tmp_path / name, seed=seed, suite_seed=0,
+                                     rounds=2, policy=policy, finalize=finalize,
                                      learn_from=str(learn_from))
 
 
@@ -20,10 +21,11 @@ def test_a_sealed_run_appends_its_train_comparisons_once(tmp_path):
         written = comparisons.read(book)
         measure.finalize(run)  # a second call writes nothing more
         again = comparisons.read(book)
-        run_id = run.run_id
+        run_id, world = run.run_id, run.world["world"]
     assert len(written) == len(decided) > 0
     assert set(written["run"]) == {run_id}
     assert (written["agent"] == run.agent.name).all() and (written["evolver"] == "rule").all()
+    assert (written["world"] == world).all() and len(world) == 16
     pd.testing.assert_frame_equal(written, again)
     assert written["delta_pp"].tolist() == decided["delta_pp"].tolist()
 
@@ -37,8 +39,11 @@ def test_the_next_run_learns_from_the_file_and_keeps_its_own_copy(tmp_path):
         before_round_1 = run.comparisons(before_round=1)
         everything = run.comparisons()
         run_id = run.run_id
-    pd.testing.assert_frame_equal(before_round_1, first)
+    assert not before_round_1["own"].any()
+    pd.testing.assert_frame_equal(before_round_1.drop(columns="own"), first)
     assert len(everything) > len(first) and everything["run"].iloc[-1] == run_id
+    assert everything["own"].tolist() == [False] * len(first) + [True] * (len(everything)
+                                                                         - len(first))
 
 
 def test_rows_of_another_agent_or_evolver_are_not_learned_from(tmp_path):
@@ -52,13 +57,61 @@ def test_rows_of_another_agent_or_evolver_are_not_learned_from(tmp_path):
         assert run.comparisons(before_round=1).empty
 
 
+@pytest.mark.parametrize("part", ["task_model", "suite", "evolver_model", "prompt", "harness"])
+def test_rows_of_another_world_with_the_same_names_are_not_learned_from(tmp_path, part):
+    book = tmp_path / "comparisons.csv"
+    _run(tmp_path, "a", learn_from=book).close()
+    rows = comparisons.read(book)
+    other = comparisons.signature_of(rows.iloc[0][list(comparisons.PARTS)].to_dict()
+                                     | {part: "another"})
+    rows.assign(**other).to_csv(book, index=False)
+    with _run(tmp_path, "b", learn_from=book, finalize=False) as run:
+        assert run.comparisons(before_round=1).empty
+    names = experiments.simulated_run("tiny", root=tmp_path / "c", seed=0, rounds=1,
+                                      finalize=False, learn_from=str(book),
+                                      learn_match="agent,evolver")
+    with names as run:
+        assert len(run.comparisons(before_round=1)) == len(rows)
+
+
+def test_the_suite_seed_and_mix_of_a_simulated_agent_are_its_world():
+    from gsme import sim
+    from gsme.evolvers import RuleEvolver
+
+    world = comparisons.signature(sim.preset("tiny"), RuleEvolver(seed=0))["world"]
+    for agent, evolver in [(sim.preset("tiny", suite_seed=1), RuleEvolver(seed=0)),
+                           (sim.preset("tiny", mix="harmful"), RuleEvolver(seed=0)),
+                           (sim.preset("tiny"), RuleEvolver(seed=0, misdiagnosis=0.5))]:
+        assert comparisons.signature(agent, evolver)["world"] != world
+    assert comparisons.signature(sim.preset("tiny"), RuleEvolver(seed=3))["world"] == world
+
+
+def test_a_file_written_before_0_3_reads_and_matches_nothing_by_default(tmp_path, capsys):
+    book = tmp_path / "comparisons.csv"
+    _run(tmp_path, "a", learn_from=book).close()
+    old = comparisons.read(book)[comparisons._COLUMNS[:10]]
+    old.to_csv(book, index=False)
+    read = comparisons.read(book)
+    assert (read["world"] == "").all()
+    assert read["first_delta_pp"].tolist() == read["delta_pp"].tolist()
+    with _run(tmp_path, "b", learn_from=book, finalize=True) as run:
+        assert not (~run.comparisons(before_round=1)["own"]).any()
+    said = capsys.readouterr().err
+    assert said.count(f"{len(old)} comparison(s) of the learn_from file were written before "
+                      "0.3.0") == 1
+    after = comparisons.read(book)  # the sealed run rewrote it once with the full header
+    assert book.read_text().splitlines()[0].split(",") == comparisons._COLUMNS
+    assert (after["world"] == "").sum() == len(old) and (after["world"] != "").any()
+
+
 def test_a_bad_comparisons_file_is_refused_naming_the_column(tmp_path):
     book = tmp_path / "comparisons.csv"
     pd.DataFrame({"agent": ["a"], "delta_pp": [1.0]}).to_csv(book, index=False)
     with pytest.raises(FrameError, match="se_pp"):
         comparisons.read(book)
     bad = schema.empty("comparisons").astype(object)
-    bad.loc[0] = ["a", "rule", "r", 1, "c1", "baseline", 40, 1.0, 2.0, "maybe"]
+    bad.loc[0] = ["a", "rule", "r", 1, "c1", "baseline", 40, 1.0, 2.0, "maybe", *[""] * 6,
+                  1.0, 2.0]
     bad.to_csv(book, index=False)
     with pytest.raises(FrameError, match="decision"):
         comparisons.read(book)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme.comparisons import digest
 
 __all__ = ["TaskAgent", "Trajectory", "TrialSpec", "to_trials", "trial_row"]
 
@@ -158,6 +159,16 @@ class TaskAgent(abc.ABC):
     def health_check(self) -> bool:
         """True when the environment is healthy enough to run trials."""
         return True
+
+    def signature(self) -> dict[str, str]:
+        """This agent's part of the world its runs measure (:func:`gsme.comparisons.signature`).
+
+        ``harness`` (the agent's family and the settings that shape what a patch does;
+        by default its class), ``task_model`` (``""`` when it names none) and ``suite`` (a
+        digest of :meth:`tasks`). Comparisons of another world are not learned from.
+        """
+        return {"harness": type(self).__name__, "task_model": str(self.task_model or ""),
+                "suite": digest(self.tasks().to_csv(index=False))}
 
     def secrets(self) -> dict[str, str]:
         """The secrets this agent hands its trials, by variable name, as set now.

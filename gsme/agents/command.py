@@ -110,6 +110,7 @@ import pandas as pd
 from gsme import sandbox
 from gsme._proc import remove_tree, remove_when_gone, run_limited
 from gsme.agents.base import TaskAgent, Trajectory
+from gsme.comparisons import digest
 from gsme.redact import Redactor, passed_secrets
 from gsme.schema import LEVERS, SPLITS
 from gsme.settings import DEFAULT_ISOLATION, ISOLATIONS
@@ -271,6 +272,11 @@ class CommandAgent(TaskAgent):
     def tasks(self) -> pd.DataFrame:
         """The tasks given at construction (a copy)."""
         return self._tasks.copy()
+
+    def signature(self) -> dict[str, str]:
+        """As :meth:`TaskAgent.signature`, the ``harness`` family being the command
+        template's digest (another runner is another world)."""
+        return {**super().signature(), "harness": f"command:{digest(list(self.command))}"}
 
     def secrets(self) -> dict[str, str]:
         """The ``pass_env`` variables (as set now) and ``env`` values named like credentials."""

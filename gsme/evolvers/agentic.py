@@ -101,7 +101,7 @@ from gsme.evolvers.agentic_workspace import (
     write_errors,
     write_workspace,
 )
-from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver, Log, RoundView
+from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver, Log, RoundView, prompt_digest
 from gsme.evolvers.claude_prompt import load_prompt, train_failures
 from gsme.evolvers.claude_tools import (
     DIAGNOSE_TOOL,
@@ -246,6 +246,11 @@ class AgenticEvolver(Evolver):
     def __repr__(self) -> str:
         return (f"AgenticEvolver(command={self.kind if self.kind in COMMANDS else self.command!r}"
                 f", model={self.model!r}, budget={self.budget})")
+
+    def signature(self) -> dict[str, str]:
+        """Its model; ``prompt`` a digest of its prompt text, command and budget."""
+        return {"evolver_model": str(self.model or ""),
+                "prompt": prompt_digest("agentic", command=self.command, budget=self.budget)}
 
     def reseed(self, seed: int) -> None:
         """The seed handed to the command from now on."""

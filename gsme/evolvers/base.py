@@ -5,14 +5,16 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import ClassVar
 
 import pandas as pd
 
+from gsme.comparisons import digest
 from gsme.patches import Patch
 from gsme.schema import columns
 
-__all__ = ["DIAGNOSIS_COLUMNS", "Evolver", "Log", "RoundView"]
+__all__ = ["DIAGNOSIS_COLUMNS", "Evolver", "Log", "RoundView", "prompt_digest"]
 
 DIAGNOSIS_COLUMNS = columns("diagnoses")
 """The columns every diagnosis frame starts with (see :mod:`gsme.schema`)."""
@@ -124,6 +126,27 @@ class Evolver(abc.ABC):
 
         The default ignores it.
         """
+
+    def signature(self) -> dict[str, str]:
+        """This evolver's part of the world its runs measure
+        (:func:`gsme.comparisons.signature`): ``evolver_model`` (``""`` without one) and
+        ``prompt``, a digest of what decides its proposals besides its seed (its prompt
+        and settings; by default its class)."""
+        return {"evolver_model": str(self.model or ""), "prompt": digest(type(self).__qualname__)}
+
+
+def prompt_digest(*names: str, **settings) -> str:
+    """A digest of the prompt texts ``gsme/prompts/<name>.txt`` and ``settings``: an
+    evolver's ``prompt`` part of its :meth:`Evolver.signature`.
+
+    Examples
+    --------
+    >>> prompt_digest("propose", max_failures=40) != prompt_digest("propose", max_failures=20)
+    True
+    """
+    texts = [(resources.files("gsme") / "prompts" / f"{n}.txt").read_text(encoding="utf-8")
+             for n in names]
+    return digest({"texts": texts, **settings})
 
     def secrets(self) -> dict[str, str]:
         """The secrets this evolver uses (an API key), by variable name: a run redacts

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 import anthropic
 import pandas as pd
 
-from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver, Log
+from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver, Log, prompt_digest
 from gsme.evolvers.claude_models import (
     API_TEMPERATURE,
     DEFAULT_MODEL,
@@ -208,6 +208,13 @@ class ClaudeEvolver(Evolver):
         return (f"ClaudeEvolver(model={self.model!r}, max_tokens={self.max_tokens}, "
                 f"temperature={self.temperature}, digest_tokens={self.digest_tokens}, "
                 f"max_failures={self.max_failures}, seed={self.seed})")
+
+    def signature(self) -> dict[str, str]:
+        """Its model; ``prompt`` a digest of its prompt texts and settings (not the seed)."""
+        return {"evolver_model": self.model, "prompt": prompt_digest(
+            "evolver_system", "diagnose", "propose", max_tokens=self.max_tokens,
+            temperature=self.temperature, digest_tokens=self.digest_tokens,
+            max_failures=self.max_failures)}
 
     def reseed(self, seed: int) -> None:
         """Restart the sampling of shown failures from ``seed``."""

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from gsme.comparisons import digest
 from gsme.evolvers.base import Evolver
 from gsme.evolvers.templates import FALLBACK, TEMPLATES, changes
 from gsme.patches import Patch, lever_files
@@ -96,6 +97,10 @@ class MechanismEvolver(Evolver):
         if not self.mechanisms:
             raise ValueError("mechanisms must name at least one mechanism")
         self.env_gate = env_gate
+
+    def signature(self) -> dict[str, str]:
+        """No model; ``prompt`` a digest of its mechanisms and env gate."""
+        return {"evolver_model": "", "prompt": digest([self.mechanisms, self.env_gate])}
 
     def diagnose(self, failures, *, harness=None, vocabulary=None, log=None) -> pd.DataFrame:
         """No diagnosis: an empty diagnoses frame."""

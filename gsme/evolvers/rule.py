@@ -21,6 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from gsme.comparisons import digest
 from gsme.envgate import parse
 from gsme.evolvers.base import DIAGNOSIS_COLUMNS, Evolver
 from gsme.evolvers.templates import changes, templates_for
@@ -114,6 +115,10 @@ class RuleEvolver(Evolver):
         self.seed = int(seed)
         self.misdiagnosis = float(misdiagnosis)
         self._rng = np.random.default_rng(self.seed)
+
+    def signature(self) -> dict[str, str]:
+        """No model; ``prompt`` a digest of its settings (the misdiagnosis rate)."""
+        return {"evolver_model": "", "prompt": digest({"rule": self.misdiagnosis})}
 
     def reseed(self, seed: int) -> None:
         """Restart the proposal generator from ``seed``."""

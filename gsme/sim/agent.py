@@ -139,6 +139,16 @@ class SimAgent(TaskAgent):
         content``."""
         return self._tasks.copy()
 
+    def signature(self) -> dict[str, str]:
+        """As :meth:`TaskAgent.signature`, the ``harness`` naming the preset, profile, suite
+        seed, mix (with its values), breadth and grown tasks: every knob of the world."""
+        from gsme.comparisons import digest
+
+        preset, profile, suite_seed, _, _, mix, breadth, grown = self._args
+        mix = f"{getattr(mix, 'name', mix)}:{digest(repr(mix))[:8]}"
+        return {**super().signature(), "harness": f"simulated:{preset}/{profile}/suite_seed="
+                f"{suite_seed}/mix={mix}/breadth={breadth:g}/grown={grown}"}
+
     def run(self, harness_dir: Path, task: Mapping, *, repeat: int, attempt: int,
             run_seed: int) -> Trajectory:
         """Run one simulated trial of ``task`` (a row of :meth:`tasks`) under ``harness_dir``."""
