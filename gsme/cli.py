@@ -96,9 +96,12 @@ def _parser(version: str) -> argparse.ArgumentParser:
                       help="simulated task suite (default: tb2)")
     demo.add_argument("--profile", default=None, choices=list(PROFILES),
                       help="simulated model profile (default: the preset's own)")
-    demo.add_argument("--mix", default=DEFAULT_MIX, choices=list(MIXES),
-                      help="the simulated world of proposals: what patches truly do "
-                           f"(default: {DEFAULT_MIX}; see gsme.sim.MIXES)")
+    demo.add_argument("--mix", default=DEFAULT_MIX, type=_mix_option, metavar="MIX",
+                      help="the simulated world of proposals, what patches truly do: one of "
+                           f"{', '.join(MIXES)} (default: {DEFAULT_MIX}; see gsme.sim.MIXES), "
+                           "a TOML file stating one (name = \"mine\", fix = 0.2, [targeted] "
+                           "fix = 1.5) or the same inline: '{ name = \"mine\", fix = 0.2, "
+                           "targeted = { fix = 1.5 } }'")
     demo.add_argument("--rounds", type=int, default=None,
                       help=f"evolution rounds (default: {schedule.rounds})")
     demo.add_argument("--children", type=int, default=None,
@@ -329,8 +332,32 @@ def _demo(args) -> int:
                           **({"profile": args.profile} if args.profile else {})},
                    evolver={"kind": "rule", "seed": args.seed},
                    executor=_executor_spec(None, args))
-    return _start(spec, args, banner=f"gsme demo: SIMULATED agent ({args.preset}, {args.mix} "
+    mix = args.mix if isinstance(args.mix, str) else args.mix["name"]
+    return _start(spec, args, banner=f"gsme demo: SIMULATED agent ({args.preset}, {mix} "
                                      f"proposals), rule evolver, run directory {out}")
+
+
+def _mix_option(text: str) -> str | dict:
+    """``--mix``: a registered name as it is; a TOML file or an inline table as the mix's
+    table (checked now, stored in the run's agent spec so ``gsme resume`` rebuilds it)."""
+    import tomllib
+
+    from gsme.sim.catalogue import MIXES, as_mix
+
+    if text in MIXES:
+        return text
+    try:
+        if text.lstrip().startswith("{"):
+            table = tomllib.loads(f"mix = {text}")["mix"]
+        elif text.endswith(".toml") or Path(text).is_file():
+            table = tomllib.loads(Path(text).read_text(encoding="utf-8"))
+        else:
+            raise ValueError(f"must be one of {list(MIXES)}, a TOML file or an inline table "
+                             f"{{ name = \"mine\", fix = 0.5 }}, got {text!r}")
+        as_mix(table)
+    except (OSError, tomllib.TOMLDecodeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return table
 
 
 def _run(args) -> int:

@@ -1,19 +1,21 @@
-"""Where extensions register: gate designs, keep policies and log formats, each by name.
+"""Where extensions register: gate designs, keep policies, log formats, mixes, each by name.
 
 Each registry maps a name to an object: a gate design (:class:`gsme.sequential.Design`), a
-keep policy (:class:`gsme.policy.Policy`) or a log format
-(:class:`gsme.importers.Format`). gsme's own are listed here as ``"module:attribute"``
+keep policy (:class:`gsme.policy.Policy`), a log format (:class:`gsme.importers.Format`) or a
+simulated world of proposals (:class:`gsme.sim.catalogue.Mix`, registered in
+:mod:`gsme.sim.catalogue`). gsme's own are listed here as ``"module:attribute"``
 strings, imported the first time they are asked for, so that :mod:`gsme.settings` can check
 a name without importing the statistics. Other packages add theirs through an entry point
 group, read once, the first time a registry is asked:
 
-==================  ==============================  ===============================
-registry            entry point group               object
-==================  ==============================  ===============================
-:data:`DESIGNS`     ``gsme.designs``                :class:`gsme.sequential.Design`
-:data:`POLICIES`    ``gsme.policies``               :class:`gsme.policy.Policy`
-:data:`FORMATS`     ``gsme.formats``                :class:`gsme.importers.Format`
-==================  ==============================  ===============================
+=======================  ==================  ===============================
+registry                 entry point group   object
+=======================  ==================  ===============================
+:data:`DESIGNS`          ``gsme.designs``    :class:`gsme.sequential.Design`
+:data:`POLICIES`         ``gsme.policies``   :class:`gsme.policy.Policy`
+:data:`FORMATS`          ``gsme.formats``    :class:`gsme.importers.Format`
+:data:`gsme.sim.MIXES`   ``gsme.mixes``      :class:`gsme.sim.catalogue.Mix`
+=======================  ==================  ===============================
 
 A package registers a design in its ``pyproject.toml``::
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import importlib
 from importlib import metadata
 
-__all__ = ["DESIGNS", "FORMATS", "POLICIES", "Registry"]
+__all__ = ["DESIGNS", "FORMATS", "POLICIES", "Registry", "is_name"]
 
 
 class Registry:
@@ -70,7 +72,7 @@ class Registry:
             ``name`` is taken (unless ``replace``) or not an identifier.
         """
         self._read_entry_points()
-        if not (isinstance(name, str) and name.replace("-", "_").isidentifier()):
+        if not is_name(name):
             raise ValueError(f"a {self.kind} name must be an identifier, got {name!r}")
         if name in self._where and not replace:
             raise ValueError(f"a {self.kind} named {name!r} is registered already "
@@ -102,6 +104,9 @@ class Registry:
             self._loaded[name] = _made(self._where[name])
         return self._loaded[name]
 
+    def __getitem__(self, name: str):
+        return self.get(name)
+
     def __contains__(self, name) -> bool:
         return name in self.names()
 
@@ -120,6 +125,17 @@ class Registry:
         self._entry_points_read = True
         for point in metadata.entry_points(group=self.group):
             self._where.setdefault(point.name, point)
+
+
+def is_name(name) -> bool:
+    """Whether ``name`` can name a registered object: an identifier, hyphens allowed.
+
+    Examples
+    --------
+    >>> is_name("rare-big"), is_name("my mix")
+    (True, False)
+    """
+    return isinstance(name, str) and name.replace("-", "_").isidentifier()
 
 
 def _made(where):

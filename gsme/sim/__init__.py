@@ -10,17 +10,19 @@ of its dominant pathology is sized after the paper's credited train Δ for its d
 only published evidence of effect sizes. :func:`calibration` tabulates both (SIMULATED,
 beside the real ranges); :mod:`gsme.sim.shape` defines them.
 
-Mixes. ``mix="calibrated"`` (the default, :data:`DEFAULT_MIX`) is that world; ``weak``, ``ineffective``, ``harmful``
-and ``published`` keep the same baseline and change what patches truly do, from proposals
-that barely matter to proposals that mostly hurt or that are sized after published
-harness-change effects (:data:`MIXES`). A design is judged across mixes, since nobody knows
-which one a user's evolver lives in. In a config: ``[agent] mix = "published"``.
+Mixes. ``mix="calibrated"`` (the default, :data:`DEFAULT_MIX`) is that world; the other
+mixes of :data:`MIXES` keep the same baseline and change what patches truly do, from
+proposals that barely matter to proposals that mostly hurt, rare big wins or many small
+gains. A design is judged across mixes, since nobody knows which one a user's evolver lives
+in. A user states their own as a :class:`~gsme.sim.catalogue.Mix` (per kind of mechanism,
+or all alike), registers it with :func:`register_mix`, or writes it in a config:
+``[agent] mix = "published"`` or ``mix = { name = "mine", fix = 0.2, targeted = { fix = 1.5 } }``.
 """
 
 from __future__ import annotations
 
 from gsme.sim.agent import DEFAULT_INFRA_FAULT_RATE, SimAgent
-from gsme.sim.catalogue import CATALOGUE, DEFAULT_MIX, MIXES
+from gsme.sim.catalogue import CATALOGUE, DEFAULT_MIX, MIXES, Mix, register_mix
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.shape import calibration
 from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS
@@ -31,7 +33,7 @@ PRESETS = tuple(PRESET_SPECS)
 
 def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
            infra_fault_rate: float | None = None, test_canary: str | None = None,
-           mix: str = DEFAULT_MIX, breadth: float = DEFAULT_BREADTH,
+           mix: str | Mix | dict = DEFAULT_MIX, breadth: float = DEFAULT_BREADTH,
            grown: int = 0) -> SimAgent:
     """The simulated task agent of preset ``name``.
 
@@ -50,9 +52,10 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
     test_canary : str, optional
         A string planted in every test task's statement and transcripts (see
         :class:`SimAgent`).
-    mix : str
-        One of :data:`MIXES`: what patches truly do (default ``calibrated``: targeted
-        fixes sized after the paper's credited gains); see :class:`gsme.sim.catalogue.Mix`.
+    mix : str, Mix or dict
+        What patches truly do: a name of :data:`MIXES` (default ``calibrated``: targeted
+        fixes sized after the paper's credited gains), a :class:`~gsme.sim.catalogue.Mix`
+        or a table of one (see :func:`gsme.sim.catalogue.as_mix`).
     breadth : float
         The share of the visible ``area`` values each failure mode concentrates on, in
         (0, 1]: how narrow a patch gated on its diagnosed failures is (see
@@ -73,5 +76,5 @@ def preset(name: str, *, suite_seed: int = 0, profile: str | None = None,
                     test_canary=test_canary, mix=mix, breadth=breadth, grown=grown)
 
 
-__all__ = ["CATALOGUE", "DEFAULT_MIX", "MIXES", "PRESETS", "PROFILES", "WHYS", "SimAgent", "calibration",
-           "preset"]
+__all__ = ["CATALOGUE", "DEFAULT_MIX", "MIXES", "PRESETS", "PROFILES", "WHYS", "Mix", "SimAgent",
+           "calibration", "preset", "register_mix"]

@@ -25,7 +25,7 @@ from gsme.envgate import parse
 from gsme.patches import read_patches
 from gsme.schema import SPLITS
 from gsme.sim import transcripts
-from gsme.sim.catalogue import DEFAULT_MIX, MIXES
+from gsme.sim.catalogue import DEFAULT_MIX, Mix, as_mix
 from gsme.sim.model import HarnessModel, base_onset, compile_harness
 from gsme.sim.profiles import PROFILES, WHYS
 from gsme.sim.suite import DEFAULT_BREADTH, PRESET_SPECS, build_suite
@@ -66,14 +66,14 @@ class SimAgent(TaskAgent):
     test_canary : str, optional
         A string planted in every test task's ``content`` (and so in its transcripts), for
         tests that check the test split stays sealed.
-    mix : str
-        The proposal mix, one of :data:`gsme.sim.MIXES`: what patches truly do
-        (:func:`gsme.sim.catalogue.effect_of`). ``calibrated`` (the default): the catalogue,
-        whose targeted fixes are sized after the paper's credited train gains; ``weak``,
-        ``ineffective``, ``harmful`` and ``published`` are other worlds (see
-        :data:`gsme.sim.catalogue.MIXES`). The baseline is the same in every mix. In a
-        config: ``[agent] mix = "published"``. The agent's ``name`` ends in ``/<mix>``
-        for any mix but ``calibrated``.
+    mix : str, Mix or mapping
+        The proposal mix: what patches truly do (:func:`gsme.sim.catalogue.effect_of`). A
+        name of :data:`gsme.sim.MIXES` (``calibrated``, the default: the catalogue, whose
+        targeted fixes are sized after the paper's credited train gains; the others are
+        other worlds), a :class:`gsme.sim.catalogue.Mix` or a table of one
+        (:func:`gsme.sim.catalogue.as_mix`). The baseline is the same in every mix. In a
+        config: ``[agent] mix = "published"`` or ``mix = { name = "mine", fix = 0.5 }``.
+        The agent's ``name`` ends in ``/<mix name>`` for any mix but ``calibrated``.
     breadth : float
         How concentrated each failure mode is on the visible ``area`` feature: the share of
         areas it calls home, in (0, 1] (see :mod:`gsme.sim.suite`); an evolver gating a
@@ -96,7 +96,7 @@ class SimAgent(TaskAgent):
 
     def __init__(self, preset: str = "tiny", *, profile: str | None = None, suite_seed: int = 0,
                  infra_fault_rate: float = DEFAULT_INFRA_FAULT_RATE,
-                 test_canary: str | None = None, mix: str = DEFAULT_MIX,
+                 test_canary: str | None = None, mix: str | Mix | Mapping = DEFAULT_MIX,
                  breadth: float = DEFAULT_BREADTH, grown: int = 0):
         if preset not in PRESET_SPECS:
             raise ValueError(f"preset must be one of {list(PRESET_SPECS)}, got {preset!r}")
@@ -106,8 +106,7 @@ class SimAgent(TaskAgent):
             raise ValueError(f"profile must be one of {list(PROFILES)}, got {profile!r}")
         if not 0.0 <= infra_fault_rate < 1.0:
             raise ValueError(f"infra_fault_rate must be in [0, 1), got {infra_fault_rate!r}")
-        if mix not in MIXES:
-            raise ValueError(f"mix must be one of {list(MIXES)}, got {mix!r}")
+        mix = as_mix(mix)
         self.suite = build_suite(spec, suite_seed=suite_seed, breadth=breadth, grown=grown)
         self._args = (preset, profile, int(suite_seed), float(infra_fault_rate), test_canary,
                       mix, float(breadth), int(grown))
@@ -116,7 +115,7 @@ class SimAgent(TaskAgent):
         self.infra_fault_rate = float(infra_fault_rate)
         self.mix = mix
         self.name = f"simulated:{spec.name}/{profile}" + (
-            "" if mix == DEFAULT_MIX else f"/{mix}") + (
+            "" if mix.name == DEFAULT_MIX else f"/{mix.name}") + (
             "" if breadth == DEFAULT_BREADTH else f"/breadth{breadth:g}") + (
             f"/grown{grown}" if grown else "")
         tasks = self.suite.tasks.copy()

@@ -30,10 +30,11 @@ over suite seeds 0–4; see :mod:`gsme.sim.shape`).
 
 Mixes. The catalogue above is the ``calibrated`` proposal mix. Nobody knows in advance
 which mix a user's evolver lives in, so the simulator offers several (:data:`MIXES`), each a
-:class:`Mix` that rescales what every mechanism does (:func:`effect_of`): how much of its
-hazard reduction it keeps (``fix``), how much of its listed harm (``harm``), and a small risk
-every acting change adds (``side_harm``). The baseline is the same in every mix; only what
-patches do differs. See :data:`MIXES` for each mix and what was measured on it.
+:class:`Mix` that rescales what mechanisms do (:func:`effect_of`), per kind of mechanism
+(:data:`KINDS`) or all alike: how much of its hazard reduction it keeps (``fix``), how much
+of its listed harm (``harm``), and a small risk every acting change adds (``side_harm``).
+The baseline is the same in every mix; only what patches do differs. See :data:`MIXES` for
+each mix and what was measured on it; :func:`register_mix` adds one.
 
 Unknown mechanisms (e.g. free text from an LLM evolver) get a small deterministic effect on
 the failure mode their patch declares: ``factor = 1 - 0.1 * u`` with ``u`` in [0, 1) from a
@@ -43,24 +44,57 @@ hash of the mechanism name, trigger ``always``: the same name always does the sa
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import astuple, dataclass, fields, replace
+from numbers import Real
 from types import MappingProxyType
 
-__all__ = ["CATALOGUE", "DEFAULT_MIX", "MIXES", "TRIGGERS", "Effect", "Mix", "effect_of"]
+from gsme.registry import Registry, is_name
+
+__all__ = ["CATALOGUE", "DEFAULT_MIX", "KINDS", "MIXES", "SCALES", "TRIGGERS", "Effect", "Mix",
+           "Scale", "as_mix", "effect_of", "register_mix"]
 
 TRIGGERS = ("always", "submit", "onset", "named")
+KINDS = ("targeted", "weak", "harmful", "costly", "cosmetic", "overfit", "unknown")
+"""The kinds of mechanism (:attr:`Effect.kind`); a :class:`Mix` may scale each its own way."""
+SCALES = ("fix", "hints", "harm", "side_harm")
+"""What a :class:`Mix` scales, for all kinds alike or per kind (:class:`Scale`)."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How strongly the mechanisms of one kind act in a :class:`Mix`; a field left ``None``
+    is the mix's own.
+
+    Examples
+    --------
+    >>> Mix("rare", fix=0.0, targeted=Scale(fix=1.5)).scale("targeted")
+    Scale(fix=1.5, hints=1.0, harm=1.0, side_harm=0.0)
+    """
+
+    fix: float | None = None
+    hints: float | None = None
+    harm: float | None = None
+    side_harm: float | None = None
+
+
+_UNSCALED = Scale(fix=1.0, hints=1.0, harm=1.0, side_harm=0.0)
 
 
 @dataclass(frozen=True)
 class Mix:
-    """A world of proposals: how strongly every mechanism of the catalogue acts.
+    """A world of proposals: how strongly the mechanisms of the catalogue act.
 
     ``fix`` scales each hazard reduction (``factor -> 1 - fix * (1 - factor)``, floored
     at 0), ``hints`` the lift of train-task hints on the tasks they name (1 in every world
     but the null one: naming a task's answer helps whatever else works), ``harm`` scales
     each listed harm, and ``side_harm`` is added to the harm of every mechanism that acts
-    (all but the ``cosmetic`` ones).
+    (all but the ``cosmetic`` ones). These apply to every kind of mechanism (:data:`KINDS`)
+    unless the kind has its own :class:`Scale` (a mapping is read as one): ``Mix("mine",
+    fix=0.2, targeted={"fix": 1.5})`` makes targeted fixes strong and the others weak. A
+    kind's own ``side_harm`` applies to ``cosmetic`` ones too. Every scale is a number ≥ 0,
+    ``side_harm`` at most 1.
 
     Examples
     --------
@@ -68,6 +102,8 @@ class Mix:
     0.05
     >>> Mix("mine", fix=0.5).harm
     1.0
+    >>> Mix("mine", fix=0.5, weak={"harm": 2.0}).scale("weak")
+    Scale(fix=0.5, hints=1.0, harm=2.0, side_harm=0.0)
     """
 
     name: str
@@ -75,6 +111,58 @@ class Mix:
     hints: float = 1.0
     harm: float = 1.0
     side_harm: float = 0.0
+    targeted: Scale | None = None
+    weak: Scale | None = None
+    harmful: Scale | None = None
+    costly: Scale | None = None
+    cosmetic: Scale | None = None
+    overfit: Scale | None = None
+    unknown: Scale | None = None
+
+    def __post_init__(self):
+        if not is_name(self.name):
+            raise ValueError(f"a mix's name must be an identifier, got {self.name!r}")
+        for field in SCALES:
+            _check_scale(self.name, field, getattr(self, field))
+        for kind in KINDS:
+            object.__setattr__(self, kind, _kind_scale(self.name, kind, getattr(self, kind)))
+
+    def scale(self, kind: str) -> Scale:
+        """How the mechanisms of ``kind`` act here: the kind's own scales, else the mix's
+        (``side_harm`` 0 for ``cosmetic`` ones, which act on nothing)."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+        own = getattr(self, kind) or Scale()
+        mix_wide = (self.fix, self.hints, self.harm, 0.0 if kind == "cosmetic" else self.side_harm)
+        return Scale(*(m if o is None else o for o, m in zip(astuple(own), mix_wide)))
+
+
+def _check_scale(name: str, field: str, value) -> None:
+    """A ValueError naming ``field`` unless ``value`` is a number ≥ 0 (≤ 1 for side_harm)."""
+    top = 1.0 if field.endswith("side_harm") else math.inf
+    if (isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value)
+            or not 0.0 <= value <= top):
+        allowed = "in [0, 1]" if top == 1.0 else "≥ 0"
+        raise ValueError(f"mix {name!r}: {field} must be a number {allowed}, got {value!r}")
+
+
+def _kind_scale(name: str, kind: str, value) -> Scale | None:
+    """A kind's :class:`Scale` (from a Scale, a mapping of :data:`SCALES` or None), checked."""
+    if isinstance(value, Mapping):
+        wrong = [key for key in value if key not in SCALES]
+        if wrong:
+            raise ValueError(f"mix {name!r}: {kind}.{wrong[0]} is not a scale; a kind's scales "
+                             f"are {', '.join(SCALES)}")
+        value = Scale(**value)
+    if value is None:
+        return None
+    if not isinstance(value, Scale):
+        raise ValueError(f"mix {name!r}: {kind} must be a table of scales "
+                         f"({', '.join(SCALES)}), got {value!r}")
+    for field in fields(value):
+        if getattr(value, field.name) is not None:
+            _check_scale(name, f"{kind}.{field.name}", getattr(value, field.name))
+    return value
 
 
 @dataclass(frozen=True)
@@ -90,7 +178,7 @@ class Effect:
 
     mechanism: str
     why: str | None
-    kind: str  # targeted, weak, cosmetic, harmful, costly, overfit
+    kind: str  # one of KINDS
     factor: float = 1.0
     trigger: str = "always"
     harm: float = 0.0
@@ -156,18 +244,25 @@ CATALOGUE: Mapping[str, Effect] = MappingProxyType({e.mechanism: e for e in (
 """Mechanism name → true effect. Hidden from evolvers."""
 
 
-MIXES: Mapping[str, Mix] = MappingProxyType({m.name: m for m in (
+MIXES = Registry("mix", "gsme.mixes", {m.name: m for m in (
     Mix("calibrated"),
     Mix("weak", fix=0.3, harm=0.5, side_harm=0.004),
     Mix("ineffective", fix=0.05, harm=0.25, side_harm=0.01),
     Mix("harmful", fix=0.25, harm=1.5, side_harm=0.02),
     Mix("published", fix=1.6, harm=2.0, side_harm=0.02),
     Mix("null", fix=0.0, hints=0.0, harm=0.0),
+    Mix("rare_big", fix=0.0, side_harm=0.01, targeted=Scale(fix=1.5, side_harm=0.0),
+        cosmetic=Scale(side_harm=0.01)),
+    Mix("many_small", fix=1.6, harm=0.0, targeted=Scale(fix=0.35), harmful=Scale(fix=0.5)),
+    Mix("train_overfit", fix=0.5, overfit=Scale(hints=1.5, side_harm=0.04)),
+    Mix("bimodal", fix=2.0, harm=3.0, side_harm=0.05, targeted=Scale(side_harm=0.0),
+        weak=Scale(side_harm=0.0), costly=Scale(fix=0.0), cosmetic=Scale(side_harm=0.05)),
 )})
-"""The proposal mixes by name (SIMULATED worlds; measured by
-:func:`gsme.sim.shape.proposal_effects` over the rule evolver's template library on tb2,
-appworld and swe-bench, suite seeds 0–4, and by whole greedy runs in
-``benchmarks/evidence.py``):
+"""The proposal mixes by name: a :class:`~gsme.registry.Registry` of :class:`Mix` objects
+(``MIXES["weak"]``, ``list(MIXES)``; :func:`register_mix` adds one). SIMULATED worlds,
+measured by :func:`gsme.sim.shape.proposal_effects` over the rule evolver's template library
+on tb2, appworld and swe-bench, suite seeds 0–4, and by whole runs in
+``benchmarks/evidence.py``:
 
 * ``calibrated`` — the catalogue as listed: the targeted fix of a preset's dominant
   pathology is sized near 0.8× the paper's credited train Δ of its domain
@@ -188,6 +283,26 @@ appworld and swe-bench, suite seeds 0–4, and by whole greedy runs in
   carries a 2-point risk: larger wins, and more proposals that hurt.
 * ``null`` — no proposal does anything (A/A): every child is its parent, truly, on every
   task of both splits; whatever a run keeps, credits or seals is noise.
+
+The four below were measured on the same 465 proposals (31 templates × 15 suites; 105 of
+them cosmetic); "true effect" is the true test Δ of a proposal alone:
+
+* ``rare_big`` — rare big wins: targeted fixes 1.5× the calibrated ones and risk-free;
+  every other change fixes nothing and carries a 1-point risk (cosmetic ones too), listed
+  harms as listed. 23% of proposals help (the targeted ones, +5.8 pp on average), 77% hurt
+  (−0.4 pp; harmful ones −2.3); mean +0.62 pp, median −0.42; 16% reach +3 pp.
+* ``many_small`` — many small gains: fixes 1.6× the calibrated ones but targeted ones
+  0.35× and the harmful kind's 0.5×, no listed harm: no proposal hurts, and acting ones
+  (not cosmetic, not train-task hints) help by a median +1.0 pp, two in three by +0.5 to
+  +2.5 pp; mean over all +0.80 pp, 5% reach +3 pp.
+* ``train_overfit`` — train-task hints lift the tasks they name 1.5× the calibrated lift and
+  carry a 4-point risk wherever their env gate admits a task; fixes keep half their power.
+  Hints naming every failing train task: +22 pp true train Δ, −1.7 pp true test Δ; mean over
+  all +0.07 pp (45% help, 32% hurt).
+* ``bimodal`` — bimodal with large harms: fixes 2× (targeted +6.2 pp, weak +2.1 pp on
+  average), listed harms 3× (harmful ones −6.5 pp), every cosmetic, costly or hint change a
+  5-point risk (−2.1 pp). 39% help, 61% hurt, 1% lie within 0.5 pp of 0; 20% reach +3 pp and
+  19% −3 pp or worse; mean −0.39 pp, median −2.0.
 """
 
 
@@ -195,7 +310,7 @@ DEFAULT_MIX = "calibrated"
 """The proposal mix of every simulated agent unless one is chosen."""
 
 
-def effect_of(mechanism: str, why: str, *, mix: str = DEFAULT_MIX) -> Effect:
+def effect_of(mechanism: str, why: str, *, mix: str | Mix = DEFAULT_MIX) -> Effect:
     """The true effect of ``mechanism`` on a patch that declares failure mode ``why``.
 
     Parameters
@@ -204,8 +319,9 @@ def effect_of(mechanism: str, why: str, *, mix: str = DEFAULT_MIX) -> Effect:
         The patch's mechanism (a :data:`CATALOGUE` key, or any other name).
     why : str
         The failure mode the patch declares (used for unknown mechanisms only).
-    mix : str
-        One of :data:`MIXES`: how strongly mechanisms act in this world (see :class:`Mix`).
+    mix : str, Mix or mapping
+        How strongly mechanisms act in this world: a name of :data:`MIXES`, a :class:`Mix`
+        or a table of one (see :func:`as_mix`).
 
     Examples
     --------
@@ -216,19 +332,94 @@ def effect_of(mechanism: str, why: str, *, mix: str = DEFAULT_MIX) -> Effect:
     >>> effect_of("some new idea", "looping") == effect_of("some new idea", "looping")
     True
     """
-    if mix not in MIXES:
-        raise ValueError(f"mix must be one of {list(MIXES)}, got {mix!r}")
     if mechanism in CATALOGUE:
         effect = CATALOGUE[mechanism]
     else:
         digest = hashlib.blake2b(mechanism.encode(), digest_size=8).digest()
         u = int.from_bytes(digest, "little") / 2**64
         effect = Effect(mechanism, why, "unknown", factor=1.0 - 0.1 * u)
-    world = MIXES[mix]
-    if world == Mix(DEFAULT_MIX):
+    scale = as_mix(mix).scale(effect.kind)
+    if scale == _UNSCALED:
         return effect
-    side = 0.0 if effect.kind == "cosmetic" else world.side_harm
-    strength = world.hints if effect.named_only else world.fix
+    strength = scale.hints if effect.named_only else scale.fix
     factor = max(0.0, 1.0 - strength * (1.0 - effect.factor))
-    return replace(effect, factor=factor, harm=min(1.0, world.harm * effect.harm + side),
-                   harm_hard=min(1.0, world.harm * effect.harm_hard + side))
+    return replace(effect, factor=factor,
+                   harm=min(1.0, scale.harm * effect.harm + scale.side_harm),
+                   harm_hard=min(1.0, scale.harm * effect.harm_hard + scale.side_harm))
+
+
+def as_mix(mix: str | Mix | Mapping) -> Mix:
+    """The :class:`Mix` that ``mix`` names or states.
+
+    Parameters
+    ----------
+    mix : str, Mix or mapping
+        A name of :data:`MIXES`; a :class:`Mix`; or a table of one (``name``, any of
+        :data:`SCALES`, and per kind of :data:`KINDS` a table of scales), as a config's
+        ``[agent] mix = { name = "mine", fix = 0.5, targeted = { fix = 1.5 } }``. A stated
+        mix may not take a registered mix's name with other values.
+
+    Raises
+    ------
+    ValueError
+        One line naming what is wrong: an unknown name (listing the registered ones), a
+        field that is neither a scale nor a kind, a scale out of range.
+
+    Examples
+    --------
+    >>> as_mix("weak").side_harm
+    0.004
+    >>> as_mix({"name": "mine", "targeted": {"fix": 1.5}}).scale("targeted").fix
+    1.5
+    >>> as_mix({"name": "mine", "tagreted": {"fix": 1.5}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: mix 'mine': 'tagreted' is neither a scale (...) nor a kind of mechanism (...)
+    """
+    if isinstance(mix, str):
+        found = MIXES.get(mix)
+        if isinstance(found, Mix) and found.name != mix:
+            raise ValueError(f"the mix registered as {mix!r} is named {found.name!r}")
+    else:
+        found = _from_table(mix) if isinstance(mix, Mapping) else mix
+        if isinstance(found, Mix) and found.name in MIXES and MIXES[found.name] != found:
+            raise ValueError(f"mix {found.name!r} is registered with other values; give yours "
+                             "another name")
+    if not isinstance(found, Mix):
+        raise ValueError(f"mix must be a name of {list(MIXES)}, a Mix or a table of one, "
+                         f"got {type(found).__name__}")
+    return found
+
+
+def register_mix(mix: Mix | Mapping, *, replace: bool = False) -> Mix:
+    """Register ``mix`` (a :class:`Mix` or a table of one) under its name; return it.
+
+    It can then be named wherever a mix is chosen (``sim.preset(..., mix="mine")``,
+    ``gsme demo --mix mine`` in the same process, ``benchmarks/evidence.py --mixes``);
+    packages register theirs through the ``gsme.mixes`` entry point group.
+
+    Examples
+    --------
+    >>> register_mix(Mix("rare_example", fix=0.0, targeted=Scale(fix=2.0))).name
+    'rare_example'
+    >>> "rare_example" in MIXES
+    True
+    >>> MIXES.unregister("rare_example")
+    """
+    stated = _from_table(mix) if isinstance(mix, Mapping) else mix
+    if not isinstance(stated, Mix):
+        raise ValueError(f"mix must be a Mix or a table of one, got {type(mix).__name__}")
+    MIXES.register(stated.name, stated, replace=replace)
+    return stated
+
+
+def _from_table(table: Mapping) -> Mix:
+    """A :class:`Mix` from a table: ``name``, :data:`SCALES` and :data:`KINDS` keys only."""
+    name = table.get("name")
+    wrong = [key for key in table if key not in ("name", *SCALES, *KINDS)]
+    if wrong:
+        raise ValueError(f"mix {name!r}: {wrong[0]!r} is neither a scale ({', '.join(SCALES)}) "
+                         f"nor a kind of mechanism ({', '.join(KINDS)})")
+    if name is None:
+        raise ValueError(f"a mix table needs a name (registered: {list(MIXES)})")
+    return Mix(**table)

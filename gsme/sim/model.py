@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gsme.sim.catalogue import DEFAULT_MIX, effect_of
+from gsme.sim.catalogue import DEFAULT_MIX, Mix, as_mix, effect_of
 from gsme.sim.profiles import WHYS, Profile
 from gsme.sim.suite import Suite
 
@@ -106,11 +106,12 @@ def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
 
 
 def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
-                    mix: str = DEFAULT_MIX) -> HarnessModel:
+                    mix: str | Mix = DEFAULT_MIX) -> HarnessModel:
     """Compile ``patches`` (a harness's manifests) into a :class:`HarnessModel`.
 
     ``gate_mask(expr)`` returns the bool mask of the suite's tasks an env gate admits;
-    ``mix`` is the proposal mix (see :data:`gsme.sim.catalogue.MIXES`).
+    ``mix`` is the proposal mix (a name of :data:`gsme.sim.catalogue.MIXES` or a
+    :class:`~gsme.sim.catalogue.Mix`).
 
     Examples
     --------
@@ -136,6 +137,7 @@ def compile_harness(patches, suite: Suite, onset: np.ndarray, gate_mask, *,
     cost, runaway_cost = np.ones(n), np.ones(n)
     hard = suite.tasks["hard"].to_numpy(dtype=bool)
     beacons = []
+    mix = as_mix(mix)
     for patch in patches:
         effect = effect_of(patch.mechanism, patch.why, mix=mix)
         admitted = np.asarray(gate_mask(patch.env_gate), dtype=bool)
