@@ -4,8 +4,8 @@ simulator, calibrated to real Terminal-Bench runs; true effects from its ground 
 
 Three parts, printed and written as JSON with ``--out``:
 
-1. **Grid** — presets ``tb2``, ``appworld``, ``swe-bench`` × proposal mixes (``calibrated``,
-   ``weak``, ``ineffective``, ``harmful``, ``published``: :data:`gsme.sim.MIXES`) × keep
+1. **Grid** — presets ``tb2``, ``appworld``, ``swe-bench`` × proposal mixes (``--mixes``, any
+   of :data:`gsme.sim.MIXES`; by default all but ``null``) × keep
    rules: ``greedy`` (any train gain), the paper's gate (``gated``, fixed design), the
    adaptive gate (``gated``, adaptive design) and ``learned`` in a first run (no history),
    ``--seeds`` seeds each (20), ``--rounds`` rounds (4). Per row: true sealed Δ of the
@@ -26,6 +26,7 @@ Three parts, printed and written as JSON with ``--out``:
 Targets (keep-rule study) are evaluated and printed as met or not.
 
     python benchmarks/evidence.py [--seeds 20] [--rounds 4] [--workers 2] [--out evidence.json]
+    python benchmarks/evidence.py --mixes rare_big,bimodal --presets tb2   # any registered mixes
     python benchmarks/evidence.py --quick      # a smoke run in seconds
     python benchmarks/evidence.py --read evidence.json --markdown   # README's tables again
 """
@@ -44,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import experiments, report
+from gsme import experiments, report, sim
 from gsme.schema import BASELINE
 from gsme.settings import GateConfig
 from gsme.sim.audit import audit_decisions
@@ -53,7 +54,8 @@ sys.path.insert(0, str(Path(__file__).parent))  # the sibling script, run from a
 import aa_designs  # its Clopper–Pearson rate serves both scripts
 
 PRESETS = ("tb2", "appworld", "swe-bench")
-MIXES = ("calibrated", "weak", "ineffective", "harmful", "published")
+MIXES = ("calibrated", "weak", "ineffective", "harmful", "published", "rare_big", "many_small",
+         "train_overfit", "bimodal")
 RULES = {  # label -> (policy, gate design)
     "greedy": ("greedy", "adaptive"),
     "paper gate": ("gated", "fixed"),
@@ -192,12 +194,23 @@ def aa_table(runs: pd.DataFrame) -> dict:
 
 # ------------------------------------------------------------------------------ main
 
+def registered_mixes(text: str) -> list[str]:
+    """``--mixes``: comma-separated names of :data:`gsme.sim.MIXES`, each checked."""
+    names = [name for name in text.split(",") if name]
+    for name in names:
+        if name not in sim.MIXES:
+            raise argparse.ArgumentTypeError(f"mix must be one of {list(sim.MIXES)}, got {name!r}")
+    return names
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20, help="seeds per grid row (20)")
     parser.add_argument("--rounds", type=int, default=4, help="rounds per run (4)")
     parser.add_argument("--presets", nargs="+", default=list(PRESETS), help="presets")
-    parser.add_argument("--mixes", nargs="+", default=list(MIXES), help="proposal mixes")
+    parser.add_argument("--mixes", nargs="+", type=registered_mixes, default=None,
+                        help="proposal mixes, any of gsme.sim.MIXES, comma- or space-separated "
+                             f"(default: {','.join(MIXES)})")
     parser.add_argument("--min-history", type=int, default=60,
                         help="comparisons a history run needs to count as 'with history' (60)")
     parser.add_argument("--aa-runs", type=int, default=1000, help="A/A runs per rule (1000)")
@@ -210,6 +223,7 @@ def main(argv=None) -> int:
     parser.add_argument("--markdown", action="store_true",
                         help="with --read: the tables as Markdown (README's)")
     args = parser.parse_args(argv)
+    args.mixes = list(MIXES) if args.mixes is None else [m for ms in args.mixes for m in ms]
     if args.read is not None:
         result = json.loads(args.read.read_text())
         print(markdown(result) if args.markdown else render(result))
