@@ -242,6 +242,124 @@ def test_harbor_tokens_skip_missing_counts_and_are_nan_when_all_are(tmp_path):
     assert tokens[["task-03__none", "task-03__absent"]].isna().all()
 
 
+# Harbor 0.25.0's exception policy table (harbor/models/trial/error_policy.py, PyPI harbor
+# 0.25.0): FailureCause -> exception type names. A reward is valid (TrialResult.reward_valid)
+# only under the agent's own causes.
+HARBOR_0_25_POLICY = {
+    "sandbox_failed": [
+        "EnvironmentStartTimeoutError", "SandboxBuildFailedError", "AgentSetupTimeoutError",
+        "HealthcheckError", "SandboxLikelyOutOfMemoryError", "MemoryLimitExceededError",
+        "SSHAccessError", "GKEExecStreamClosedError", "GKEPodNotFoundError",
+        "RuntimeRequestError", "AddTestsDirError", "DownloadVerifierDirError"],
+    "model_provider_failed": [
+        "ApiError", "ApiRateLimitError", "ApiInternalServerError", "ApiOverloadedError",
+        "ApiConnectionClosedError", "ApiResponseStalledError", "UnknownApiError",
+        "NetworkConnectionError", "ApiConnectionError", "ApiUsageLimitError", "RateLimitError",
+        "InternalServerError", "ServiceUnavailableError", "APIConnectionError", "APIError",
+        "Timeout", "BadRequestError", "UnprocessableEntityError", "UnsupportedParamsError",
+        "APIResponseValidationError", "BudgetExceededError", "AgentAuthenticationError",
+        "ModelNotFoundError", "ApiProviderResourceNotFoundError", "AuthenticationError",
+        "PermissionDeniedError", "NotFoundError"],
+    "harbor_failed": ["ServiceOperationsUnsupportedError", "VercelScopeError",
+                      "DspyImportError", "MissingExtraError", "RegradeError"],
+    "unclassified": ["NonZeroAgentExitCodeError"],
+    "agent_exhausted_budget": ["AgentTimeoutError", "ContextWindowExceededError",
+                               "OutputTokenExceededError", "ContextLengthExceededError",
+                               "OutputLengthExceededError"],
+    "agent_refused_task": ["AgentSafetyRefusalError", "ContentPolicyViolationError"],
+    "verifier_failed": ["VerifierTimeoutError", "RewardFileNotFoundError",
+                        "RewardFileEmptyError", "VerifierOutputParseError"],
+    "cancelled": ["CancelledError"],
+}
+
+
+def test_harbor_failure_classes_follow_harbors_exception_policy_table():
+    names = [(cause, n) for cause, group in HARBOR_0_25_POLICY.items() for n in group]
+    assert len(names) == len({n for _, n in names}) == 57
+    got = {n: importers.classify_failure(n) for _, n in names}
+    want = {n: "agent" if cause in ("agent_exhausted_budget", "agent_refused_task") else "infra"
+            for cause, n in names}
+    assert got == want
+    assert importers.classify_failure("AnExceptionHarborDoesNotList") == "infra"
+
+
+def test_harbors_own_table_is_read_when_harbor_is_importable(monkeypatch):
+    from types import ModuleType, SimpleNamespace
+
+    from gsme.importers._harbor_policy import harbor_failure_classes
+
+    fake = ModuleType("harbor.models.trial.error_policy")
+    fake.ERROR_POLICIES = {"AgentTimeoutError": SimpleNamespace(reward_valid=False),
+                           "NewAgentLimitError": SimpleNamespace(reward_valid=True)}
+    monkeypatch.setitem(__import__("sys").modules, "harbor.models.trial.error_policy", fake)
+    assert harbor_failure_classes() == {"AgentTimeoutError": "infra",
+                                        "NewAgentLimitError": "agent"}
+
+
+def test_an_installed_harbors_table_is_followed():
+    policy = pytest.importorskip("harbor.models.trial.error_policy")  # Harbor needs Python 3.12
+    for name, rule in policy.ERROR_POLICIES.items():
+        assert importers.classify_failure(name) == ("agent" if rule.reward_valid else "infra")
+
+
+def _harbor_0_25_steps_trial(name: str, steps: list[tuple], exception=None) -> dict:
+    """A multi-step trial's result.json in Harbor 0.25.0's TrialResult layout: one
+    StepResult per ``(reward or None, exception type or None)``, the trial's reward the mean
+    over the steps with a verifier result (Harbor's ``_aggregate_step_rewards``)."""
+    def info(kind):
+        return kind and {"exception_type": kind, "exception_message": f"{kind} in {name}",
+                         "exception_traceback": "Traceback ...",
+                         "occurred_at": "2026-10-20T10:02:00Z"}
+    graded = [reward for reward, _ in steps if reward is not None]
+    return {
+        "id": "00000000-0000-4000-8000-000000000001", "task_name": name,
+        "trial_name": f"{name}__a1b2c3d", "trial_uri": f"file:///jobs/job/{name}__a1b2c3d",
+        "task_id": {"path": f"tasks/{name}"}, "source": None, "task_checksum": "0" * 64,
+        "config": {}, "agent_info": {"name": "terminus-2", "version": "2.0.0",
+                                     "model_info": None},
+        "agent_result": None,
+        "verifier_result": {"rewards": {"reward": sum(graded) / len(graded)}} if graded
+        else None,
+        "verifier_environment_mode": None, "exception_info": info(exception),
+        "started_at": "2026-10-20T10:00:00Z", "finished_at": "2026-10-20T10:05:00Z",
+        "environment_setup": None, "agent_setup": None, "agent_execution": None,
+        "verifier": None,
+        "step_results": [{"step_name": f"step-{i}", "agent_result": {
+            "n_input_tokens": 100, "n_cache_tokens": 0, "n_output_tokens": 10,
+            "cost_usd": 0.01, "rollout_details": None, "metadata": None},
+            "verifier_result": None if reward is None else {"rewards": {"reward": reward}},
+            "exception_info": info(kind), "agent_execution": None, "verifier": None}
+            for i, (reward, kind) in enumerate(steps)],
+    }
+
+
+def test_harbor_multi_step_trials_are_valid_only_as_harbors_reward_valid_says(tmp_path):
+    trials = {   # name: (steps, trial exception, Harbor's reward_valid)
+        "passes": ([(1.0, None), (1.0, None)], None, True),
+        "slow-step": ([(1.0, None), (0.0, "AgentTimeoutError")], None, True),
+        "refused": ([(1.0, None), (None, "AgentSafetyRefusalError")], None, True),
+        "verifier-died": ([(1.0, None), (None, "RewardFileNotFoundError")], None, False),
+        "verifier-hung": ([(1.0, None), (None, "VerifierTimeoutError")], None, False),
+        "sandbox-died": ([(1.0, None), (None, "HealthcheckError")], None, False),
+        "api-down": ([(1.0, None), (0.0, "ApiRateLimitError")], None, False),
+        "both": ([(1.0, None), (None, "SandboxLikelyOutOfMemoryError")],
+                 "AgentTimeoutError", False),
+    }
+    for name, (steps, exception, _) in trials.items():
+        folder = tmp_path / "job" / f"{name}__a1b2c3d"
+        folder.mkdir(parents=True)
+        (folder / "result.json").write_text(json.dumps(
+            _harbor_0_25_steps_trial(name, steps, exception)))
+    got = importers.read_harbor(tmp_path / "job").trials.set_index("task_id")
+    for name, (steps, _, valid) in trials.items():
+        assert got.loc[name, "infra_ok"] == valid, name
+        if not valid:
+            assert np.isnan(got.loc[name, "score"]) and not got.loc[name, "passed"]
+    assert got.loc["both", "error"].startswith("SandboxLikelyOutOfMemoryError")
+    assert got.loc["verifier-died", "error"].startswith("RewardFileNotFoundError")
+    assert got.loc["slow-step", "score"] == 0.5 and got.loc["refused", "passed"]
+
+
 # ---------------------------------------------------------------------- Terminal-Bench 1
 
 def test_terminal_bench_runs_unequal_k_and_failure_modes():

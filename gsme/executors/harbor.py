@@ -41,10 +41,11 @@ beacons that fired in ``AgentContext.metadata["beacons"]`` (a list); gsme reads 
 ``metadata["pathology"]``, back.
 
 **A trial** (:func:`gsme.importers.terminal_bench.harbor_trial`): ``score`` is the reward,
-``passed`` is ``score >= threshold``, an exception of Harbor's table that is the
-environment's (:data:`gsme.importers.FAILURE_CLASSES`: anything but the agent's own
-timeouts, context overflows and reward-file failures) makes ``infra_ok`` False, so it is
-re-run and never scored; tokens, ``cost_usd`` and seconds come from the result, the
+``passed`` is ``score >= threshold``; as Harbor's ``reward_valid``, any exception the trial
+or one of its steps recorded whose cause in Harbor's exception policy table is not the
+agent's own (it used up its time or context, or refused) makes ``infra_ok`` False, so it
+is re-run and never scored (:data:`gsme.importers.FAILURE_CLASSES`: the installed
+Harbor's table, else a copy of 0.25.0's); tokens, ``cost_usd`` and seconds come from the result, the
 transcript from the trial's ``agent/`` folder (one file verbatim; several, each under a
 ``== name ==`` line).
 

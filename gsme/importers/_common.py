@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme.importers._harbor_policy import harbor_failure_classes
 from gsme.settings import ConfigError
 
 FAILURE_CLASSES = MappingProxyType({
@@ -31,20 +32,9 @@ FAILURE_CLASSES = MappingProxyType({
     "unknown_agent_error": "infra",         # the agent process crashed (API errors, ...)
     "agent_installation_failed": "infra",
     "unknown": "infra",                     # the harness itself failed
-    # Harbor ``exception_info.exception_type``
-    "AgentTimeoutError": "agent",
-    "VerifierTimeoutError": "agent",
-    "ContextLengthExceededError": "agent",
-    "OutputLengthExceededError": "agent",
-    "RewardFileNotFoundError": "agent",
-    "RewardFileEmptyError": "agent",
-    "VerifierOutputParseError": "agent",
-    "ContextWindowExceededError": "agent",  # Harbor 0.22's installed agents
-    "OutputTokenExceededError": "agent",
-    "AgentSafetyRefusalError": "agent",     # the model refused the task
-    "AgentSetupTimeoutError": "infra",
-    "EnvironmentBuildTimeoutError": "infra",
-    "EnvironmentStartTimeoutError": "infra",
+    # Harbor ``exception_info.exception_type``: Harbor's own exception policy table (the
+    # installed Harbor's, else a copy of 0.25.0's; gsme.importers._harbor_policy)
+    **harbor_failure_classes(),
     # SWE-bench outcomes
     "empty_patch": "agent",
     "patch_apply_failed": "agent",

@@ -58,10 +58,13 @@ def read_harbor(
                           "n_output_tokens": 2300, "cost_usd": 0.21}}  # each may be null
 
     ``score`` is ``rewards[reward_key]`` as a float (not thresholded) and ``passed`` is
-    ``score >= threshold``; an exception is classified by its ``exception_type``
-    (:data:`FAILURE_CLASSES`): an infrastructure one sets ``infra_ok=False`` (score NaN),
-    an agent one (a timeout, say) keeps the verifier's verdict, False (score 0) when there
-    is none. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
+    ``score >= threshold``. Validity is Harbor's own (``TrialResult.reward_valid``): every
+    exception the trial recorded, its own and its steps', is looked up by its
+    ``exception_type`` in :data:`FAILURE_CLASSES`, whose Harbor entries are Harbor's
+    exception policy table (:mod:`gsme.importers._harbor_policy`); one infrastructure
+    exception sets ``infra_ok=False`` (score NaN). Exceptions of the agent's own (it ran
+    out of time or context, or refused) keep the verifier's verdict, False (score 0) when
+    there is none, as Harbor's mean counts it. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
     ``finished_at - started_at``, ``trajectory`` = the trial folder. A trial with neither
     a reward nor an exception (unfinished) is dropped. Repeats of a task are numbered job
     by job (jobs in order of their first ``started_at``), within a job by ``started_at``
@@ -143,10 +146,10 @@ def harbor_trial(data: Mapping, *, source, reward_key: str = "reward", threshold
     """One Harbor ``TrialResult`` (a trial's ``result.json``, parsed) as a trial row.
 
     The rules of :func:`read_harbor`, for one trial: ``score`` is the reward, ``passed``
-    is ``score >= threshold``, an exception is classified by :data:`FAILURE_CLASSES`. A
-    multi-step trial (``step_results``) with no exception of its own takes its steps'
-    first infrastructure exception (an environment that failed in a step), else their
-    first exception; its tokens and cost are its steps' sums when it has no
+    is ``score >= threshold``; the trial is an infrastructure failure when any exception
+    it or one of its steps (``step_results``) recorded is one (:data:`FAILURE_CLASSES`:
+    Harbor's ``reward_valid``), and ``error`` names the first such, else its first
+    exception. A multi-step trial's tokens and cost are its steps' sums when it has no
     ``agent_result`` of its own. A reward that is not a number in [0, 1] makes the trial an
     infrastructure failure naming it (never scored).
 
@@ -238,7 +241,9 @@ def _steps(data: Mapping, source) -> list:
 
 
 def _trial_exception(data: Mapping, source, failure_classes) -> tuple[str, str] | None:
-    """``(class, error)`` of the trial's exception, or of its steps' (see harbor_trial)."""
+    """``(class, error)`` of the trial's recorded exceptions (its own first, then its
+    steps' in order, as Harbor's ``_recorded_exceptions``): the first infrastructure one,
+    else the first."""
     found = []
     for holder in [data, *_steps(data, source)]:
         info = _field(holder, "exception_info", source)
@@ -246,11 +251,7 @@ def _trial_exception(data: Mapping, source, failure_classes) -> tuple[str, str] 
             name = str(info.get("exception_type") or "UnknownException")
             error = f"{name}: {first_line(info.get('exception_message') or '')}".rstrip(": ")
             found.append((classify_failure(name, failure_classes), error))
-    if not found:
-        return None
-    if _field(data, "exception_info", source):
-        return found[0]
-    return next((f for f in found if f[0] == "infra"), found[0])
+    return next((f for f in found if f[0] == "infra"), found[0] if found else None)
 
 
 def _agent_contexts(data: Mapping, source) -> list[Mapping]:
