@@ -9,6 +9,7 @@ the contract are kept: Parquet keeps their dtypes, CSV lets pandas infer them.
 from __future__ import annotations
 
 import csv
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ import pandas as pd
 
 from gsme import schema
 
-__all__ = ["FORMATS", "read_trials", "write_trials"]
+__all__ = ["FORMATS", "read_columns", "read_trials", "write_trials"]
 
 FORMATS = ("csv", "parquet")
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -113,22 +114,82 @@ def read_trials(path, *, format: str | None = None) -> pd.DataFrame:
     >>> back.equals(read_trials(write_trials(back, "trials.csv")))
     True
     """
+    return schema.as_trials(read_columns(path, format=format))
+
+
+def read_columns(path, *, format: str | None = None) -> pd.DataFrame:
+    """The columns of a trials file as :func:`read_trials` reads them, before the contract.
+
+    The one reader of trials files (``gsme compare``'s CSV format reads through it too):
+    in CSV the text columns stay text (a task id ``001`` or ``1.10`` is never a number),
+    a missing value of a nullable text column is an empty field, and floats read back bit
+    for bit.
+
+    Returns
+    -------
+    DataFrame
+        The file's columns, unchecked (columns may be missing).
+
+    Raises
+    ------
+    FrameError
+        The file cannot be read as a table (empty, not UTF-8, a broken row, a column named
+        twice, not Parquet), or a float column holds something else; the message names the
+        file and what is wrong.
+
+    Examples
+    --------
+    >>> _ = open("ids.csv", "w").write("candidate,task_id,passed\\na,001,1\\na,1.10,0\\n")
+    >>> read_columns("ids.csv")["task_id"].tolist()
+    ['001', '1.10']
+    """
     path = Path(path)
     kind = _format(path, format)
     if not path.is_file():
         raise FileNotFoundError(f"no trials file at {path}")
-    if kind == "csv":
-        frame = pd.read_csv(
-            path,
-            dtype={name: object for name in _TEXT + _FLOATS},
-            keep_default_na=False,
-            na_values={name: [""] for name in _MISSING_AS_EMPTY},
-        )
-        for name in [name for name in _FLOATS if name in frame.columns]:
-            frame[name] = _exact_floats(frame, name, path)
-    else:
-        frame = pd.read_parquet(path)
-    return schema.as_trials(frame)
+    if kind == "parquet":
+        try:
+            return pd.read_parquet(path)
+        except (ValueError, OSError) as err:  # pyarrow's ArrowInvalid is a ValueError
+            raise schema.FrameError(f"{path} is not a readable Parquet file "
+                                    f"({_first_line(err)})") from None
+    frame = _read_csv(path)
+    for name in [name for name in _FLOATS if name in frame.columns]:
+        frame[name] = _exact_floats(frame, name, path)
+    return frame
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """A CSV's cells as text (numbers parsed only in the contract's int and bool columns)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            frame = pd.read_csv(
+                path, encoding="utf-8", index_col=False,
+                dtype={name: object for name in _TEXT + _FLOATS},
+                keep_default_na=False,
+                na_values={name: [""] for name in _MISSING_AS_EMPTY},
+            )
+    except UnicodeDecodeError as err:
+        raise schema.FrameError(f"{path} is not a readable trials CSV (not UTF-8 text: byte "
+                                f"{err.object[err.start:err.start + 1].hex()} at offset "
+                                f"{err.start})") from None
+    except pd.errors.ParserWarning:
+        raise schema.FrameError(f"{path} is not a readable trials CSV (a row has more fields "
+                                "than the header)") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise schema.FrameError(f"{path} is not a readable trials CSV "
+                                f"({_first_line(err)})") from None
+    with path.open(newline="", encoding="utf-8") as handle:
+        header = next(csv.reader(handle), [])
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:
+        raise schema.FrameError(f"{path} names column(s) {twice} more than once in its header")
+    return frame
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]
 
 
 def _exact_floats(frame: pd.DataFrame, name: str, path: Path) -> pd.Series:

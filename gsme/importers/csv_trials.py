@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme import schema
+from gsme import io, schema
 from gsme.importers._common import Format, Imported, check_split, dropped_frame, expand
 from gsme.settings import ConfigError
 
@@ -14,7 +14,9 @@ __all__ = ["CSV", "read_trials_csv"]
 
 
 def read_trials_csv(path, *, candidate: str | None = None, split: str = "train") -> Imported:
-    """A trials frame saved as CSV (columns of :data:`gsme.schema.FRAMES` ``["trials"]``).
+    """A trials frame saved as CSV (columns of :data:`gsme.schema.FRAMES` ``["trials"]``),
+    read as :func:`gsme.io.read_trials` reads it (:func:`gsme.io.read_columns`: task ids
+    and other text stay text).
 
     ``candidate`` renames the file's one candidate (a file holding several is refused);
     a missing ``candidate`` column needs it. A missing ``split`` column is filled with
@@ -35,12 +37,7 @@ def read_trials_csv(path, *, candidate: str | None = None, split: str = "train")
     check_split(split)
     frames = []
     for file in expand(path, "*.csv", "trials CSV"):
-        try:
-            frame = pd.read_csv(file, encoding="utf-8")
-        except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
-            reason = ("not UTF-8 text" if isinstance(err, UnicodeDecodeError)
-                      else str(err).strip().splitlines()[0])
-            raise ConfigError(f"{file} is not a readable trials CSV ({reason})") from None
+        frame = io.read_columns(file, format="csv")  # ids stay text: 001 is not 1
         if "split" not in frame.columns:
             frame["split"] = split
         if candidate is not None:
