@@ -16,7 +16,8 @@ adds up to the same figure, so a run stops where it would stop again.
 **The next round** costs the mean trial's dollars and seconds times the trials a round
 needs: the mean over the completed rounds of the trials they ran; before any round is
 complete, the most a round can take (every candidate at the design's largest number of
-repeats on every train task, the parent extended as far once). A completed round's mean
+repeats on every train task, and the parent's fresh block as far, :mod:`gsme.parent_trials`;
+with stored parent trials, the parent extended as far once). A completed round's mean
 evolver dollars are added.
 
 **The sealed test** is reserved up front: the baseline and the reported harness on every
@@ -98,7 +99,7 @@ def account(run) -> pd.DataFrame:
     >>> run = experiments.simulated_run("tiny", rounds=1, finalize=False, progress=False)
     >>> row = account(run).iloc[0]
     >>> int(row["trials"]), int(row["round_trials"]), int(row["seal_trials"])
-    (299, 250, 48)
+    (366, 317, 48)
     >>> ran = run.trials().query("borrowed_from.isna()")
     >>> bool(row["usd"] == ran["cost_usd"].sum())
     True
@@ -119,7 +120,8 @@ def account(run) -> pd.DataFrame:
     else:
         most = int(sequential.design_of(gate).look_repeats(gate)[-1])
         candidates = schedule.children_per_round + schedule.recombinations_per_round
-        round_trials = len(run.tasks("train")) * (candidates * most + most - gate.k)
+        parent = most if gate.parent_trials == "fresh" else most - gate.k
+        round_trials = len(run.tasks("train")) * (candidates * most + parent)
         round_evolver = 0.0
     scored = int((ran["round"] == SEALED_ROUND).sum())
     seal_trials = max(0, 2 * len(run.tasks("test")) * gate.k - scored)
@@ -152,7 +154,7 @@ def over_budget(run) -> str | None:
     True
     >>> run.schedule = run.schedule.model_copy(update={"budget_usd": 2.0})
     >>> print(over_budget(run))
-    budget_usd 2: spent 0.189 + next round 2.59 + sealed test 0.185 would exceed it
+    budget_usd 2: spent 0.189 + next round 2.78 + sealed test 0.185 would exceed it
     >>> run.close()
     """
     schedule = run.schedule
@@ -189,7 +191,8 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
     :func:`gsme.compare.plan`), and an adaptive design extends the parent on the tasks it
     extends a child: as far as all the children's extensions together, or as far as its
     largest number of repeats on every task, whichever is less (an upper bound: children
-    share the parent's extra repeats). No trial is assumed borrowed. A run is the cold start (the baseline on every
+    share the parent's extra repeats). Under ``parent_trials="fresh"`` (the default) the
+    parent's block adds its first look on every train task (:mod:`gsme.parent_trials`). No trial is assumed borrowed. A run is the cold start (the baseline on every
     train task at ``k``), ``rounds`` rounds and the sealed test (baseline and selected
     harness on every test task at ``k``). Wall hours assume ``concurrency`` trials always in
     flight.
@@ -225,7 +228,7 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
     ...                 minutes_per_trial=5, concurrency=32, designs=["fixed"])
     >>> plan[["n_train", "round_trials", "round_usd", "run_trials", "run_hours"]]
        n_train  round_trials  round_usd  run_trials  run_hours
-    0       59         708.0      354.0      3897.0  10.148438
+    0       59         885.0      442.5      4782.0  12.453125
     """
     schedule = Schedule()
     rounds = schedule.rounds if rounds is None else rounds
@@ -258,6 +261,8 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
     child = table["trials_per_side"]
     candidates = children + recombinations
     parent = np.minimum(candidates * (child - first_look), n_train * (np.array(most) - table["k"]))
+    if gate.parent_trials == "fresh":  # the parent's block: its first look, then as extended
+        parent = parent + first_look
     per_round = candidates * child + parent
     run_trials = first_look + rounds * per_round + 2 * test_tasks * table["k"]
     hours = minutes_per_trial / 60.0 / concurrency  # wall hours a trial adds

@@ -145,12 +145,16 @@ def test_run_plan_counts_a_round_and_a_run_by_hand():
                            minutes_per_trial=6, concurrency=32, rounds=5, children=3,
                            recombinations=1, designs=["fixed"]).iloc[0]
     n_train, k = 59, 3
-    round_trials = 4 * n_train * k  # the fixed design: every child at k, the parent as is
+    round_trials = 4 * n_train * k + n_train * k  # every child at k, the parent's fresh block
     run_trials = n_train * k + 5 * round_trials + 2 * 30 * k  # cold start, rounds, seal
     assert (plan["n_train"], plan["round_trials"], plan["run_trials"]) == (
         n_train, round_trials, run_trials)
     assert plan["run_usd"] == pytest.approx(0.5 * run_trials)
     assert plan["run_hours"] == pytest.approx(run_trials * 6 / 60 / 32)
+    stored = budget.run_plan(n_tasks=89, test_tasks=30, effect_pp=5, children=3,
+                             recombinations=1, designs=["fixed"],
+                             config=GateConfig(design="fixed", parent_trials="stored")).iloc[0]
+    assert stored["round_trials"] == 4 * n_train * k  # the parent's stored trials: no block
     other = budget.run_plan(n_tasks=89, test_tasks=30, test_dataset=True, effect_pp=5,
                             designs=["fixed"]).iloc[0]
     assert other["n_train"] == 89 and other["power"] > plan["power"]  # a whole other test set
@@ -165,7 +169,7 @@ def test_gsme_plan_prints_cost_and_refuses_bad_figures(capsys):
     out = json.loads(capsys.readouterr().out)
     row = pd.DataFrame(out["designs"]).iloc[0]
     assert (out["concurrency"], out["candidates_per_round"], out["rounds"]) == (32, 4, 5)
-    assert row["run_trials"] == 59 * 3 + 5 * 4 * 59 * 3 + 2 * 30 * 3
+    assert row["run_trials"] == 59 * 3 + 5 * 5 * 59 * 3 + 2 * 30 * 3  # 4 children + a block
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "run_usd" in text and "sealed split: 30 of them" in text
