@@ -168,6 +168,34 @@ def test_inspect_duplicate_sample_id_names_the_log(tmp_path):
         importers.read_inspect(tmp_path / "dup.json")
 
 
+def test_inspect_runs_of_one_task_with_other_task_arguments_are_kept_apart(tmp_path):
+    """Real logs (inspect_ai's eval, mock model) of one @task run with -T level=1 and 2."""
+    write = _inspect_writer()
+    write(tmp_path / "logs", {"t0": [True, True], "t1": [False, True]}, task_args={"level": 1})
+    write(tmp_path / "logs", {"t0": [False, False], "t1": [False, False]},
+          task_args={"level": 2})
+    trials, dropped = importers.read_inspect(tmp_path / "logs")
+    _valid(trials)
+    assert trials.groupby("task_id")["passed"].apply(list).to_dict() == {
+        "quiz[level=1]/t0": [True, True], "quiz[level=1]/t1": [False, True],
+        "quiz[level=2]/t0": [False, False], "quiz[level=2]/t1": [False, False]}
+    assert trials["repeat"].max() == 1                        # 2 epochs each, not 4 repeats
+    notes = dropped.loc[dropped["task_id"].isna(), "reason"].tolist()
+    assert notes == ["Inspect task 'quiz' ran with 2 sets of task arguments (level): kept "
+                     "apart as tasks quiz[level=1]/<sample id>, quiz[level=2]/<sample id>, "
+                     "not merged as repeats"]
+    by_level, dropped = importers.read_inspect(tmp_path / "logs",
+                                               candidate_from="task_arg:level")
+    assert set(by_level["task_id"]) == {"quiz/t0", "quiz/t1"} and dropped.empty  # it names
+    assert set(by_level["candidate"]) == {"1", "2"}                    # the candidate: paired
+    write(tmp_path / "same", {"t0": [True], "t1": [True]}, task_args={"level": 1})
+    write(tmp_path / "same", {"t0": [False], "t1": [True]}, task_args={})  # level 1: default
+    same, dropped = importers.read_inspect(tmp_path / "same")
+    assert dropped.empty and set(same["task_id"]) == {"quiz/t0", "quiz/t1"}
+    assert same.groupby("task_id")["repeat"].apply(list).to_dict() == {
+        "quiz/t0": [0, 1], "quiz/t1": [0, 1]}                  # one task: repeats continue
+
+
 # ------------------------------------------------------------------------------ Harbor
 
 def test_harbor_job_folder():

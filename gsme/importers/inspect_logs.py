@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import zipfile
 from collections.abc import Mapping
@@ -49,11 +50,12 @@ def read_inspect(
     ===================  ==============================================================
     ``candidate``        ``candidate``, else ``candidate_from`` (below)
     ``task_id``          ``"<eval.task>/<sample.id>"``; ``sample.id`` alone when the
-                         task names the candidate (``candidate_from="task"``)
+                         task names the candidate (``candidate_from="task"``); the task
+                         qualified by its arguments where they differ (below)
     ``repeat``           ``sample.epoch - 1`` (a log is a run: later logs of the same
-                         candidate and Inspect task continue after the epochs of earlier
-                         ones; logs in order of ``eval.created``, then of their first
-                         sample's ``started_at``)
+                         candidate, Inspect task and task arguments continue after the
+                         epochs of earlier ones; logs in order of ``eval.created``, then
+                         of their first sample's ``started_at``)
     ``attempt``          ``sample.retries`` (earlier attempts that errored and were
                          retried become attempts 0..retries-1 with ``infra_ok=False``)
     ``score``            the scorer's value as a float (``C``/``I``/``P``/``N``, booleans,
@@ -72,9 +74,13 @@ def read_inspect(
     ===================  ==============================================================
 
     Sample ids are unique within an Inspect task only, so the task is part of the task
-    id, always (the same log gets the same ids whether read alone or with others): logs of
-    different tasks whose samples share ids stay different tasks. A sample id met twice in
-    one epoch of a log is an error naming the log.
+    id, always: logs of different tasks whose samples share ids stay different tasks. So
+    are runs of one task with different arguments (``eval.task_args``, defaults
+    included; not the one naming the candidate, ``candidate_from="task_arg:NAME"``):
+    where the logs read hold several, each log's task is qualified by the arguments that
+    differ (``"quiz[level=2]/s1"``; ``"[level=2]/s1"`` when the task names the
+    candidate), and ``dropped`` holds a line saying so. A sample id met twice in one epoch
+    of a log is an error naming the log.
 
     Parameters
     ----------
@@ -102,7 +108,7 @@ def read_inspect(
     -------
     Imported
         ``trials`` and ``dropped`` (samples without the chosen score; logs whose status
-        is not ``success``).
+        is not ``success``; a line per task run with several sets of task arguments).
 
     Examples
     --------
@@ -131,14 +137,18 @@ def read_inspect(
     logs_read.sort(key=lambda log: (str(log[1].eval.created),
                                     min((str(s.started_at) for s in log[2] if s.started_at),
                                         default=""), str(log[0])))
-    rows: list[dict] = []
-    dropped: list[dict] = []
-    offsets: dict[tuple[str, str], int] = {}
     task_named = candidate is None and candidate_from == "task"
-    for path, header, summaries in logs_read:
+    named_by = candidate_from.partition(":")[2] if (
+        candidate is None and candidate_from.startswith("task_arg:")) else None
+    prefixes, notes = _task_prefixes([log[1] for log in logs_read], named_by, task_named)
+    rows: list[dict] = []
+    dropped: list[dict] = [{"candidate": None, "source": shown(logs), "task_id": None,
+                            "reason": note} for note in notes]
+    offsets: dict[tuple[str, str], int] = {}
+    for (path, header, summaries), prefix in zip(logs_read, prefixes):
         name = candidate if candidate is not None else _inspect_candidate(header, candidate_from,
                                                                            path)
-        run = (name, str(header.eval.task))
+        run = (name, str(header.eval.task), prefix)
         if header.status != "success":
             dropped.append({"candidate": name, "source": str(path), "task_id": None,
                             "reason": f"log status {header.status!r}: samples it did not "
@@ -153,7 +163,7 @@ def read_inspect(
                                "(sample ids must be unique within a log)")
             seen.add(key)
             last_epoch = max(last_epoch, int(s.epoch))
-            task_id = str(s.id) if task_named else f"{header.eval.task}/{s.id}"
+            task_id = f"{prefix}{s.id}"
             base = {"candidate": name, "task_id": task_id, "repeat": offset + int(s.epoch) - 1,
                     "trajectory": f"{path}#sample={s.id}&epoch={s.epoch}", **sample_usage(s)}
             retries = int(s.retries or 0)
@@ -176,6 +186,44 @@ def read_inspect(
                          "score": value, "infra_ok": True, "error": None})
         offsets[run] = offset + last_epoch
     return finish(rows, dropped, split, what=f"Inspect logs {shown(logs)}", numbered=True)
+
+
+_UNSET = "?"  # a task argument one log of the task has and another lacks
+
+
+def _task_prefixes(headers, named_by: str | None, task_named: bool) -> tuple[list[str], list]:
+    """Each log's task id prefix (``"<task>/"``; ``""`` when the task names the candidate),
+    its task qualified by the arguments that differ between the logs of that task
+    (``"quiz[level=2]/"``), and a note per task so qualified. ``named_by`` is the task
+    argument naming the candidate (not part of a task)."""
+    def arguments(header) -> dict[str, str]:
+        given = {str(k): json.dumps(v, sort_keys=True, default=str)
+                 for k, v in (header.eval.task_args or {}).items()}
+        given.pop(named_by, None)
+        return given
+
+    given = [(str(h.eval.task), arguments(h)) for h in headers]
+    by_task: dict[str, list[dict]] = {}
+    for task, args in given:
+        by_task.setdefault(task, []).append(args)
+    differ = {task: [k for k in sorted({k for a in sets for k in a})
+                     if len({a.get(k, _UNSET) for a in sets}) > 1]
+              for task, sets in by_task.items()}
+    prefixes = []
+    for task, args in given:
+        keys = differ[task]
+        qualified = f"[{','.join(f'{k}={args.get(k, _UNSET)}' for k in keys)}]" if keys else ""
+        named = f"{qualified}/" if qualified else ""
+        prefixes.append(named if task_named else f"{task}{named or '/'}")
+    notes = []
+    for task, keys in differ.items():
+        if keys:
+            shown_as = sorted({p for (t, _), p in zip(given, prefixes) if t == task})
+            notes.append(f"Inspect task {task!r} ran with {len(shown_as)} sets of task "
+                         f"arguments ({', '.join(keys)}): kept apart as tasks "
+                         f"{', '.join(p + '<sample id>' for p in shown_as)}, not merged as "
+                         "repeats")
+    return prefixes, notes
 
 
 def _inspect_log_api():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from inspect_ai import Task
+from inspect_ai import Task, task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
@@ -69,11 +69,14 @@ def write_inspect_log(
     log_format: str = "eval",
     name: str | None = None,
     graded: dict[str, list[float]] | None = None,
+    task_args: dict | None = None,
 ) -> Path:
     """Run a tiny Inspect eval on the mock model and return the log file it wrote.
 
     ``name`` names the Inspect task (default: Inspect's, ``"task"``). ``graded`` (task →
     a float score per epoch) makes the only scorer one that gives those scores.
+    ``task_args`` (``level``, ``hint``) makes it a ``@task`` function called with them, as
+    ``inspect eval quiz.py -T level=2`` does (Inspect records them in ``eval.task_args``).
     """
     epochs = max(len(v) for v in outcomes.values())
     answered: Counter = Counter()
@@ -86,17 +89,27 @@ def write_inspect_log(
         return ModelOutput.from_content("mockllm/model", "yes" if hit else "no").model_copy(
             update={"usage": USAGE})
 
-    task = Task(
-        dataset=[Sample(id=t, input=f"Is this solved: {t}", target="yes") for t in outcomes],
-        solver=[_flaky(crash, retry), generate()],
-        scorer=(_graded(graded) if graded is not None
-                else [match(), _confidence()] if two_scorers else match()),
-        epochs=epochs,
-        metadata=metadata or {},
-        name=name,
-    )
+    def build() -> Task:
+        return Task(
+            dataset=[Sample(id=t, input=f"Is this solved: {t}", target="yes") for t in outcomes],
+            solver=[_flaky(crash, retry), generate()],
+            scorer=(_graded(graded) if graded is not None
+                    else [match(), _confidence()] if two_scorers else match()),
+            epochs=epochs,
+            metadata=metadata or {},
+            name=name,
+        )
+
+    if task_args is None:
+        the_task = build()
+    else:
+        @task(name=name or "quiz")
+        def quiz(level: int = 1, hint: str = "none") -> Task:
+            return build()
+
+        the_task = quiz(**task_args)
     model = get_model("mockllm/model", custom_outputs=answer)
-    (log,) = inspect_eval(task, model=model, log_dir=str(log_dir), display="none",
+    (log,) = inspect_eval(the_task, model=model, log_dir=str(log_dir), display="none",
                           max_samples=1, fail_on_error=False, retry_on_error=1 if retry else 0,
                           tags=list(tags), log_format=log_format, score_display=False)
     return Path(log.location)
