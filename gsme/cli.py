@@ -326,6 +326,7 @@ def _demo(args) -> int:
     except ValidationError as err:
         raise ConfigError(describe(err, table="demo")) from None
     out = args.out or Path(tempfile.mkdtemp(prefix=f"gsme-demo-{args.preset}-"))
+    args.temporary = args.out is None
     spec = RunSpec(dir=out, config=config, schedule=schedule,
                    agent={"kind": "sim", "preset": args.preset, "suite_seed": args.seed,
                           "mix": args.mix,
@@ -411,13 +412,24 @@ def _drive(run, args, executor=None) -> int:
                      if "reason" in p]
             if stops and not args.json:
                 print(f"evolution stopped by its budget: {stops[-1]}", flush=True)
+            empty = evolve.empty_stop(run)
+            if empty is not None and not args.json:
+                print(f"evolution stopped: {empty}; on to the sealed test", flush=True)
         measure.finalize(run, executor=executor, progress=not args.quiet)
     finally:
         if executor is not None:
             executor.close()
-    _print_table(report.run_table(run), as_json=args.json)
-    if not args.json:
-        print(f"run directory: {run.path}")
+    table = report.run_table(run)
+    line = report.ship_line(report.recommendation(table))
+    if args.json:
+        print(table.assign(ship=line).iloc[0].to_json(default_handler=str))
+        return 0
+    print(line)
+    _print_table(table)
+    print(f"run directory: {run.path}")
+    if getattr(args, "temporary", False):
+        print(f"(a temporary folder made for this demo: `gsme view {run.path}` shows it, "
+              f"`rm -rf {run.path}` removes it)")
     return 0
 
 
@@ -434,9 +446,10 @@ def _print_round(summary: dict, args) -> None:
         return
     budget = "" if summary["trial_budget"] is None else f" of {summary['trial_budget']}"
     best = ("best: baseline" if summary["best"] is None else
-            f"best {summary['best']} {_signed(summary['best_delta_pp'])} pp train Δ")
-    made = (f"{summary['parent']} failed no train trial: nothing to propose, evolution "
-            "stops" if summary["failures"] == 0 else
+            f"best {summary['best']} {_signed(summary['best_delta_pp'])} pp train Δ vs "
+            f"baseline (first {summary['k']} repeats)")
+    made = (f"no child of {summary['parent']}: {summary['empty_reason']}"
+            if summary["children"] == 0 else
             f"{summary['children']} children of {summary['parent']}, {summary['kept']} kept, "
             f"{summary['credited']} credited, {summary['culled']} culled")
     tqdm.write(f"round {summary['round']}: {made}; {summary['trials_spent']}{budget} "
@@ -444,7 +457,7 @@ def _print_round(summary: dict, args) -> None:
 
 
 def _status(args) -> int:
-    from gsme import archive, budget
+    from gsme import archive, budget, explain, report
     from gsme.run import Run
 
     with Run.open(args.dir, read_only=True) as run:
@@ -471,7 +484,10 @@ def _status(args) -> int:
                             "sealing (test split partly scored)" if run.sealed else "no"),
                  "elites": int(summary["num_elites"]), "cells": n_cells,
                  "coverage": float(summary["coverage"]),
-                 "best": summary["best_candidate"]}
+                 "best": summary["best_candidate"],
+                 "best_train_rate": _best_rate(explain.train_rates(run),
+                                               summary["best_candidate"]),
+                 "k": run.config.gate.k, "ship": report.run_ship_line(run)}
         if args.json:
             print(json.dumps(state, default=str))
             return 0
@@ -489,11 +505,21 @@ def _status(args) -> int:
             print(f"evolution stopped by its budget: {_printable(stopped)}")
         print(f"sealed: {state['sealed']}")
         print(f"archive: {state['elites']} elite(s) in {n_cells} cells "
-              f"(coverage {state['coverage']:.0%}), best {state['best'] or 'baseline'}")
+              f"(coverage {state['coverage']:.0%}), best {state['best'] or 'baseline'}: "
+              f"train rate {_number(state['best_train_rate'])} (first {state['k']} repeats "
+              "of every task)")
         if not arch.empty:
             print(archive.occupancy(arch, why_levels=labels).dropna(how="all", axis=1)
                   .to_string())
+        print(_printable(state["ship"]))
     return 0
+
+
+def _best_rate(rates: pd.DataFrame, best) -> float:
+    """The train rate of ``best`` (the baseline's when None) in :func:`gsme.explain.train_rates`."""
+    name = "baseline" if best is None or pd.isna(best) else best
+    found = rates.loc[rates["candidate"] == name, "rate"]
+    return float(found.iloc[0]) if len(found) else float("nan")
 
 
 def _report(args) -> int:
@@ -504,7 +530,13 @@ def _report(args) -> int:
         if run.sealed_result is None:
             raise RunError(f"{args.dir} is not sealed yet; its report exists once the test "
                            "split is scored (gsme resume DIR finishes the run)")
-        _print_table(report.run_table(run), as_json=args.json)
+        table = report.run_table(run)
+        line = report.ship_line(report.recommendation(table))
+        if args.json:
+            print(table.assign(ship=line).iloc[0].to_json(default_handler=str))
+            return 0
+        print(line)
+        _print_table(table)
     return 0
 
 
@@ -517,12 +549,14 @@ def _verify(args) -> int:
 
 
 def _view(args) -> int:
-    from gsme import view
+    from gsme import report, view
     from gsme.run import Run
 
     with Run.open(args.dir, read_only=True) as run:
         out = view.write(run, args.out or Path(f"{run.path.resolve().name}.html"))
+        line = report.run_ship_line(run)
     print(f"gsme view: wrote {out}")
+    print(_printable(line))
     return 0
 
 
@@ -682,11 +716,11 @@ def _grow(args) -> int:
         spec.update(_key_values(args.agent, "--agent"))
         agent = plugins.build_agent(spec)
     with Run.open(args.dir, agent=agent) as run:
+        before = _grown_so_far(run)
         table = grow(run, tasks, agent_spec=spec, progress=not args.quiet)
-        added = {t for ids in run.events("tasks_added")["payload"] for t in ids["task_ids"]}
-        trials = run.trials(split="train")
-        on_new = trials[trials["task_id"].isin(added)]
+        after = _grown_so_far(run)
         simulated, n_train = run.agent.simulated, len(run.tasks("train"))
+    now = {key: after[key] - before[key] for key in after}
     shown = table[["candidate", "parent", "decision_before", "decision", "changed",
                    "n_tasks", "delta_pp", "z"]]
     if args.json:
@@ -694,13 +728,19 @@ def _grow(args) -> int:
         return 0
     if simulated:
         print("SIMULATED results (embedded simulator)")
-    print(f"gsme grow: {args.dir} has {n_train} train tasks, {len(added)} added by growing; "
-          f"on them {int(on_new['borrowed_from'].isna().sum())} trials run, "
-          f"{int(on_new['borrowed_from'].notna().sum())} borrowed; "
-          f"{int(table['changed'].sum())} of {len(table)} decisions changed")
+    print(f"gsme grow: {args.dir} has {n_train} train tasks, {after['added']} added by growing "
+          f"({now['added']} by this call); this call ran {now['ran']} trials and borrowed "
+          f"{now['borrowed']}; {int(table['changed'].sum())} of {len(table)} decisions changed")
     with pd.option_context("display.width", 120, "display.float_format", "{:.3g}".format):
         print(shown.to_string(index=False))
     return 0
+
+
+def _grown_so_far(run) -> dict[str, int]:
+    """Tasks added by growing, train trials run and borrowed: so far, all calls together."""
+    added = {t for ids in run.events("tasks_added")["payload"] for t in ids["task_ids"]}
+    borrowed = run.trials(split="train")["borrowed_from"].notna()
+    return {"added": len(added), "ran": int((~borrowed).sum()), "borrowed": int(borrowed.sum())}
 
 
 def _export(args) -> int:
@@ -736,12 +776,13 @@ def _key_values(items: list[str], flag: str) -> dict:
     return out
 
 
-def _print_table(table: pd.DataFrame, *, as_json: bool) -> None:
-    if as_json:
-        print(table.iloc[0].to_json(default_handler=str))
-        return
+def _print_table(table: pd.DataFrame) -> None:
+    """The run table, one field a line, under what its rates and Δ are measured on."""
     if bool(table["simulated"].iloc[0]):
         print("SIMULATED results (embedded simulator; true effects from its ground truth)")
+    k = next(name for name in table.columns if name.startswith("pass_at_")).split("_")[2]
+    print(f"(rates, Δ and pass@{k}: the selected harness and the baseline over the first {k} "
+          "repeats of every task; Δ = selected - baseline; p one-sided)")
     row = table.iloc[0]
     width = max(map(len, row.index))
     for name, value in row.items():
@@ -769,26 +810,15 @@ def _known(value: float) -> float | None:
 
 
 def _signed(value: float) -> str:
-    text = _number(value)
-    return "+" + text if value > 0 and text != "0" else text
+    return _number(value, signed=True)
 
 
-def _number(value, *, p: bool = False) -> str:
-    """A value as people read it: three significant digits (whole numbers from 100), no
-    ``-0``, a p below 0.001 as ``< 0.001``, NaN as ``n/a``."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return _printable(value)
-    if isinstance(value, (bool, np.bool_, int, np.integer)):
-        return str(value.item() if hasattr(value, "item") else value)
-    value = float(value)
-    if math.isnan(value):
-        return "n/a"
-    if p:
-        return "< 0.001" if value < 0.001 else f"{value:.3f}"
-    text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
-    return "0" if text in ("-0", "-0.0") else text
+def _number(value, *, p: bool = False, signed: bool = False) -> str:
+    """A value as :func:`gsme.report.number` writes it (the one formatter of every
+    surface), a text made printable (:func:`_printable`)."""
+    from gsme.report import number
+
+    return _printable(value) if isinstance(value, str) else number(value, p=p, signed=signed)
 
 
 def _one_line(err: BaseException) -> str:

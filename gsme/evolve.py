@@ -29,8 +29,8 @@ from gsme.schema import BASELINE
 from gsme.settings import Schedule
 
 __all__ = ["RoundResult", "choose_parent", "cold_start", "commit", "credit", "diagnose",
-           "evolve", "failures", "insert", "next_round", "propose", "recombine",
-           "round_summary", "run_round"]
+           "empty_reason", "empty_stop", "evolve", "failures", "insert", "next_round",
+           "propose", "recombine", "round_summary", "run_round"]
 
 
 @dataclass
@@ -383,9 +383,9 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
 
 def evolve(run: Run, *, rounds: int | None = None, executor=None, progress: bool = True,
            on_round: Callable[[RoundResult], None] | None = None) -> pd.DataFrame:
-    """Run rounds until ``rounds`` are done, a budget of the schedule is reached or a
-    round's parent failed no train trial (then nothing can be proposed: the run goes on
-    to its sealed test).
+    """Run rounds until ``rounds`` are done, a budget of the schedule is reached or the
+    last ``schedule.empty_rounds`` rounds made no child (:func:`empty_stop`; at once when
+    a round's parent failed no train trial): the run then goes on to its sealed test.
 
     ``rounds`` defaults to the run's schedule. Rounds already completed (a resumed run)
     count towards it. The budgets are checked before each round starts: the trial budget
@@ -416,7 +416,7 @@ def evolve(run: Run, *, rounds: int | None = None, executor=None, progress: bool
     cold_start(run, executor=executor, progress=progress)
     bar = _progress(rounds, progress, done=run.rounds_done())
     try:
-        while next_round(run) <= rounds and not _nothing_to_fix(run):
+        while next_round(run) <= rounds and empty_stop(run) is None:
             if (schedule.trial_budget is not None
                     and run.trials_spent() >= schedule.trial_budget):
                 run.mark("budget_reached", next_round(run))
@@ -441,11 +441,13 @@ def round_summary(run: Run, result: RoundResult) -> dict:
     -------
     dict
         ``round, parent, failures`` (the parent's failing train trials the evolver read;
-        0: nothing was proposed), ``children`` (candidates made), ``kept, credited, culled``,
+        0: nothing was proposed), ``children`` (candidates made), ``empty_reason`` (why
+        none was made, :func:`empty_reason`; None when some were), ``kept, credited,
+        culled``,
         ``trials_spent`` (the run's so far) and ``trial_budget`` (None without one),
         ``best`` (the archive's best elite, None when empty) and ``best_delta_pp``: its
-        train rate minus the baseline's, both over the first K repeats of every task
-        (:func:`gsme.stats.candidate_rates`; NaN when the archive is empty).
+        train rate minus the baseline's, both over the first ``k`` repeats of every task
+        (:func:`gsme.stats.candidate_rates`; NaN when the archive is empty), and ``k``.
 
     Examples
     --------
@@ -464,12 +466,93 @@ def round_summary(run: Run, result: RoundResult) -> dict:
     rate = dict(zip(rates["candidate"], rates["rate"]))
     budget = None if run.schedule is None else run.schedule.trial_budget
     return {"round": result.round, "parent": result.parent, "failures": result.failures,
-            "children": len(result.candidates), "kept": int(decided["kept"].sum()),
+            "children": len(result.candidates),
+            "empty_reason": empty_reason(run, result.round) if result.candidates.empty
+            else None,
+            "kept": int(decided["kept"].sum()),
             "credited": int((decided["decision"] == "credit").sum()),
             "culled": int((decided["decision"] == "cull").sum()),
             "trials_spent": run.trials_spent(), "trial_budget": budget, "best": best,
             "best_delta_pp": (100.0 * (rate[best] - rate[BASELINE]) if best in rate
-                              else float("nan"))}
+                              else float("nan")), "k": run.config.gate.k}
+
+
+def empty_reason(run: Run, round: int) -> str | None:
+    """Why ``round`` made no child, in words; None when it made one (or is not committed).
+
+    The reasons, from the ledger: the parent failed no train trial; the evolver diagnosed
+    or proposed nothing; every proposed patch was refused (it did not apply, changed a
+    frozen setting, the agent cannot run it: the first refusal is quoted); no
+    recombination was left to try, or every one failed (a merge conflict).
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
+    >>> result = run_round(run, children=0, recombinations=0, progress=False)
+    >>> empty_reason(run, 1)
+    'the evolver proposed no patch from 23 diagnoses; no recombination of archive elites left to try'
+    >>> run.close()
+    """
+    committed = run.events("candidates_committed")
+    mine = committed.loc[committed["round"] == round, "payload"]
+    if mine.empty or mine.iloc[-1].get("candidates"):
+        return None
+    parent = _committed(run, round)[0]
+    if mine.iloc[-1].get("failures", 1) == 0:
+        return f"{parent} failed no train trial: nothing to fix"
+    proposals = run.proposals()
+    proposals = proposals[proposals["round"] == round]
+    mutations = proposals[proposals["kind"] == "mutation"]
+    merges = proposals[proposals["kind"] == "recombination"]
+    diagnosed = int((run.diagnoses()["round"] == round).sum())
+    parts = [_refused("proposed patch", mutations) if len(mutations) else
+             "the evolver diagnosed none of the failures it read" if diagnosed == 0 else
+             f"the evolver proposed no patch from {diagnosed} diagnoses"]
+    parts.append(_refused("recombination", merges) if len(merges) else
+                 "no recombination of archive elites left to try")
+    return "; ".join(parts)
+
+
+def _refused(what: str, proposals: pd.DataFrame) -> str:
+    """``every <what> was refused (n): <first reason>``, a refusal summed up in one line."""
+    reasons = proposals.loc[~proposals["ok"].astype(bool), "reason"].dropna()
+    first = str(reasons.iloc[0]).splitlines()[0][:120] if len(reasons) else "no reason given"
+    return f"every {what} was refused ({len(proposals)}; first: {first})"
+
+
+def empty_stop(run: Run) -> str | None:
+    """Why evolution stops for lack of children, or None: the last round's parent failed
+    no train trial, or the last ``schedule.empty_rounds`` rounds all made no child.
+
+    Returns
+    -------
+    str or None
+        One line: how many rounds in a row made no child and the last one's reason.
+
+    Examples
+    --------
+    >>> from gsme import sim
+    >>> from gsme.evolvers import RuleEvolver
+    >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0),
+    ...                  schedule=Schedule(children_per_round=0, recombinations_per_round=0))
+    >>> _ = evolve(run, rounds=5, progress=False)
+    >>> run.rounds_done(), empty_stop(run)
+    (2, '2 rounds in a row made no child (round 2: the evolver proposed no patch from 23 diagnoses; no recombination of archive elites left to try)')
+    >>> run.close()
+    """
+    done, limit = run.rounds_done(), (run.schedule or Schedule()).empty_rounds
+    streak = 0
+    while streak < done and empty_reason(run, done - streak) is not None:
+        streak += 1
+    if streak == 0:
+        return None
+    last = empty_reason(run, done)
+    if streak < limit and not last.endswith("nothing to fix"):
+        return None
+    return (f"{streak} round{'s' if streak > 1 else ''} in a row made no child "
+            f"(round {done}: {last})")
 
 
 def _round_view(run: Run, parent: str, *, round: int) -> RoundView:
@@ -506,13 +589,6 @@ def _committed(run: Run, round: int) -> tuple[str, int] | None:
     started = run.events("round_started")
     parent = started.loc[started["round"] == round, "payload"].iloc[-1]["parent"]
     return parent, int(mine.iloc[-1].get("failures", run.config.max_failures))
-
-
-def _nothing_to_fix(run: Run) -> bool:
-    """True when the last round done read no failure of its parent (evolution stops)."""
-    done = run.rounds_done()
-    found = _committed(run, done) if done else None
-    return found is not None and found[1] == 0
 
 
 def _lineage(candidates: pd.DataFrame, candidate: str) -> list[str]:

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
-from gsme import archive, policy, schema
-from gsme.schema import split_ids
+from gsme import archive, policy, prior, report, schema, sequential, stats
+from gsme.schema import BASELINE, split_ids
 
-__all__ = ["CHANGES", "archive_progress", "elite_names", "paired_trials", "patch_details",
-           "selected", "transcripts", "why_levels"]
+__all__ = ["CHANGES", "archive_progress", "elite_names", "keep_reasons", "paired_trials",
+           "patch_details", "selected", "train_rates", "transcripts", "why_levels"]
+
+#: The posterior interval :func:`keep_reasons` gives the expected effect (two-sided).
+INTERVAL = 0.90
 
 #: What happened on one repeat of a task from parent to child (:func:`paired_trials`).
 CHANGES = ("fixed", "broken", "both_failed", "both_passed", "invalid", "unpaired")
@@ -306,6 +310,166 @@ def transcripts(run) -> pd.DataFrame:
                "pathology", "trajectory"]].copy()
     out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
     return out
+
+
+def train_rates(run) -> pd.DataFrame:
+    """Each candidate's train rate as every surface shows it: the mean per-task pass rate
+    over the first ``k`` repeats of every train task (:func:`gsme.stats.candidate_rates`,
+    ``k`` the gate's; unbiased under the adaptive design), and its Δ against the baseline.
+
+    Returns
+    -------
+    DataFrame
+        ``candidate, n_tasks`` (train tasks with a valid repeat among the first ``k``),
+        ``rate`` and ``delta_vs_baseline_pp`` (rate minus the baseline's, pp).
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> train_rates(run)[["candidate", "delta_vs_baseline_pp"]].head(2).round(1)
+      candidate  delta_vs_baseline_pp
+    0  baseline                   0.0
+    1     c0001                   4.2
+    >>> run.close()
+    """
+    rates = stats.candidate_rates(run.trials(split="train"), k=run.config.gate.k)
+    base = rates.loc[rates["candidate"] == BASELINE, "rate"]
+    base = float(base.iloc[0]) if len(base) else np.nan
+    return rates.assign(delta_vs_baseline_pp=100.0 * (rates["rate"] - base))[
+        ["candidate", "n_tasks", "rate", "delta_vs_baseline_pp"]]
+
+
+def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
+    """Why each decided child was kept or not: the gate's look, the learned mix, the rule.
+
+    For each round the proposal mix is refitted exactly as the loop fitted it when it
+    decided (:func:`gsme.policy.expected_effects` on the comparisons before the round and
+    the round's own), so ``expected_delta_pp`` is the value the keep rule read.
+
+    Returns
+    -------
+    DataFrame
+        One row per decision on ``split``, in the run's order: ``candidate, parent, round,
+        policy, decision, kept, credited``, ``look`` (the look that decided: 1 for the
+        fixed design; NA for invalid and inactive children), ``boundary`` (the z the
+        child had to reach at that look to be credited, :func:`gsme.sequential.boundaries`;
+        NaN without a look; with few changed tasks the exact sign-flip p decides instead),
+        ``z, delta_pp`` (vs its parent, on the repeats the decision read), ``p_one_sided``, ``gate_reason`` (the gate's own words),
+        ``expected_delta_pp, expected_low_pp, expected_high_pp`` (the posterior mean
+        of its true effect under the learned mix and its central :data:`INTERVAL`
+        interval on the mix's grid), ``p_positive``, ``worth_pp`` (the learned rule's
+        threshold), ``comparisons`` (how many comparisons the mix learned from: earlier
+        runs', earlier rounds' and this round's) and ``keep_reason`` (all of it in words).
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)
+    >>> keep_reasons(run)[["candidate", "look", "comparisons"]].head(2)
+      candidate  look  comparisons
+    0     c0001     3            3
+    1     c0002     3            3
+    >>> run.close()
+    """
+    _check_split(split)
+    config, gate = run.config, run.config.gate
+    decisions = run.decisions()
+    decisions = decisions[decisions["split"] == split].reset_index(drop=True)
+    bounds = sequential.boundaries(gate)["boundary"].to_numpy()
+    parts = []
+    for r, decided in decisions.groupby("round", sort=False):
+        past = run.comparisons(before_round=int(r))
+        mix, count = _learned_mix(decided, past, config.keep)
+        post = prior.posterior(decided, mix, config=config.keep)
+        low, high = _posterior_interval(decided, mix, config.keep)
+        measured = decided["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
+        parts.append(pd.DataFrame({
+            "expected_delta_pp": np.where(measured, post["expected_delta_pp"], np.nan),
+            "expected_low_pp": np.where(measured, low, np.nan),
+            "expected_high_pp": np.where(measured, high, np.nan),
+            "p_positive": np.where(measured, post["p_positive"], np.nan),
+            "comparisons": count}, index=decided.index))
+    learned = (pd.concat(parts) if parts else pd.DataFrame(
+        columns=["expected_delta_pp", "expected_low_pp", "expected_high_pp", "p_positive",
+                 "comparisons"]))
+    looked = decisions["decision"].isin(prior.LEARNED_DECISIONS)
+    look = decisions["looks"].where(looked).astype("Int64")
+    out = pd.DataFrame({
+        "candidate": decisions["candidate"], "parent": decisions["parent"],
+        "round": decisions["round"], "policy": config.policy,
+        "decision": decisions["decision"], "kept": decisions["kept"].astype(bool),
+        "credited": decisions["decision"] == "credit", "look": look,
+        "boundary": [bounds[min(int(v), len(bounds)) - 1] if not pd.isna(v) else np.nan
+                     for v in look],
+        "z": decisions["z"], "p_one_sided": decisions["p_one_sided"],
+        "delta_pp": decisions["delta_pp"],
+        "gate_reason": decisions["reason"].where(decisions["reason"].notna(), None)})
+    out = out.join(learned.reindex(decisions.index))
+    out["worth_pp"] = config.keep.worth_pp
+    out["comparisons"] = out["comparisons"].astype("Int64")
+    out["keep_reason"] = [_keep_words(row) for row in out.itertuples()]
+    return out
+
+
+def _learned_mix(decided: pd.DataFrame, past: pd.DataFrame, config) -> tuple[pd.DataFrame, int]:
+    """The mix :func:`gsme.policy.expected_effects` fits for ``decided`` (its steps, in its
+    order, from the public parts: history kept when its check passes, capped at the latest
+    runs; each comparison by its first-K Δ), and how many comparisons it learned from."""
+    own = past["own"].astype(bool) if "own" in past else pd.Series(False, index=past.index)
+    history, mine = past[~own], past[own]
+    check = policy.history_check(decided, past=past, config=config)
+    kept = prior.recent_runs(history, config.history_runs) if check["used"] else history.iloc[:0]
+    frames = [frame[frame["decision"].isin(prior.LEARNED_DECISIONS)]
+              for frame in (kept, mine, decided) if len(frame)]
+    evidence = (pd.concat([prior.learned_from(f) for f in frames if len(f)], ignore_index=True)
+                if any(len(f) for f in frames) else
+                pd.DataFrame(columns=prior.COMPARISON_COLUMNS))
+    return prior.fit(evidence, config=config), int(evidence.dropna().shape[0])
+
+
+def _posterior_interval(decided: pd.DataFrame, mix: pd.DataFrame, config
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Central :data:`INTERVAL` interval of each child's true effect on the mix's grid:
+    posterior weights ∝ mix weight × Normal(delta_pp; θ, se_pp²), se floored as in
+    :func:`gsme.prior.posterior`."""
+    effects, weight = mix["effect_pp"].to_numpy(), mix["weight"].to_numpy()
+    delta = decided["delta_pp"].to_numpy(np.float64)
+    se = np.maximum(decided["se_pp"].to_numpy(np.float64), config.se_floor_pp)
+    low, high = np.full(len(delta), np.nan), np.full(len(delta), np.nan)
+    known = ~(np.isnan(delta) | np.isnan(se))
+    if known.any():
+        log = sps.norm.logpdf(delta[known, None], effects[None, :], se[known, None])
+        post = weight * np.exp(log - log.max(axis=1, keepdims=True))
+        cdf = np.cumsum(post / post.sum(axis=1, keepdims=True), axis=1)
+        tail = (1.0 - INTERVAL) / 2
+        low[known] = effects[np.argmax(cdf >= tail - 1e-12, axis=1)]
+        high[known] = effects[np.argmax(cdf >= 1.0 - tail - 1e-12, axis=1)]
+    return low, high
+
+
+def _keep_words(row) -> str:
+    """One decision's reason, in words (a row of :func:`keep_reasons`)."""
+    n = report.number
+    verdict = ("kept: credited by the gate" if row.credited else
+               f"{'kept without a credit' if row.kept else 'not kept'}: "
+               + ("expected Δ above worth_pp" if row.kept else
+                  "not credited, expected Δ not above worth_pp")
+               if row.policy == "learned" else
+               f"{'kept' if row.kept else 'not kept'}: Δ vs parent "
+               f"{'above' if row.kept else 'not above'} 0 ({row.policy})"
+               if row.policy in ("greedy", "peak") else
+               f"{'kept' if row.kept else 'not kept'} by policy {row.policy}")
+    if pd.isna(row.look):
+        return f"{verdict}. Gate: {row.decision} ({row.gate_reason or 'no paired test'})."
+    gate = (f"{row.decision}, {row.gate_reason}" if row.gate_reason else
+            f"{row.decision} at look {row.look}")
+    return (f"{verdict}. Gate: {gate} (z {n(row.z, signed=True)}, credit boundary "
+            f"{n(row.boundary)}, one-sided p "
+            f"{n(row.p_one_sided, p=True)}; Δ vs parent {n(row.delta_pp, signed=True)} pp on "
+            f"the repeats it read). Learned mix ({row.comparisons} comparisons): expected Δ "
+            f"{n(row.expected_delta_pp, signed=True)} pp [{n(row.expected_low_pp, signed=True)}, "
+            f"{n(row.expected_high_pp, signed=True)}], worth_pp {n(row.worth_pp)}.")
 
 
 def _changes(pairs: pd.DataFrame) -> np.ndarray:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from gsme import policy, stats
 from gsme.resources import PAPER_TABLE
 from gsme.schema import BASELINE, SEALED_ROUND
 from gsme.settings import GateConfig
 
-__all__ = ["cost_table", "paper_table", "run_table"]
+__all__ = ["SHIP_RULE", "SHIP_RULES", "cost_table", "number", "paper_table", "recommendation",
+           "run_ship_line", "run_table", "ship_line"]
 
 
 def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
@@ -87,14 +91,18 @@ def run_table(run) -> pd.DataFrame:
         train_delta_pp, train_z, train_p_one_sided,
         rate_sealed_base, rate_sealed_selected, sealed_delta_pp, sealed_z,
         sealed_p_one_sided, sealed_decision`` (the sealed test's decision at one-sided α),
+        ``sealed_ci_low_pp, sealed_ci_high_pp`` (the sealed Δ's two-sided interval at the
+        level of the decision: Δ ± q·se, q the critical value of the gate's reference, so
+        the low end is above 0 exactly when the t or normal reference credits; a decision
+        by the exact sign-flip p, with few changed tasks, can differ at the edge),
         ``retention_pct, pass_at_<k>_train_base, pass_at_<k>_train_selected,
         pass_at_<k>_test_base, pass_at_<k>_test_selected`` (``<k>`` the gate's ``k``),
         ``trials_spent, trials_borrowed, candidates, credited, kept``,
         ``significance_tests`` (comparisons that reached the significance gate),
-        ``false_credits_bound`` (tests × the one-sided level α: the false credits expected
-        if every tested child were truly null; an upper bound, not an estimate: a child
-        with a real gain cannot be credited falsely, a harmful one is credited less often
-        than α, and the adaptive design's measured A/A rate is below α),
+        ``false_credits_if_null`` (tests × the one-sided level α: the credits expected
+        if every tested child were truly null, before any outcome is seen; over repeated
+        runs it bounds the expected number of false credits, but it is not a bound on
+        ``false_credits_estimate``, which is conditional on what this run measured),
         ``false_credits_estimate`` and ``false_keeps_estimate`` (the expected number of
         credited, and of kept, children whose true effect is ≤ 0: the sum of their posterior
         probabilities of no gain under the proposal mix learned from the run's comparisons
@@ -145,6 +153,9 @@ def run_table(run) -> pd.DataFrame:
         row[f"{name}_p_one_sided"] = test["p_one_sided"]
         if name == "sealed":
             row["sealed_decision"] = test["decision"]
+            half = _critical(gate, test) * test["se_pp"]
+            row["sealed_ci_low_pp"] = test["delta_pp"] - half
+            row["sealed_ci_high_pp"] = test["delta_pp"] + half
     row["retention_pct"] = stats.retention(row["train_delta_pp"], row["sealed_delta_pp"])
     passes = counted.drop(columns="score", errors="ignore")  # graded: pass@k of 'passed'
     at_k = stats.pass_at_k(passes, k=gate.k).set_index(["candidate", "split"])["pass_at_k"]
@@ -159,7 +170,7 @@ def run_table(run) -> pd.DataFrame:
     row["credited"] = int((decisions["decision"] == "credit").sum())
     row["kept"] = int(decisions["kept"].sum())
     row["significance_tests"] = tested
-    row["false_credits_bound"] = tested * gate.alpha
+    row["false_credits_if_null"] = tested * gate.alpha
     no_gain = 1.0 - policy.expected_effects(decisions, past=run.comparisons(before_round=1),
                                             config=run.config.keep)["p_positive"]
     row["false_credits_estimate"] = float(no_gain[decisions["decision"] == "credit"].sum())
@@ -174,8 +185,15 @@ def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, gate) -> pd.
         return stats.paired_test(trials, parent=BASELINE, child=chosen, split=split,
                                  config=gate).iloc[0]
     rate = float(stats.candidate_rates(trials, k=gate.k, split=split)["rate"].iloc[0])
-    return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "z": 0.0,
-                      "p_one_sided": 1.0, "decision": "inconclusive"})
+    return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "se_pp": 0.0,
+                      "z": 0.0, "p_one_sided": 1.0, "n_tasks": 0, "decision": "inconclusive"})
+
+
+def _critical(gate, test: pd.Series) -> float:
+    """The critical value the gate's reference compares the sealed z with (one-sided α)."""
+    if gate.reference == "t" and test["n_tasks"] > 1:
+        return float(sps.t.isf(gate.alpha, test["n_tasks"] - 1))
+    return float(gate.z_crit)
 
 
 def _true_effects(run, chosen: str) -> dict:
@@ -184,6 +202,167 @@ def _true_effects(run, chosen: str) -> dict:
     child, base = run.harness(chosen), run.harness(BASELINE)
     return {"true_train_delta_pp": run.agent.true_effect(child, base, "train"),
             "true_sealed_delta_pp": run.agent.true_effect(child, base, "test")}
+
+
+def number(value, *, p: bool = False, signed: bool = False) -> str:
+    """A value as every surface prints it (command line, page, explorer, MLflow texts).
+
+    Three significant digits (whole numbers from 100), no ``-0``, a p below 0.001 as
+    ``< 0.001`` (else three decimals), a missing value (None, NaN, NA) as ``n/a``; with
+    ``signed``, a ``+`` before a positive number.
+
+    Examples
+    --------
+    >>> number(0.0007035, p=True), number(0.0, p=True), number(0.29, p=True)
+    ('< 0.001', '< 0.001', '0.290')
+    >>> number(float("nan")), number(None), number(15.62, signed=True), number(-0.0)
+    ('n/a', 'n/a', '+15.6', '0')
+    """
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_, int, np.integer)) and not signed:
+        return str(value.item() if hasattr(value, "item") else value)
+    value = float(value)
+    value = 0.0 if abs(value) < 1e-9 else value  # a tie computed as a sum of thirds
+    if p:
+        return "< 0.001" if value < 0.001 else f"{value:.3f}"
+    text = f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    text = "0" if text in ("-0", "-0.0", "-0.00") else text
+    return "+" + text if signed and value > 0 and text != "0" else text
+
+
+def _sealed_credit(table: pd.DataFrame) -> np.ndarray:
+    return (table["sealed_decision"] == "credit").to_numpy()
+
+
+#: Ship rules: which sealed outcomes ship the selected harness (each a function of a frame
+#: with ``sealed_decision, sealed_delta_pp, sealed_p_one_sided``, one bool per row); when a
+#: rule does not ship it, the baseline (or the last harness a sealed test credited) stays.
+SHIP_RULES = {
+    "always": lambda table: np.ones(len(table), dtype=bool),
+    "sealed_credit": _sealed_credit,
+    "sealed_positive": lambda table: (table["sealed_delta_pp"].round(9) > 0).to_numpy(),
+    "sealed_p20": lambda table: (table["sealed_p_one_sided"] <= 0.20).to_numpy(),
+}
+#: The rule :func:`recommendation` applies (chosen from ``benchmarks/evidence.py``'s table).
+SHIP_RULE = "sealed_credit"
+
+
+def recommendation(table: pd.DataFrame, *, fallback: str = BASELINE,
+                   rule: str = SHIP_RULE) -> pd.DataFrame:
+    """What to ship after a sealed run: the selected harness when the sealed test credits
+    it, else ``fallback`` (the baseline, or the last harness a sealed test credited).
+
+    A pure function of the run's table (:func:`run_table`); :func:`ship_line` words it.
+    Only this decision is called **shipped**.
+
+    Parameters
+    ----------
+    table : DataFrame
+        :func:`run_table`'s row (``selected, n_test, sealed_decision, sealed_delta_pp,
+        sealed_ci_low_pp, sealed_ci_high_pp, sealed_p_one_sided``).
+    fallback : str
+        The harness that stays when the selected one is not shipped.
+    rule : str
+        A key of :data:`SHIP_RULES` (default :data:`SHIP_RULE`).
+
+    Returns
+    -------
+    DataFrame
+        One row: ``shipped`` (the harness to deploy), ``ships`` (True when it is the
+        selected harness and not the fallback), ``rule, selected, n_test, sealed_decision,
+        sealed_delta_pp`` (selected vs baseline, first ``k`` repeats of the sealed tasks),
+        ``sealed_ci_low_pp, sealed_ci_high_pp, sealed_p_one_sided`` and ``reason`` (why,
+        in words).
+
+    Raises
+    ------
+    ValueError
+        ``rule`` is not a ship rule.
+
+    Examples
+    --------
+    >>> row = pd.DataFrame([{"selected": "c0016", "n_test": 44, "sealed_decision": "inconclusive",
+    ...                      "sealed_delta_pp": 1.2, "sealed_ci_low_pp": -3.0,
+    ...                      "sealed_ci_high_pp": 5.4, "sealed_p_one_sided": 0.29}])
+    >>> recommendation(row).loc[0, "shipped"]
+    'baseline'
+    >>> recommendation(row, rule="sealed_positive").loc[0, "shipped"]
+    'c0016'
+    """
+    if rule not in SHIP_RULES:
+        raise ValueError(f"rule must be one of {list(SHIP_RULES)}, got {rule!r}")
+    row = table.iloc[0]
+    chosen = str(row["selected"])
+    ships = chosen != BASELINE and bool(SHIP_RULES[rule](table.iloc[:1])[0])
+    out = {"shipped": chosen if ships else fallback, "ships": ships, "rule": rule,
+           "selected": chosen, **{c: row[c] for c in _SHIP_COLUMNS}}
+    out["reason"] = _ship_reason(out)
+    return pd.DataFrame([out])
+
+
+_SHIP_COLUMNS = ("n_test", "sealed_decision", "sealed_delta_pp", "sealed_ci_low_pp",
+                 "sealed_ci_high_pp", "sealed_p_one_sided")
+_SEALED_WORDS = {"credit": "the sealed test credits {c}",
+                 "cull": "the sealed test finds {c} worse than the baseline",
+                 "inconclusive": "the sealed test does not credit {c} (its gain is not shown)"}
+
+
+def _ship_reason(rec: dict) -> str:
+    if rec["selected"] == BASELINE:
+        return "the run kept no child that beat the baseline on train: nothing to test"
+    verdict = _SEALED_WORDS.get(rec["sealed_decision"], "the sealed test: {c} "
+                                + str(rec["sealed_decision"])).format(c=rec["selected"])
+    rule = "" if rec["rule"] == SHIP_RULE else f" (ship rule {rec['rule']})"
+    return (f"{verdict}{rule}; sealed Δ {number(rec['sealed_delta_pp'], signed=True)} pp vs "
+            f"baseline [{number(rec['sealed_ci_low_pp'], signed=True)}, "
+            f"{number(rec['sealed_ci_high_pp'], signed=True)}] on {rec['n_test']} sealed "
+            f"tasks, one-sided p {_p_words(rec['sealed_p_one_sided'])}")
+
+
+def _p_words(p) -> str:
+    text = number(p, p=True)
+    return text if text.startswith("<") else f"= {text}"
+
+
+def ship_line(rec: pd.DataFrame | None) -> str:
+    """The one line every surface prints for :func:`recommendation` (None: not sealed).
+
+    Examples
+    --------
+    >>> row = pd.DataFrame([{"selected": "c0016", "n_test": 44, "sealed_decision": "credit",
+    ...                      "sealed_delta_pp": 15.9, "sealed_ci_low_pp": 8.1,
+    ...                      "sealed_ci_high_pp": 23.7, "sealed_p_one_sided": 0.0007}])
+    >>> ship_line(recommendation(row))
+    'ship c0016: the sealed test credits c0016; sealed Δ +15.9 pp vs baseline [+8.1, +23.7] on 44 sealed tasks, one-sided p < 0.001'
+    >>> ship_line(None)
+    'ship: not decided, the run is not sealed (gsme resume DIR seals it)'
+    """
+    if rec is None:
+        return "ship: not decided, the run is not sealed (gsme resume DIR seals it)"
+    row = rec.iloc[0]
+    action = f"ship {row['shipped']}" if row["ships"] else f"keep {row['shipped']}"
+    if not row["ships"] and row["shipped"] == BASELINE:
+        action = "keep the baseline"
+    return f"{action}: {row['reason']}"
+
+
+def run_ship_line(run) -> str:
+    """:func:`ship_line` of a run: its recommendation once sealed, else "not decided".
+
+    Examples
+    --------
+    >>> from gsme import experiments
+    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
+    >>> run_ship_line(run).startswith("keep the baseline: the sealed test does not credit c0001")
+    True
+    >>> run.close()
+    """
+    if run.sealed_result is None:
+        return ship_line(None)
+    return ship_line(recommendation(run_table(run)))
 
 
 _CALL_COUNTS = ["input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",

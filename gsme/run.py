@@ -690,7 +690,8 @@ class Run:
         as they are, every other row must be a ``train`` task: the test split, committed
         by hash when the run was created, never changes. Allowed on a sealed run, whose
         sealed result stays as it is (see :mod:`gsme.grow`). ``agent_spec`` replaces the
-        stored agent spec (an agent that knows the new tasks). The addition is recorded
+        stored agent spec (an agent that knows the new tasks) when a task is added: with
+        nothing new, nothing is written. The addition is recorded
         (event ``tasks_added``) before the task table is written, so a process killed in
         between completes it when called again.
 
@@ -715,7 +716,7 @@ class Run:
         added = self.events("tasks_added")
         if ids and (added.empty or added["payload"].iloc[-1]["task_ids"] != ids):
             self._ledger.event("tasks_added", None, task_ids=ids, agent_spec=agent_spec)
-        if agent_spec is not None:
+        if ids and agent_spec is not None:
             self._ledger.put("agent", {**self._ledger.get("agent"), "spec": agent_spec,
                                        "name": self.agent.name})
         if ids:

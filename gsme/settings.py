@@ -406,6 +406,11 @@ class Schedule(BaseModel):
     budget_hours : float or None
         Wall hours at the run's concurrency: trial seconds / trials in flight
         (:func:`gsme.budget.concurrency`).
+    empty_rounds : int
+        Rounds in a row that made no child (no failure to read, every proposal refused,
+        nothing proposed) after which evolution stops and the run goes to its sealed test
+        (:func:`gsme.evolve.empty_stop`); a round whose parent failed nothing stops it at
+        once.
 
     Examples
     --------
@@ -423,6 +428,7 @@ class Schedule(BaseModel):
     trial_budget: int | None = Field(None, ge=1)
     budget_usd: float | None = Field(None, gt=0, allow_inf_nan=False)
     budget_hours: float | None = Field(None, gt=0, allow_inf_nan=False)
+    empty_rounds: int = Field(2, ge=1)
 
 
 def describe(err: ValidationError, *, table: str | None = None) -> str:

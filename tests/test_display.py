@@ -46,12 +46,63 @@ def test_json_output_parses(sealed, capsys, command):
         assert data["significance_tests"] >= 0
 
 
-def test_report_labels_every_p_one_sided_and_the_false_credit_bound(sealed, capsys):
+def test_report_labels_every_p_one_sided_and_the_false_credits_if_null(sealed, capsys):
     assert cli.main(["report", str(sealed)]) == 0
     lines = capsys.readouterr().out.splitlines()
     names = [line.split()[0] for line in lines if line.strip()]
-    assert {"train_p_one_sided", "sealed_p_one_sided", "false_credits_bound"} <= set(names)
+    assert {"train_p_one_sided", "sealed_p_one_sided", "false_credits_if_null"} <= set(names)
     assert not [n for n in names if n.endswith("_p") or "p_value" in n]
+    assert "false_credits_bound" not in names
+    assert lines[0].startswith(("ship c", "keep the baseline: ")) and "sealed Δ" in lines[0]
+    assert any(line.startswith("(rates, Δ and pass@3: the selected harness and the baseline "
+                               "over the first 3 repeats") for line in lines)
+    assert not [line for line in lines if "nan" in line.lower().split()]
+
+
+def test_every_command_prints_the_one_ship_line(sealed, capsys, tmp_path):
+    from gsme import report
+
+    with Run.open(sealed, read_only=True) as run:
+        line = report.ship_line(report.recommendation(report.run_table(run)))
+    for command in (["report", str(sealed)], ["status", str(sealed)],
+                    ["view", str(sealed), "--out", str(tmp_path / "v.html")]):
+        assert cli.main(command) == 0
+        assert line in capsys.readouterr().out.splitlines(), command
+    assert cli.main(["report", str(sealed), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ship"] == line
+
+
+def test_a_demo_in_a_temporary_folder_says_where_and_how_to_remove_it(tmp_path, capsys,
+                                                                     monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1",
+                     "--quiet"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    made = [p for p in tmp_path.iterdir() if p.name.startswith("gsme-demo-tiny-")]
+    assert len(made) == 1
+    assert out[-2] == f"run directory: {made[0]}"
+    assert out[-1].endswith(f"`rm -rf {made[0]}` removes it)")
+    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1", "--quiet",
+                     "--out", str(tmp_path / "mine")]) == 0
+    assert "rm -rf" not in capsys.readouterr().out
+
+
+def test_empty_rounds_say_why_and_stop_the_search(tmp_path, capsys):
+    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "5",
+                     "--children", "0", "--out", str(tmp_path / "e")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rounds = [line for line in out if line.startswith("round ")]
+    assert len(rounds) == 2  # Schedule.empty_rounds
+    assert rounds[0].startswith("round 1: no child of baseline: the evolver proposed no "
+                                "patch from ")
+    assert "no recombination of archive elites left to try" in rounds[0]
+    stop = [line for line in out if line.startswith("evolution stopped: ")]
+    assert len(stop) == 1 and stop[0].startswith(
+        "evolution stopped: 2 rounds in a row made no child (round 2: the evolver proposed no "
+        "patch from ")
+    assert stop[0].endswith("left to try); on to the sealed test")
 
 
 def test_status_reports_coverage_over_the_vocabulary_cells(sealed, capsys):

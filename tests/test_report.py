@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats as sps
 
@@ -78,9 +79,79 @@ def test_run_table_reads_the_first_k_repeats_with_one_sided_p(sealed_run):
         if (np.abs(d) > 1e-12).sum() >= gate.exact_below:  # else the exact sign-flip p
             assert table[f"{name}_p_one_sided"] == pytest.approx(sps.t.sf(t, len(d) - 1))
     assert (table["sealed_decision"] == "credit") == (table["sealed_p_one_sided"] <= gate.alpha)
-    assert table["false_credits_bound"] == pytest.approx(
+    assert table["false_credits_if_null"] == pytest.approx(
         table["significance_tests"] * gate.alpha)
-    assert not {"train_p", "sealed_p", "expected_false_credits"} & set(table.index)
+    assert not {"train_p", "sealed_p", "expected_false_credits", "false_credits_bound"} \
+        & set(table.index)
+
+
+def test_sealed_interval_is_the_t_interval_of_the_first_k_task_differences(sealed_run):
+    run = sealed_run
+    table = report.run_table(run).iloc[0]
+    gate, trials, chosen = run.config.gate, run.trials(), table["selected"]
+    counts = {who: _first_k_counts(trials, who, "test", gate.k) for who in (BASELINE, chosen)}
+    rates = {who: c["sum"] / c["size"] for who, c in counts.items()}
+    d = 100 * (rates[chosen] - rates[BASELINE]).dropna().to_numpy()
+    half = sps.t.isf(gate.alpha, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    assert table["sealed_ci_low_pp"] == pytest.approx(d.mean() - half)
+    assert table["sealed_ci_high_pp"] == pytest.approx(d.mean() + half)
+    if (np.abs(d) > 1e-9).sum() >= gate.exact_below:  # the t reference decided
+        assert (table["sealed_ci_low_pp"] > 0) == (table["sealed_decision"] == "credit")
+
+
+def _sealed_row(selected="c0003", decision="inconclusive", delta=1.2, p=0.29):
+    return pd.DataFrame([{"selected": selected, "n_test": 40, "sealed_decision": decision,
+                          "sealed_delta_pp": delta, "sealed_ci_low_pp": delta - 4.0,
+                          "sealed_ci_high_pp": delta + 4.0, "sealed_p_one_sided": p}])
+
+
+@pytest.mark.parametrize("decision, delta, p, ships", [
+    ("credit", 9.0, 0.001, {"always", "sealed_credit", "sealed_positive", "sealed_p20"}),
+    ("inconclusive", 1.2, 0.15, {"always", "sealed_positive", "sealed_p20"}),
+    ("inconclusive", 0.4, 0.45, {"always", "sealed_positive"}),
+    ("inconclusive", 0.0, 0.5, {"always"}),
+    ("cull", -6.0, 0.999, {"always"}),
+])
+def test_each_ship_rule_ships_the_selected_harness_only_on_its_outcomes(decision, delta, p,
+                                                                       ships):
+    row = _sealed_row(decision=decision, delta=delta, p=p)
+    for rule in report.SHIP_RULES:
+        rec = report.recommendation(row, rule=rule).iloc[0]
+        assert rec["shipped"] == ("c0003" if rule in ships else BASELINE), rule
+        assert bool(rec["ships"]) == (rule in ships)
+
+
+def test_recommendation_keeps_the_fallback_and_says_why():
+    rec = report.recommendation(_sealed_row(), fallback="c0001")
+    assert rec.loc[0, "shipped"] == "c0001"
+    line = report.ship_line(rec)
+    assert line.startswith("keep c0001: the sealed test does not credit c0003")
+    assert "+1.2 pp vs baseline [-2.8, +5.2] on 40 sealed tasks, one-sided p = 0.290" in line
+    credited = report.ship_line(report.recommendation(_sealed_row(decision="credit", p=2e-5)))
+    assert credited.startswith("ship c0003: the sealed test credits c0003;")
+    assert credited.endswith("p < 0.001")
+    chose_baseline = report.recommendation(_sealed_row(selected=BASELINE, decision="credit"))
+    assert report.ship_line(chose_baseline).startswith("keep the baseline: the run kept no")
+    with pytest.raises(ValueError, match="rule must be one of"):
+        report.recommendation(_sealed_row(), rule="vibes")
+
+
+def test_the_run_ship_line_is_the_recommendation_of_its_table(sealed_run):
+    table = report.run_table(sealed_run)
+    rec = report.recommendation(table).iloc[0]
+    shipped = table.loc[0, "selected"] if table.loc[0, "sealed_decision"] == "credit" \
+        else BASELINE
+    assert rec["shipped"] == shipped
+    assert report.run_ship_line(sealed_run) == report.ship_line(report.recommendation(table))
+
+
+@pytest.mark.parametrize("value, p, text", [
+    (0.0007035, True, "< 0.001"), (0.0, True, "< 0.001"), (0.05, True, "0.050"),
+    (float("nan"), True, "n/a"), (None, False, "n/a"), (pd.NA, False, "n/a"),
+    (np.float64(-1e-12), False, "0"), (123.4, False, "123"), (0.6443, False, "0.644"),
+])
+def test_one_formatter_for_p_and_missing_values(value, p, text):
+    assert report.number(value, p=p) == text
 
 
 def test_false_credit_and_keep_estimates_sum_the_posterior_probability_of_no_gain(sealed_run):
@@ -89,7 +160,8 @@ def test_false_credit_and_keep_estimates_sum_the_posterior_probability_of_no_gai
     row = report.run_table(sealed_run).iloc[0]
     decided = sealed_run.decisions()
     measured = decided[decided["decision"].isin(prior.LEARNED_DECISIONS)]
-    mix = prior.fit(measured, config=sealed_run.config.keep)  # nothing learned from before
+    mix = prior.fit(prior.learned_from(measured),  # by first-K Δ; nothing learned before
+                    config=sealed_run.config.keep)
     post = prior.posterior(decided, mix, config=sealed_run.config.keep)
     no_gain = np.where(decided["decision"].isin(prior.LEARNED_DECISIONS),
                        1.0 - post["p_positive"], np.nan)
