@@ -216,6 +216,25 @@ def test_z_forest_points_colours_thresholds_and_legend(ax):
     assert list(ax.get_xticks()) == [1, 2] and ax.get_xlim() == (0.35, 2.65)
 
 
+def test_z_forest_draws_each_comparisons_own_boundary_and_rings_kept_children(ax):
+    frame = FOREST.assign(boundary=[2.51, 3.71, 1.99, np.nan], kept=[True, False, True, False])
+    plot.z_forest(frame, boundary="boundary", kept="kept", ax=ax)
+    bars = next(c for c in ax.collections if c.get_gid() == "boundaries")
+    segments = np.array([seg for seg in bars.get_segments()])
+    np.testing.assert_allclose(segments, [[[0.73, 2.51], [0.97, 2.51]],
+                                          [[1.03, 3.71], [1.27, 3.71]],
+                                          [[1.73, 1.99], [1.97, 1.99]]])  # one per look
+    dashed = [line.get_ydata()[0] for line in ax.lines if line.get_linestyle() == "--"]
+    assert dashed == [-1.96]  # no +1.96 line: the boundaries are the comparisons' own
+    ring = next(c for c in ax.collections if c.get_gid() == "kept")
+    assert ring.get_offsets().tolist() == [[0.85, 2.5], [1.85, 0.7]]  # c1 and c3
+    assert np.allclose(ring.get_edgecolor()[0], to_rgba(plot.gates.KEPT_COLOR))
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"kept", "credit boundary (its look)", "cull threshold"} <= set(legend)
+    with pytest.raises(schema.FrameError, match="boundary"):
+        plot.z_forest(FOREST, boundary="boundary", ax=ax)
+
+
 def test_z_forest_labels_never_overlap_and_keep_the_largest_z(ax):
     ax.figure.set_size_inches(3, 3)
     crowd = decisions_frame([(f"c{i:02d}", "c0", 1, 2.0 + 0.01 * i, 1.0, 1.0, "inconclusive")

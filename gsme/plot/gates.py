@@ -24,6 +24,9 @@ __all__ = ["paired_tasks", "power_curve", "z_forest"]
 
 _VALUES = {"z": "z (paired, per task)", "delta_pp": "Δ pass rate (pp)"}
 _DODGE = 0.6  # width of a round's slot shared by the candidates scored in it
+_BAR = 0.12  # half-width of a comparison's boundary bar
+#: Ring colour of kept children in the z forest (Okabe–Ito bluish green).
+KEPT_COLOR = "#009E73"
 #: Where a point's label is tried, in turn (points from the point): right, below right,
 #: left, below left, above.
 _LABEL_OFFSETS = [(8, 3, "left"), (8, -11, "left"), (-8, 3, "right"), (-8, -11, "right"),
@@ -41,13 +44,18 @@ def z_forest(
     markers=None,
     labels=False,
     highlight=None,
+    boundary=None,
+    kept=None,
     title=None,
     ax=None,
     **kwargs,
 ):
     """Draw each comparison's z (or Δpp with its interval) per round, coloured by decision.
 
-    With ``value="z"`` the gate's thresholds are drawn as dashed lines at ±``z_crit``; with
+    With ``value="z"`` the gate's thresholds are drawn as dashed lines at ±``z_crit``, or,
+    with ``boundary``, each comparison's own credit boundary as a short bar across its
+    point (the boundary of the look that decided it: the adaptive design's differ by look)
+    and the cull threshold −``z_crit`` as a dashed line; with
     ``value="delta_pp"`` each point carries its interval ±``z_crit``·``se_pp`` and a dashed
     line marks 0. Candidates scored in the same round are spread side by side. Rows whose
     value is NaN (e.g. an ``invalid`` comparison has no z) are drawn as × on the bottom edge.
@@ -84,6 +92,12 @@ def z_forest(
         comes first); this is settled when the figure is drawn, at its final size.
     highlight : str or list, optional
         Candidate id(s) whose points get a black ring (e.g. the one being inspected).
+    boundary : str, optional
+        Column of each comparison's credit boundary on the z scale (e.g. ``boundary`` of
+        :func:`gsme.explain.keep_reasons`), drawn per point with ``value="z"``.
+    kept : str, optional
+        Boolean column marking the children the run kept: their points get a green ring
+        (kept and credited are told apart: a kept child need not be credited).
     title : str, optional
         Axes title (say "simulated" here when the data are).
     ax : matplotlib Axes, optional
@@ -138,13 +152,26 @@ def z_forest(
             n = int((mask & ~ok).sum())
             ax.scatter(pos[mask & ~ok], np.full(n, 0.03), marker="x", color=color,
                        transform=ax.get_xaxis_transform(), label="_nolegend_", zorder=3)
-    if value == "z":
+    if value == "z" and boundary is not None:
+        schema.require(data, [boundary], "decisions")
+        bars = data[boundary].to_numpy(dtype=float)
+        has = np.isfinite(bars)
+        ax.hlines(bars[has], pos[has] - _BAR, pos[has] + _BAR, colors="0.25", lw=1.6,
+                  zorder=2, label="credit boundary (its look)", gid="boundaries")
+        ax.axhline(-z_crit, ls="--", color="0.3", lw=1, label="cull threshold")
+        ax.axhline(0, color="0.7", lw=0.8)
+    elif value == "z":
         for level in (-z_crit, z_crit):
             ax.axhline(level, ls="--", color="0.3", lw=1)
         ax.axhline(0, color="0.7", lw=0.8)
     else:
         ax.axhline(0, ls="--", color="0.3", lw=1)
     names = data["candidate"].astype(str).to_numpy()
+    if kept is not None:
+        schema.require(data, [kept], "decisions")
+        ring = data[kept].fillna(False).to_numpy(dtype=bool) & np.isfinite(y)
+        ax.scatter(pos[ring], y[ring], s=110, facecolors="none", edgecolors=KEPT_COLOR,
+                   linewidths=1.8, zorder=4, label="kept", gid="kept")
     if highlight is not None:
         ring = np.isin(names, [str(h) for h in np.atleast_1d(highlight)]) & np.isfinite(y)
         ax.scatter(pos[ring], y[ring], s=180, facecolors="none", edgecolors="black",
