@@ -1,5 +1,7 @@
 """Mixes as data: per-kind scales, the registry, a stated mix through every door, errors."""
 
+import dataclasses
+import json
 import pickle
 
 import pandas as pd
@@ -65,6 +67,13 @@ def test_mix_wide_scales_are_every_kinds_default_and_cosmetic_changes_risk_nothi
     restated = Mix("weak_again", fix=0.3, harm=0.5, side_harm=0.004)
     for mechanism in CATALOGUE:
         assert effect_of(mechanism, "x", mix=restated) == effect_of(mechanism, "x", mix="weak")
+
+
+def test_every_registered_mix_round_trips_through_its_json_table():
+    for name in MIXES:
+        table = json.loads(json.dumps(dataclasses.asdict(MIXES[name])))
+        assert as_mix(table) == MIXES[name]
+    assert as_mix(dataclasses.asdict(MINE)) == MINE != Mix("mine")
 
 
 def test_a_kind_left_unscaled_keeps_the_catalogues_effect():

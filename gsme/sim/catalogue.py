@@ -94,7 +94,8 @@ class Mix:
     unless the kind has its own :class:`Scale` (a mapping is read as one): ``Mix("mine",
     fix=0.2, targeted={"fix": 1.5})`` makes targeted fixes strong and the others weak. A
     kind's own ``side_harm`` applies to ``cosmetic`` ones too. Every scale is a number ≥ 0,
-    ``side_harm`` at most 1.
+    ``side_harm`` at most 1. ``dataclasses.asdict(mix)`` is its table (plain JSON: what a
+    run's ``agent_spec`` can store, read back by :func:`as_mix`).
 
     Examples
     --------
