@@ -87,8 +87,8 @@ class Mix:
     """A world of proposals: how strongly the mechanisms of the catalogue act.
 
     ``fix`` scales each hazard reduction (``factor -> 1 - fix * (1 - factor)``, floored
-    at 0), ``hints`` the lift of train-task hints on the tasks they name (1 in every world
-    but the null one: naming a task's answer helps whatever else works), ``harm`` scales
+    at 0), ``hints`` the lift of train-task hints on the tasks they name (1 in most worlds:
+    naming a task's answer helps whatever else works), ``harm`` scales
     each listed harm, and ``side_harm`` is added to the harm of every mechanism that acts
     (all but the ``cosmetic`` ones). These apply to every kind of mechanism (:data:`KINDS`)
     unless the kind has its own :class:`Scale` (a mapping is read as one): ``Mix("mine",
