@@ -30,7 +30,7 @@ import pandas as pd
 from gsme import schema, sequential
 from gsme.settings import GateConfig
 
-__all__ = ["MODES", "label", "lenders", "pairs", "stride", "unview", "view"]
+__all__ = ["MODES", "label", "lenders", "of_child", "pairs", "stride", "unview", "view"]
 
 MODES = ("fresh", "stored")
 """Values of ``GateConfig.parent_trials``."""
@@ -144,6 +144,14 @@ def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> p
         parts.append(rows.assign(candidate=label(parent, first), repeat=rows["repeat"] - first,
                                  borrowed_from=lent.where(lent.notna(), parent)))
     return pd.concat(parts, ignore_index=True)
+
+
+def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,
+             split: str = "train", config: GateConfig) -> tuple[pd.DataFrame, str]:
+    """The trials ``child``'s comparison reads (:func:`view`) and its parent's name there,
+    for one comparison replayed task by task (:func:`gsme.stats.paired_tasks`)."""
+    paired = pairs(candidates, [child], split=split, config=config)
+    return view(trials, paired, config=config), paired["reference"].iloc[0]
 
 
 def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from gsme import archive, explain, plot, report, schema, stats, view
+from gsme import archive, explain, parent_trials, plot, report, schema, stats, view
 
 __all__ = ["Explorer", "explore"]
 
@@ -285,8 +285,10 @@ class Explorer:
         else:
             row = self.decisions[self.decisions["candidate"] == child].iloc[-1]
             self._parent = row["parent"]
-            tasks = stats.paired_tasks(self.trials, parent=row["parent"], child=child,
-                                       split=self.split, config=self.gate)
+            seen, reference = parent_trials.of_child(self.trials, self.candidates, child,
+                                                     split=self.split, config=self.gate)
+            tasks = stats.paired_tasks(seen, parent=reference, child=child, split=self.split,
+                                       config=self.gate)
             top = self.max_tasks if len(tasks) > self.max_tasks else None
             plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, top=top,
                               ax=ax, title=f"{self.tag}{child} vs {row['parent']}: "

@@ -30,7 +30,7 @@ PASSES = {
 class FakeRun:
     """The methods :func:`gsme.widgets.explore` uses, over three candidates in two rounds."""
 
-    config = SimpleNamespace(gate=GateConfig(), policy="learned")
+    config = SimpleNamespace(gate=GateConfig(parent_trials="stored"), policy="learned")
     vocabulary = SimpleNamespace(labels=["careless", "runaway"])
     sealed_result = None
 
@@ -303,7 +303,7 @@ def test_a_simulated_run_is_titled_simulated():
 
 
 def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
-    from gsme import experiments, stats
+    from gsme import experiments, parent_trials, stats
 
     run = experiments.simulated_run("tb2", rounds=2, finalize=False, root=tmp_path)
     try:
@@ -313,9 +313,11 @@ def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
         assert len(extended)
         for row in extended.itertuples():
             panel.candidate.value = row.candidate
-            tasks = stats.paired_tasks(trials, parent=row.parent, child=row.candidate,
+            seen, reference = parent_trials.of_child(trials, run.candidates(), row.candidate,
+                                                     config=run.config.gate)
+            tasks = stats.paired_tasks(seen, parent=reference, child=row.candidate,
                                        config=run.config.gate)
-            assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp)
+            assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
             paired = panel.axes["paired"]
             moved = int((tasks["diff"] != 0).sum())
             title = paired.get_legend().get_title().get_text()
