@@ -239,8 +239,8 @@ def main(argv=None) -> int:
             for rule in RULES for s in seeds]
     chains = [(p, m, seeds, args.rounds, root) for p in args.presets for m in args.mixes]
     aa_preset = args.presets[0]
-    aa = [(aa_preset, "null", rule, 1000 + s, args.rounds, root)
-          for rule in ("learned", "greedy") for s in range(args.aa_runs)]
+    aa = [(aa_preset, "null", rule, 1000 + 2 * s + j, args.rounds, root)  # no seed shared:
+          for j, rule in enumerate(("learned", "greedy")) for s in range(args.aa_runs)]  # independent runs
     with cf.ProcessPoolExecutor(args.workers) as pool:
         chain_futures = [pool.submit(_chain_job, c) for c in chains]
         grid_runs = pd.DataFrame(list(pool.map(_grid_job, grid, chunksize=4)))
