@@ -185,7 +185,9 @@ class GateAcceptance:
             "why": [None, "gepa-reflection"], "patch_id": [None, child], "beacon": [None, child],
             "env_gate": None, "commit": None, "branch": None,
             "round": np.array([0, iteration], dtype=np.int64), "rationale": None})
-        decided = gates.credit(self.trials, candidates, config=self.gate).iloc[0].to_dict()
+        # GEPA's loop scores no fresh block of the parent: its stored gate trials are read
+        stored = self.gate.model_copy(update={"parent_trials": "stored"})
+        decided = gates.credit(self.trials, candidates, config=stored).iloc[0].to_dict()
         record = {**{k: (None if isinstance(v, float) and math.isnan(v) else v)
                      for k, v in decided.items()},
                   "iteration": iteration, "parent_index": parent_index,
