@@ -24,6 +24,7 @@ from gsme.settings import ConfigError, GateConfig
 TRAIN, VAL = demo.make_tasks(36, prefix="r"), demo.make_tasks(12, prefix="v")
 SEALED = demo.make_tasks(24, prefix="s")
 IDS = {"val_ids": [t["task_id"] for t in VAL], "train_ids": [t["task_id"] for t in TRAIN]}
+STORED = GateConfig(parent_trials="stored")  # what the gate inside GEPA reads
 
 
 def _optimize(run_dir, **options):
@@ -148,7 +149,7 @@ def test_the_persisted_decisions_equal_credit_on_the_persisted_trials(gated):
                               "why": [None, "x"], "patch_id": [None, child],
                               "beacon": [None, child], "env_gate": None, "commit": None,
                               "branch": None, "round": np.array([0, 1]), "rationale": None})
-        again = gates.credit(trials, frame, config=GateConfig()).iloc[0]
+        again = gates.credit(trials, frame, config=STORED).iloc[0]
         assert again["decision"] == record["decision"]
         assert again["z"] == pytest.approx(record["z"], nan_ok=True)
         assert again["n_tasks"] == record["n_tasks"] == len(TRAIN) - 12
@@ -221,7 +222,7 @@ def test_dspy_gepa_completes_with_the_gate(tmp_path):
                               "patch_id": [None, "p"], "beacon": [None, "p"], "env_gate": None,
                               "commit": None, "branch": None, "round": np.array([0, 1]),
                               "rationale": None})
-        assert gates.credit(trials, frame).iloc[0]["decision"] == row["decision"]
+        assert gates.credit(trials, frame, config=STORED).iloc[0]["decision"] == row["decision"]
 
 
 # ------------------------------------------ issue 32: DataLoaders, resumes, a front's family
