@@ -64,9 +64,9 @@ def read_harbor(
     exception policy table (:mod:`gsme.importers._harbor_policy`); one infrastructure
     exception sets ``infra_ok=False`` (score NaN). Exceptions of the agent's own (it ran
     out of time or context, or refused) keep the verifier's verdict, False (score 0) when
-    there is none, as Harbor's mean counts it. ``tokens`` = input (cache included) + output tokens, ``seconds`` =
-    ``finished_at - started_at``, ``trajectory`` = the trial folder. A trial with neither
-    a reward nor an exception (unfinished) is dropped. Repeats of a task are numbered job
+    there is none, as Harbor's mean counts it. ``tokens`` = input (cache included) +
+    output tokens, ``seconds`` = ``finished_at - started_at``, ``trajectory`` = the trial
+    folder. A trial with neither a reward nor an exception (unfinished) is dropped. Repeats of a task are numbered job
     by job (jobs in order of their first ``started_at``), within a job by ``started_at``
     (Harbor names a job's attempts of one task by a random suffix, not a number).
 
