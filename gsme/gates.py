@@ -268,7 +268,8 @@ def credit(
     split : {"train", "test"}
     config : GateConfig, optional
         Every gate setting; default :class:`~gsme.settings.GateConfig`. A run's
-        ``run.config.gate`` reproduces the run's own decisions.
+        ``run.config.gate`` reproduces the run's own decisions. Trials scored outside
+        gsme's loop have no fresh blocks: gate them with ``parent_trials="stored"``.
 
     Returns
     -------
@@ -307,6 +308,7 @@ def credit(
     _check_parents(candidates)
     paired = parent_trials.pairs(candidates, split=split, config=config)
     seen = parent_trials.view(trials, paired, config=config)
+    parent_trials.require_blocks(seen, paired)
     slots = _paired.checked_slots(seen)
     pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
     tested = sequential.compare(slots, pairs, split=split, config=config)

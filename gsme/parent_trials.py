@@ -30,7 +30,8 @@ import pandas as pd
 from gsme import schema, sequential
 from gsme.settings import GateConfig
 
-__all__ = ["MODES", "label", "lenders", "of_child", "pairs", "stride", "unview", "view"]
+__all__ = ["MODES", "label", "lenders", "of_child", "pairs", "require_blocks", "stride",
+           "unview", "view"]
 
 MODES = ("fresh", "stored")
 """Values of ``GateConfig.parent_trials``."""
@@ -144,6 +145,29 @@ def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> p
         parts.append(rows.assign(candidate=label(parent, first), repeat=rows["repeat"] - first,
                                  borrowed_from=lent.where(lent.notna(), parent)))
     return pd.concat(parts, ignore_index=True)
+
+
+def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
+    """Refuse pairs whose block holds no trial while their parent has stored ones: trials
+    scored outside gsme's loop (by hand, from logs) have no fresh blocks.
+
+    Raises
+    ------
+    gsme.schema.FrameError
+        Naming the first such child, its parent and the block's repeats.
+    """
+    blocks = paired[paired["first"].to_numpy() > 0]
+    if blocks.empty:
+        return
+    present = set(seen["candidate"].unique())
+    lacking = blocks[~blocks["reference"].isin(present) & blocks["parent"].isin(present)]
+    if len(lacking):
+        row = lacking.iloc[0]
+        raise schema.FrameError(
+            f"candidate {row['candidate']!r}: its parent {row['parent']!r} has no trials in "
+            f"the fresh block it is compared with (repeats from {row['first']}, scored "
+            "alongside it by gsme's loop: GateConfig.parent_trials='fresh'); to gate trials "
+            "scored otherwise pass GateConfig(parent_trials='stored')")
 
 
 def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,

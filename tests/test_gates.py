@@ -7,6 +7,9 @@ import pytest
 from gsme import gates, schema, stats
 from gsme.settings import GateConfig
 
+STORED = GateConfig(parent_trials="stored")  # hand-made trials: no fresh parent blocks
+DECISION_COLUMNS = schema.columns("decisions") + ["first_delta_pp", "first_se_pp"]
+
 
 def make_candidates(rows):
     """rows: (candidate, parents, kind)."""
@@ -117,7 +120,7 @@ def scenario():
 
 def test_credit_names_the_first_gate_that_stopped_each_candidate(scenario):
     trials, candidates = scenario
-    out = gates.credit(trials, candidates).set_index("candidate")
+    out = gates.credit(trials, candidates, config=STORED).set_index("candidate")
     assert list(out.index) == ["good", "silent", "broken", "bad", "flat", "merge"]
     assert out["decision"].to_dict() == {
         "good": "credit", "silent": "inactive", "broken": "invalid", "bad": "cull",
@@ -136,9 +139,9 @@ def test_credit_names_the_first_gate_that_stopped_each_candidate(scenario):
 
 def test_credit_statistics_equal_paired_test_and_validate(scenario):
     trials, candidates = scenario
-    out = gates.credit(trials, candidates)
+    out = gates.credit(trials, candidates, config=STORED)
     schema.validate(out, "decisions")
-    assert list(out.columns) == schema.columns("decisions")
+    assert list(out.columns) == DECISION_COLUMNS
     row = out[out["candidate"] == "silent"]
     one = stats.paired_test(trials, parent="base", child="silent")
     cols = ["n_tasks", "n_dropped", "n_changed", "k", "delta_pp", "se_pp", "z", "p_value"]
@@ -148,18 +151,27 @@ def test_credit_statistics_equal_paired_test_and_validate(scenario):
 def test_credit_thresholds_move_decisions(scenario):
     trials, candidates = scenario
     lenient = gates.credit(trials, candidates,
-                           config=GateConfig(max_dropped_frac=0.99)).set_index("candidate")
+                           config=STORED.model_copy(update={"max_dropped_frac": 0.99})
+                           ).set_index("candidate")
     assert lenient.loc["broken", "decision"] != "invalid"
-    strict = gates.credit(trials, candidates, config=GateConfig(z_crit=50.0)).set_index(
-        "candidate")
+    strict = gates.credit(trials, candidates,
+                          config=STORED.model_copy(update={"z_crit": 50.0})).set_index("candidate")
     assert strict.loc["good", "decision"] == "inconclusive"
     assert strict.loc["good", "gate_failed"] == "significance"
+
+
+def test_hand_made_trials_without_fresh_blocks_are_refused_in_one_line(scenario):
+    trials, candidates = scenario
+    with pytest.raises(schema.FrameError, match="parent_trials='stored'") as err:
+        gates.credit(trials, candidates)  # the default: fresh blocks, which these lack
+    assert "'base' has no trials in the fresh block" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_credit_does_not_mutate_inputs(scenario):
     trials, candidates = scenario
     before_t, before_c = trials.copy(), candidates.copy()
-    gates.credit(trials, candidates)
+    gates.credit(trials, candidates, config=STORED)
     pd.testing.assert_frame_equal(trials, before_t)
     pd.testing.assert_frame_equal(candidates, before_c)
 
@@ -167,7 +179,7 @@ def test_credit_does_not_mutate_inputs(scenario):
 def test_credit_edge_inputs(scenario):
     trials, candidates = scenario
     only_base = gates.credit(trials, candidates.iloc[:1])
-    assert only_base.empty and list(only_base.columns) == schema.columns("decisions")
+    assert only_base.empty and list(only_base.columns) == DECISION_COLUMNS
     orphan = candidates.copy()
     orphan.loc[1, "parents"] = ""
     with pytest.raises(schema.FrameError, match="parents"):
