@@ -24,7 +24,8 @@ TOPICS: list[tuple[str, str, list[str]]] = [
      "The frames every function takes and returns, and the settings that hold every default.",
      ["gsme", "gsme.schema", "gsme.settings", "gsme.io", "gsme.resources"]),
     ("Statistics, gates and designs",
-     "The paired test, pass@k, power, the three gates, the gate designs and the parent trials a child is compared with.",
+     ("The paired test, pass@k, power, the three gates, the gate designs and the parent "
+      "trials a child is compared with."),
      ["gsme.stats", "gsme.power", "gsme.gates", "gsme.sequential", "gsme.parent_trials",
       "gsme.compare"]),
     ("Keep rules and what proposals do",
