@@ -14,8 +14,9 @@ from scipy import stats as sps
 from gsme import archive, policy, prior, report, schema, sequential, stats
 from gsme.schema import BASELINE, split_ids
 
-__all__ = ["CHANGES", "archive_progress", "elite_names", "keep_reasons", "paired_trials",
-           "patch_details", "selected", "train_rates", "transcripts", "why_levels"]
+__all__ = ["CHANGES", "archive_progress", "archive_table", "elite_names", "keep_reasons",
+           "paired_trials", "patch_details", "selected", "train_rates", "transcripts",
+           "why_levels"]
 
 #: The posterior interval :func:`keep_reasons` gives the expected effect (two-sided).
 INTERVAL = 0.90
@@ -51,8 +52,11 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
         ``n_trials`` (its valid trials on ``split``, borrowed ones included),
         ``activation_rate`` (the share of them in which its own beacon fired; NaN without a
         beacon or trials), ``decision, z, p_one_sided, delta_pp, kept`` (its decision on
-        ``split``; None, NaN and NA when undecided) and ``diff`` (the unified ``git diff`` from the
-        parent's harness to its own; from the empty tree for the baseline).
+        ``split``; None, NaN and NA when undecided; ``delta_pp`` is against the parent, on
+        the repeats the decision read), ``diff`` (the unified ``git diff`` from the
+        parent's harness to its own; from the empty tree for the baseline), ``train_rate,
+        delta_vs_baseline_pp`` (:func:`train_rates`) and ``keep_reason``
+        (:func:`keep_reasons`; None when undecided).
 
     Raises
     ------
@@ -106,6 +110,14 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
         "candidate", "parent", "kind", "round", "where", "why", "patch_id", "env_gate",
         "beacon", "rationale", "n_trials", "activation_rate", "decision", "z", "p_one_sided",
         "delta_pp", "kept", "diff"])
+    rates = train_rates(run).set_index("candidate")
+    out["train_rate"] = out["candidate"].map(rates["rate"]).astype(np.float64)
+    out["delta_vs_baseline_pp"] = out["candidate"].map(
+        rates["delta_vs_baseline_pp"]).astype(np.float64)
+    reasons = keep_reasons(run, split=split).drop_duplicates("candidate", keep="last")
+    out["keep_reason"] = out["candidate"].map(
+        reasons.set_index("candidate")["keep_reason"]).astype(object)
+    out["keep_reason"] = out["keep_reason"].where(out["keep_reason"].notna(), None)
     return out.astype({"n_trials": np.int64, "z": np.float64, "p_one_sided": np.float64,
                        "delta_pp": np.float64, "kept": "boolean"})
 
@@ -232,8 +244,8 @@ def elite_names(elites: pd.DataFrame, *, why_levels) -> pd.DataFrame:
     >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
     >>> _ = evolve.evolve(run, rounds=2, progress=False)
     >>> table = elite_names(run.archive(), why_levels=why_levels(run))
-    >>> table.loc["runtime", ["careless-submit", "context-overflow"]].tolist()
-    ['c0001', 'c0006']
+    >>> table.loc["runtime", ["careless-submit", "context-overflow"]].fillna("").tolist()
+    ['c0001', '']
     >>> run.close()
     """
     schema.validate(elites, "archive")
@@ -298,7 +310,7 @@ def transcripts(run) -> pd.DataFrame:
     >>> run = simulated_run("tiny", rounds=1, finalize=False)
     >>> texts = transcripts(run)
     >>> len(texts), texts["text"].iloc[0].splitlines()[0]
-    (299, 'task: Small shell task: fix the failing step')
+    (366, 'task: Small shell task: fix the failing step')
     >>> run.close()
     """
     trials = run.trials()
@@ -309,6 +321,35 @@ def transcripts(run) -> pd.DataFrame:
     out = own[["candidate", "task_id", "split", "repeat", "attempt", "passed", "infra_ok",
                "pathology", "trajectory"]].copy()
     out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
+    return out
+
+
+def archive_table(run, *, round: int | None = None) -> pd.DataFrame:
+    """The archive after ``round`` as every surface shows it: each elite's ``rate`` is its
+    train rate of :func:`train_rates` (first ``k`` repeats of every task), not the rate of
+    the repeats its decision read, so an elite shows one rate everywhere.
+
+    Returns
+    -------
+    DataFrame
+        The archive frame (:data:`gsme.schema.FRAMES` ``archive``: ``where, why,
+        candidate, rate, delta_pp`` (vs its parent, on its decision's repeats), ``z,
+        round, credited``) with ``rate`` replaced and ``delta_vs_baseline_pp`` added.
+
+    Examples
+    --------
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False, policy="greedy")
+    >>> table, rates = archive_table(run), train_rates(run).set_index("candidate")
+    >>> bool(table.loc[0, "rate"] == rates.loc[table.loc[0, "candidate"], "rate"])
+    True
+    >>> run.close()
+    """
+    elites = run.archive(round=round)
+    rates = train_rates(run).set_index("candidate")
+    out = elites.assign(rate=elites["candidate"].map(rates["rate"]).astype(np.float64))
+    out["delta_vs_baseline_pp"] = out["candidate"].map(rates["delta_vs_baseline_pp"]).astype(
+        np.float64)
     return out
 
 

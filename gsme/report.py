@@ -75,7 +75,9 @@ def run_table(run) -> pd.DataFrame:
     one-look paired test (:func:`gsme.stats.paired_test`) with the run's own gate settings,
     over the first ``k`` repeats of every task (:func:`gsme.stats.first_repeats`, ``k`` the
     gate's). Rates, Δ and pass@k read those same repeats, so the adaptive design's extra
-    repeats on mixed tasks do not bias them; the test split is scored at ``k`` repeats
+    repeats on mixed tasks do not bias them; a rate is each harness's over its own tasks
+    (:func:`gsme.stats.candidate_rates`, the rate every surface shows), Δ the paired
+    difference over the tasks both have; the test split is scored at ``k`` repeats
     anyway. Where trials carry graded scores, rates and Δ are of scores and pass@k counts
     ``passed`` (the agent's threshold decides it). p-values are one-sided, the p of a gain, as the gate's rule reads them (it
     credits when one is at most α = 2.5%). For a simulated agent the true effects from its
@@ -146,8 +148,9 @@ def run_table(run) -> pd.DataFrame:
            "n_train": len(run.tasks("train")), "n_test": len(run.tasks("test"))}
     for split, name in (("train", "train"), ("test", "sealed")):
         test = _versus_baseline(counted, chosen, split, gate)
-        row[f"rate_{name}_base"] = test["rate_parent"]
-        row[f"rate_{name}_selected"] = test["rate_child"]
+        rates = stats.candidate_rates(counted, k=gate.k, split=split).set_index("candidate")
+        row[f"rate_{name}_base"] = float(rates["rate"].get(BASELINE, np.nan))
+        row[f"rate_{name}_selected"] = float(rates["rate"].get(chosen, np.nan))
         row[f"{name}_delta_pp"] = test["delta_pp"]
         row[f"{name}_z"] = test["z"]
         row[f"{name}_p_one_sided"] = test["p_one_sided"]

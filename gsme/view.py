@@ -88,8 +88,8 @@ def render(run, *, split: str = "train") -> str:
     chosen = explain.selected(run)
     sealed = run.sealed_result is not None
     table = report.run_table(run) if sealed else None
-    decisions = run.decisions()
-    decisions = decisions[decisions["split"] == split]
+    ship = report.ship_line(report.recommendation(table) if sealed else None)
+    decisions = explain.keep_reasons(run, split=split)
     trials = run.trials(split=split)
     simulated = bool(run.agent.simulated)
     title = f"gsme run {run.path.name}"
@@ -97,23 +97,31 @@ def render(run, *, split: str = "train") -> str:
         f"<h1>{_e(title)}</h1>",
         "<p class='simulated'><strong>SIMULATED</strong> agent: every figure and table "
         "comes from the embedded simulator.</p>" if simulated else "",
+        f"<p class='ship' id='ship'><strong>{_e(ship)}</strong></p>",
         _kv_table({"directory": str(run.path), "agent": run.agent.name,
                    "policy / gate": f"{run.config.policy} / {run.config.gate.design}",
                    "rounds done": run.rounds_done(), "trials spent": run.trials_spent(),
                    "sealed": "yes" if sealed else "no (a live or unfinished run)",
-                   "selected harness": chosen}, cls="meta"),
+                   "selected harness": chosen,
+                   "its train rate": _rate_words(details, chosen)},
+                  cls="meta"),
         "<h2 id='run-table'>Run table</h2>",
-        _frame_table(table.T.reset_index().set_axis(["", "value"], axis=1), cls="run-table")
+        "<p>Rates, Δ and pass@k: the selected harness and the baseline over the first "
+        f"{run.config.gate.k} repeats of every task; Δ = selected − baseline; p one-sided.</p>"
+        + _frame_table(table.T.reset_index().set_axis(["", "value"], axis=1), cls="run-table")
         if sealed else "<p>Not sealed yet: the run table exists once the test split is "
                        "scored (<code>gsme resume DIR</code> finishes the run).</p>",
         "<h2 id='figures'>Figures</h2>",
         _figures(run, decisions, table, simulated),
         "<h2 id='decisions'>Decisions</h2>",
-        _frame_table(decisions[["round", "candidate", "parent", "decision", "kept", "z",
-                                "p_one_sided", "delta_pp", "se_pp", "n_tasks",
-                                "activation_rate", "gate_failed", "reason"]], cls="decisions"),
+        f"<p>Policy {_e(run.config.policy)}: each child against its parent, Δ on the repeats "
+        "its decision read; expected Δ: its true effect under the proposal mix learned "
+        f"then ({int(explain.INTERVAL * 100)}% interval), set against worth_pp.</p>",
+        _frame_table(decisions[list(_DECISION_LABELS)].rename(columns=_DECISION_LABELS),
+                     cls="decisions"),
         "<h2 id='archive'>Archive</h2>",
-        _frame_table(run.archive(), cls="archive"),
+        _frame_table(explain.archive_table(run).rename(columns=_archive_labels(
+            run.config.gate.k)), cls="archive"),
         "<h2 id='candidates'>Candidates</h2>",
         *(_candidate_section(row, trials, split, chosen) for row in details.itertuples()),
         "<h2 id='transcripts'>Transcripts</h2>",
@@ -138,20 +146,23 @@ def patch_html(row) -> str:
     >>> run.close()
     """
     gate = {
-        "parent": row.parent or "—", "kind": f"{row.kind}, round {row.round}",
-        "where × why": f"{row.where or '—'} × {row.why or '—'}",
-        "patch": row.patch_id or "—", "env gate": row.env_gate or "(every task)",
-        "beacon": row.beacon or "—",
-        "activation": "—" if pd.isna(row.activation_rate) else
+        "parent": _text(row.parent), "kind": f"{row.kind}, round {row.round}",
+        "where × why": f"{_text(row.where)} × {_text(row.why)}",
+        "patch": _text(row.patch_id), "env gate": _text(row.env_gate, "(every task)"),
+        "beacon": _text(row.beacon),
+        "activation": "n/a" if pd.isna(row.activation_rate) else
         f"{row.activation_rate:.0%} of {row.n_trials} trials",
-        "decision": row.decision or "undecided",
-        "z / p (one-sided)": "—" if pd.isna(row.z) else f"{row.z:+.2f} / {row.p_one_sided:.3g}",
-        "Δ (pp)": "—" if pd.isna(row.delta_pp) else f"{row.delta_pp:+.1f}",
-        "kept": "—" if pd.isna(row.kept) else ("yes" if row.kept else "no"),
+        "decision": _text(row.decision, "undecided"),
+        "z / p (one-sided)": "n/a" if pd.isna(row.z) else
+        f"{report.number(row.z, signed=True)} / {report.number(row.p_one_sided, p=True)}",
+        "Δ vs parent (pp, the decision's repeats)": report.number(row.delta_pp, signed=True),
+        "kept": "n/a" if pd.isna(row.kept) else ("yes" if row.kept else "no"),
+        "why kept": _text(row.keep_reason, "undecided"),
+        "train rate": _rate_words(row),
     }
     return (f"<div class='gsme-patch' data-candidate='{_e(row.candidate)}'>"
             f"{_kv_table(gate, cls='gsme-gate')}"
-            f"<p class='gsme-rationale'><strong>rationale:</strong> {_e(row.rationale or '—')}"
+            f"<p class='gsme-rationale'><strong>rationale:</strong> {_e(_text(row.rationale))}"
             f"</p>{diff_html(row.diff)}</div>")
 
 
@@ -271,11 +282,12 @@ def _transcripts(frame: pd.DataFrame) -> str:
 def _figures(run, decisions: pd.DataFrame, table, simulated: bool) -> str:
     tag = "SIMULATED: " if simulated else ""
     whys = explain.why_levels(run)
-    elites = run.archive()
+    elites = explain.archive_table(run)
     figures = []
     fig, ax = _figure(9, 3.6)
     if len(decisions):
-        plot.z_forest(decisions, labels=True, ax=ax, title=f"{tag}decisions by round")
+        plot.z_forest(decisions, labels=True, boundary="boundary", kept="kept", ax=ax,
+                      title=f"{tag}decisions by round (ringed: kept)")
     figures.append(("z forest", fig))
     fig, axes = _figure(9, 3.4, ncols=2, width_ratios=[1.6, 1])
     plot.occupancy(archive.occupancy(elites, why_levels=whys),
@@ -317,18 +329,54 @@ def _kv_table(values: dict, *, cls: str) -> str:
 
 def _frame_table(frame: pd.DataFrame, *, cls: str) -> str:
     head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(v))}</td>" for v in row) + "</tr>"
+    p_column = [_is_p(str(c)) for c in frame.columns]
+    body = "".join("<tr>" + "".join(f"<td>{_e(_cell(v, p=p or _is_p(str(row[0]))))}</td>"
+                                    for v, p in zip(row, p_column)) + "</tr>"
                    for row in frame.itertuples(index=False))
     return (f"<table class='{cls}' style='{STYLES['table']}'><thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table>")
 
 
-def _cell(value) -> str:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
-        return "—"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.4g}"
-    return str(value)
+def _cell(value, *, p: bool = False) -> str:
+    """A table cell as :func:`gsme.report.number` writes it (the one formatter)."""
+    return report.number(value, p=p) if not isinstance(value, str) else value
+
+
+def _rate_words(row, chosen=None) -> str:
+    """A candidate's train rate and its Δ vs the baseline (of :func:`gsme.explain.train_rates`),
+    from a row of :func:`gsme.explain.patch_details` (or the frame and a candidate)."""
+    if chosen is not None:
+        row = next(row[row["candidate"] == chosen].itertuples())
+    return (f"{report.number(row.train_rate)} (first k repeats of every train task; "
+            f"{report.number(row.delta_vs_baseline_pp, signed=True)} pp vs baseline)")
+
+
+#: The decisions table's columns and what each is measured against.
+_DECISION_LABELS = {
+    "round": "round", "candidate": "candidate", "parent": "parent",
+    "decision": "gate decision", "look": "look", "boundary": "credit boundary (z)",
+    "z": "z", "p_one_sided": "p (one-sided)",
+    "delta_pp": "Δ vs parent (pp, the decision's repeats)", "kept": "kept",
+    "expected_delta_pp": "expected Δ (pp)", "expected_low_pp": "low", "expected_high_pp": "high",
+    "worth_pp": "worth_pp", "comparisons": "comparisons learned from",
+    "keep_reason": "why kept (or not)"}
+
+
+def _archive_labels(k: int) -> dict:
+    return {"rate": f"train rate (first {k} repeats)",
+            "delta_pp": "Δ vs parent (pp, the decision's repeats)",
+            "delta_vs_baseline_pp": f"Δ vs baseline (pp, first {k} repeats)"}
+
+
+def _text(value, missing: str = "n/a") -> str:
+    """A text field of a row, ``missing`` where it is None, NaN or empty."""
+    return missing if value is None or (not isinstance(value, str) and pd.isna(value)) \
+        or value == "" else str(value)
+
+
+def _is_p(name: str) -> bool:
+    """True for a column (or run-table row) holding a p-value."""
+    return "_p_" in name or name.startswith(("p_", "p ("))
 
 
 def _anchor(ref: str) -> str:

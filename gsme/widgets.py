@@ -125,10 +125,13 @@ class Explorer:
         self.candidates = run.candidates()
         decisions = _with_round(run.decisions(), self.candidates)
         self.decisions = decisions[decisions["split"] == split]
+        reasons = explain.keep_reasons(run, split=split)
+        self.decisions = self.decisions.assign(boundary=reasons["boundary"].to_numpy())
         self.trials = run.trials(split=split)
         self.details = explain.patch_details(run, split=split)
         self.whys = explain.why_levels(run)
         self.selected = explain.selected(run)
+        self.ship = report.run_ship_line(run)
         self.progress = explain.archive_progress(run)
         self.pairs = explain.paired_trials(self.trials.iloc[:0], parent="", child="",
                                            split=split)
@@ -171,8 +174,10 @@ class Explorer:
         heading = widgets.HTML(
             f"<b>{html.escape(self.tag)}candidates</b> (decision, z; ★ the reported harness "
             f"{html.escape(self.selected)})")
+        ship = widgets.HTML(f"<p><b>{html.escape(self.ship)}</b></p>")
+        ship.add_class("gsme-explorer-ship")
         self.widget = widgets.VBox([
-            self.round,
+            ship, self.round,
             widgets.HBox([self.images["forest"], widgets.VBox([heading, self.candidate])]),
             widgets.HBox([self.images["archive"], self.images["retention"]]),
             self.images["paired"], self.patch,
@@ -247,7 +252,7 @@ class Explorer:
         else:
             picked = self.candidate.value
             plot.z_forest(decided, labels=_label_order(decided, picked), highlight=picked,
-                          ax=forest)
+                          boundary="boundary", kept="kept", ax=forest)
             forest.set_title(f"{self.tag}decisions up to round {r}", loc="left")
             forest.legend(fontsize=8, ncols=3, loc="lower right", bbox_to_anchor=(1.0, 1.0),
                           frameon=False, borderaxespad=0.1)
@@ -257,7 +262,7 @@ class Explorer:
         ax, bar, progress = self.axes["archive"], self.axes["colorbar"], self.axes["progress"]
         for each in (ax, bar, progress):
             each.clear()
-        elites = self.run.archive(round=r)
+        elites = explain.archive_table(self.run, round=r)
         plot.occupancy(archive.occupancy(elites, why_levels=self.whys),
                        names=explain.elite_names(elites, why_levels=self.whys),
                        credited=archive.occupancy(elites, why_levels=self.whys,

@@ -121,3 +121,82 @@ def test_transcripts_list_each_stored_transcript_once(run):
     assert frame["trajectory"].is_unique
     first = frame.iloc[0]
     assert first["text"] == run.transcript(first["trajectory"])
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """A 3-round learned run on tb2 (SIMULATED) with kept-but-uncredited children."""
+    with simulated_run("tb2", root=tmp_path_factory.mktemp("learned"), seed=0, rounds=3,
+                       finalize=False) as run:
+        yield run
+
+
+def test_keep_reasons_refit_the_mix_the_loop_read(learned):
+    decided = learned.decisions()
+    reasons = explain.keep_reasons(learned)
+    assert reasons["candidate"].tolist() == decided["candidate"].tolist()
+    np.testing.assert_allclose(reasons["expected_delta_pp"].to_numpy(float),
+                               decided["expected_delta_pp"].to_numpy(float), equal_nan=True)
+    assert (reasons["kept"] == decided["kept"].astype(bool)).all()
+    measured = decided["decision"].isin(["credit", "cull", "inconclusive"])
+    # the mix learns from every measured comparison of the rounds up to the decision's own
+    for r, count in reasons.groupby("round")["comparisons"].first().items():
+        assert count == int((measured & (decided["round"] <= r)).sum())
+    inside = reasons.dropna(subset=["expected_delta_pp"])
+    assert (inside["expected_low_pp"] <= inside["expected_delta_pp"] + 1e-9).all()
+    assert (inside["expected_delta_pp"] <= inside["expected_high_pp"] + 1e-9).all()
+
+
+def test_each_decision_has_the_boundary_of_the_look_that_made_it(learned):
+    from gsme import sequential
+
+    bounds = sequential.boundaries(learned.config.gate).set_index("look")["boundary"]
+    reasons = explain.keep_reasons(learned)
+    looked = reasons.dropna(subset=["look"])
+    assert len(looked) and (looked["look"] == learned.decisions().loc[looked.index, "looks"]).all()
+    np.testing.assert_allclose(looked["boundary"], bounds.loc[looked["look"]].to_numpy())
+    assert set(looked["look"]) > {1}  # the adaptive design decides at several looks
+
+
+def test_a_kept_but_uncredited_child_says_why(learned):
+    reasons = explain.keep_reasons(learned)
+    uncredited = reasons[reasons["kept"] & ~reasons["credited"]]
+    assert len(uncredited), "the seed should keep a child without a credit"
+    row = uncredited.iloc[0]
+    assert row["expected_delta_pp"] > row["worth_pp"] == learned.config.keep.worth_pp
+    text = row["keep_reason"]
+    assert text.startswith("kept without a credit: expected Δ above worth_pp. Gate: "
+                           f"{row['decision']}")
+    assert f"Learned mix ({row['comparisons']} comparisons): expected Δ +" in text
+    assert "worth_pp 0.25" in text and f"look {row['look']}" in text
+    dropped = reasons[~reasons["kept"] & reasons["decision"].isin(["inconclusive"])]
+    assert dropped["keep_reason"].str.startswith("not kept: not credited").all()
+
+
+def test_posterior_interval_on_a_two_point_mix_by_hand():
+    from gsme.settings import KeepConfig
+
+    mix = pd.DataFrame({"effect_pp": [0.0, 10.0], "weight": [0.5, 0.5]})
+    # delta 5 with se 2.5: each side has likelihood exp(-2); the interval spans both points
+    low, high = explain._posterior_interval(
+        pd.DataFrame({"delta_pp": [5.0, 10.0, np.nan], "se_pp": [2.5, 1.0, 1.0]}), mix,
+        KeepConfig())
+    assert low[:2].tolist() == [0.0, 10.0] and high[:2].tolist() == [10.0, 10.0]
+    assert np.isnan(low[2]) and np.isnan(high[2])
+
+
+def test_one_train_rate_per_harness_everywhere(learned):
+    from gsme import stats
+
+    rates = explain.train_rates(learned).set_index("candidate")
+    first = stats.first_repeats(learned.trials(split="train"), k=learned.config.gate.k)
+    valid = first[first["infra_ok"]].sort_values("attempt").drop_duplicates(
+        ["candidate", "task_id", "repeat"], keep="last")
+    by_hand = valid.groupby(["candidate", "task_id"])["passed"].mean().groupby("candidate").mean()
+    np.testing.assert_allclose(rates.loc[by_hand.index, "rate"], by_hand)
+    table = explain.archive_table(learned)
+    assert (table["rate"].to_numpy() == rates.loc[table["candidate"], "rate"].to_numpy()).all()
+    assert not np.allclose(table["rate"], learned.archive()["rate"])  # the decision's repeats
+    details = explain.patch_details(learned).set_index("candidate")
+    assert (details.loc[table["candidate"], "train_rate"].to_numpy()
+            == table["rate"].to_numpy()).all()

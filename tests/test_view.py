@@ -103,3 +103,54 @@ def test_gsme_view_writes_the_page(sealed, tmp_path, capsys, monkeypatch):
     assert (tmp_path / f"{sealed.name}.html").exists()
     assert main(["view", str(tmp_path / "missing")]) == 2
     assert re.search(r"gsme: error: .*missing", capsys.readouterr().err)
+
+
+@pytest.fixture(scope="module")
+def learned(tmp_path_factory):
+    """A sealed 3-round learned run on tb2 (SIMULATED) that keeps uncredited children."""
+    with simulated_run("tb2", root=tmp_path_factory.mktemp("learned"), seed=0,
+                       rounds=3) as run:
+        path = run.path
+    return path
+
+
+def test_the_page_says_what_to_ship_and_why_each_child_was_kept(learned):
+    from gsme import explain, report
+
+    with Run.open(learned, read_only=True) as run:
+        page = view.render(run)
+        ship = report.run_ship_line(run)
+        reasons = explain.keep_reasons(run)
+    text = " ".join(parse(page).text)
+    assert ship in text and "id='ship'" in page
+    uncredited = reasons[reasons["kept"] & ~reasons["credited"]]
+    assert len(uncredited)
+    for reason in uncredited["keep_reason"]:
+        assert reason in text  # in the decisions table and on the candidate's card
+        assert text.count(reason) >= 2
+    for label in ("Δ vs parent (pp, the decision's repeats)", "train rate (first 3 repeats)",
+                  "comparisons learned from", "credit boundary (z)", "why kept (or not)"):
+        assert label in text
+    assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE)
+
+
+def test_one_harness_shows_one_train_rate_on_every_surface(learned, capsys):
+    from gsme import explain, report, widgets
+
+    with Run.open(learned, read_only=True) as run:
+        chosen = explain.selected(run)
+        rate = report.number(explain.train_rates(run).set_index("candidate").loc[chosen, "rate"])
+        table = report.run_table(run).iloc[0]
+        page = " ".join(parse(view.render(run)).text)
+        panel = widgets.explore(run)
+        panel.candidate.value = chosen
+        pane = " ".join(parse(panel.patch.value).text)
+        assert run.archive()["candidate"].isin([chosen]).any()
+    assert report.number(table["rate_train_selected"]) == rate
+    assert main(["status", str(learned)]) == 0
+    status = capsys.readouterr().out
+    assert f"best {chosen}: train rate {rate} (first 3 repeats of every task)" in status
+    assert main(["report", str(learned)]) == 0
+    assert f"rate_train_selected       {rate}" in capsys.readouterr().out
+    assert f"its train rate {rate} (first k repeats" in page
+    assert f"train rate {rate} (first k repeats" in pane

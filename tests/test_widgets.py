@@ -16,7 +16,7 @@ from matplotlib.collections import PathCollection
 from PIL import Image
 
 from gsme import schema, widgets
-from gsme.settings import GateConfig
+from gsme.settings import GateConfig, KeepConfig
 
 TASKS = ["t1", "t2", "t3", "t4"]
 # pass pattern per candidate and task over K=3 repeats
@@ -30,7 +30,8 @@ PASSES = {
 class FakeRun:
     """The methods :func:`gsme.widgets.explore` uses, over three candidates in two rounds."""
 
-    config = SimpleNamespace(gate=GateConfig(parent_trials="stored"), policy="learned")
+    config = SimpleNamespace(gate=GateConfig(parent_trials="stored"), policy="learned",
+                             keep=KeepConfig())
     vocabulary = SimpleNamespace(labels=["careless", "runaway"])
     sealed_result = None
 
@@ -48,7 +49,7 @@ class FakeRun:
 
     def decisions(self):
         rows = [("c1", "c0", 1, 2.4, "credit"), ("c2", "c1", 2, -0.8, "inconclusive")]
-        return decisions_frame(rows)
+        return decisions_frame(rows).assign(kept=[True, False], expected_delta_pp=[3.0, -0.5])
 
     def trials(self, *, split=None):
         return trials_frame(PASSES, split)
@@ -62,6 +63,9 @@ class FakeRun:
 
     def transcript(self, ref):
         return f"<transcript {ref}>"
+
+    def comparisons(self, *, before_round=None):
+        return schema.empty("comparisons")
 
 
 def decisions_frame(rows) -> pd.DataFrame:
@@ -118,7 +122,8 @@ class BigRun(FakeRun):
         decisions = ["credit", "cull", "inconclusive", "credit"]
         rows = [(c, "c00", 1 + i // self.children, 2.0 + 0.02 * i, decisions[i % 4])
                 for i, c in enumerate(self.names[1:])]
-        return decisions_frame(rows)
+        frame = decisions_frame(rows)
+        return frame.assign(kept=frame["decision"] == "credit", expected_delta_pp=1.0)
 
     def trials(self, *, split=None):
         return trials_frame(self.passes, split)
@@ -137,7 +142,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 def forest_points(panel):
     ax = panel.axes["forest"]
     return sorted(tuple(p) for c in ax.collections
-                  if isinstance(c, PathCollection) and c.get_gid() != "highlight"
+                  if isinstance(c, PathCollection) and c.get_gid() not in ("highlight", "kept")
                   for p in c.get_offsets().tolist())
 
 
@@ -147,7 +152,7 @@ def test_initial_panel_shows_the_last_round_and_the_reported_harness(panel):
     # the archive's best elite is the harness the run reports: the panel opens on it
     assert panel.candidate.value == "c1"
     labels = {v: k for k, v in panel.candidate.options}
-    assert labels == {"c1": "c1 · credit · z=+2.40 ★", "c2": "c2 · inconclusive · z=-0.80"}
+    assert labels == {"c1": "c1 · credit · z=+2.40 · kept ★", "c2": "c2 · inconclusive · z=-0.80"}
     assert forest_points(panel) == [(1.0, 2.4), (2.0, -0.8)]
     cells = panel.axes["archive"]
     assert cells.get_title() == "archive after round 2"
