@@ -509,8 +509,11 @@ def _status(args) -> int:
               f"train rate {_number(state['best_train_rate'])} (first {state['k']} repeats "
               "of every task)")
         if not arch.empty:
-            print(archive.occupancy(arch, why_levels=labels).dropna(how="all", axis=1)
-                  .to_string())
+            cells = archive.occupancy(explain.archive_table(run), why_levels=labels)
+            print("train rate of each cell's elite (first "
+                  f"{state['k']} repeats of every task; - empty):")
+            print(cells.dropna(how="all", axis=1).map(
+                lambda v: "-" if pd.isna(v) else _number(v)).to_string())
         print(_printable(state["ship"]))
     return 0
 
