@@ -22,9 +22,6 @@ comparison says the effect is small, not that it is exactly its measured value.
 
 from __future__ import annotations
 
-import math
-from fractions import Fraction
-
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -33,7 +30,7 @@ from gsme.schema import require
 from gsme.settings import KeepConfig
 
 __all__ = ["COMPARISON_COLUMNS", "LEARNED_DECISIONS", "check_history", "fit", "grid", "learned_from",
-           "posterior", "predictive_pit", "recent_runs", "start"]
+           "log_predictive", "posterior", "recent_runs", "start"]
 
 COMPARISON_COLUMNS = ["delta_pp", "se_pp"]
 """What a comparison must carry for the prior to learn from it."""
@@ -253,37 +250,39 @@ def recent_runs(comparisons: pd.DataFrame, runs: int) -> pd.DataFrame:
     return comparisons[comparisons["run"].isin(latest)]
 
 
-def predictive_pit(comparisons: pd.DataFrame, mix: pd.DataFrame, *,
+def log_predictive(comparisons: pd.DataFrame, mix: pd.DataFrame, *,
                    config: KeepConfig | None = None) -> np.ndarray:
-    """Each comparison's probability integral transform under the mix's predictive law.
+    """Each comparison's log density under the mix's predictive law.
 
     A comparison's Δ is predicted by ``mix`` convolved with its own standard error:
-    u = Σ_j w_j Φ((Δ − θ_j) / se). When the comparisons come from the world the mix
-    describes, the u are independent and uniform on (0, 1).
+    f(Δ) = Σ_j w_j φ((Δ − θ_j) / se) / se.
 
     Examples
     --------
     >>> null = pd.DataFrame({"effect_pp": [0.0], "weight": [1.0]})
-    >>> predictive_pit(pd.DataFrame({"delta_pp": [0.0, 3.0], "se_pp": 3.0}), null).round(3).tolist()
-    [0.5, 0.841]
+    >>> c = pd.DataFrame({"delta_pp": [0.0, 3.0], "se_pp": 3.0})
+    >>> bool(np.allclose(log_predictive(c, null), sps.norm.logpdf([0.0, 3.0], 0.0, 3.0)))
+    True
     """
     config = config or KeepConfig()
     delta, se = _observed(comparisons, config)
-    effects = mix["effect_pp"].to_numpy(np.float64)
-    cdf = sps.norm.cdf((delta[:, None] - effects[None, :]) / se[:, None])
-    return cdf @ mix["weight"].to_numpy(np.float64)
+    return _log_predictive(delta, se, mix)
 
 
 def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
                   config: KeepConfig | None = None) -> dict:
-    """Is ``current`` drawn from the world ``history`` describes? A predictive PIT test.
+    """Is ``current`` drawn from the world ``history`` describes? A predictive test.
 
-    The mix is fitted on the history (its latest ``config.history_runs`` runs,
-    :func:`recent_runs`); each current comparison's PIT under it (:func:`predictive_pit`)
-    is uniform when the worlds agree, so their sum S has the Irwin–Hall law of n uniforms.
-    The two-sided p = 2·min(F(S), 1 − F(S)) is exact (computed in rational arithmetic) for
-    a known mix; the history is ``used`` when p ≥ ``config.history_alpha``. A current run
-    whose proposals do worse than the history's (or better) has PITs piled up on one side.
+    The mix g is fitted on the history (its latest ``config.history_runs`` runs,
+    :func:`recent_runs`). The statistic is how much better g predicts the current
+    comparisons than the cautious starting mix g₀ does (:func:`start`): the predictive
+    log-score gain T = Σ_i [log f_g(Δ_i) − log f_g₀(Δ_i)] (:func:`log_predictive`, each Δ
+    with its own se). Its law when the current comparisons do come from g is simulated
+    (``_NULL_DRAWS`` draws of θ_i ~ g, Δ_i ~ N(θ_i, se_i²), seeded: the same inputs give
+    the same p), and p = P(T_null ≤ T), a Monte-Carlo test of level ``history_alpha`` for a
+    known g. A history kinder (or harsher) than the run's own comparisons predicts them
+    worse than it predicts its own draws; the history is ``used`` when p ≥
+    ``config.history_alpha``.
 
     Parameters
     ----------
@@ -295,7 +294,8 @@ def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
     -------
     dict
         ``runs, comparisons`` (of the capped history), ``current`` (comparisons checked),
-        ``pit_mean``, ``p_value`` (1.0 with nothing to check) and ``used`` (bool).
+        ``log_score_gain`` (T per current comparison), ``p_value`` (1.0 with nothing to
+        check) and ``used`` (bool).
 
     Examples
     --------
@@ -310,14 +310,43 @@ def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
     current = _measured(current)
     runs = history["run"].nunique() if "run" in history else int(len(history) > 0)
     out = {"runs": int(runs), "comparisons": len(history), "current": len(current),
-           "pit_mean": float("nan"), "p_value": 1.0, "used": len(history) > 0}
+           "log_score_gain": float("nan"), "p_value": 1.0, "used": len(history) > 0}
     if history.empty or current.empty:
         return out
-    pit = predictive_pit(current, fit(history, config=config), config=config)
-    low = _irwin_hall_cdf(float(pit.sum()), len(pit))
-    p_value = min(1.0, 2.0 * min(low, 1.0 - low))
-    return {**out, "pit_mean": float(pit.mean()), "p_value": p_value,
-            "used": p_value >= config.history_alpha}
+    mix, cautious = fit(history, config=config), start(config)
+    delta, se = _observed(current, config)
+    gain = _log_predictive(delta, se, mix) - _log_predictive(delta, se, cautious)
+    null = _null_gains(se, mix, cautious)
+    p_value = float((1 + np.sum(null <= gain.sum())) / (1 + len(null)))
+    return {**out, "log_score_gain": float(gain.mean()), "p_value": p_value,
+            "used": bool(p_value >= config.history_alpha)}
+
+
+_NULL_DRAWS = 999
+"""Draws of the check's null law (:func:`check_history`): p has a resolution of 1/1000."""
+
+
+def _null_gains(se: np.ndarray, mix: pd.DataFrame, cautious: pd.DataFrame) -> np.ndarray:
+    """T of ``_NULL_DRAWS`` sets of comparisons drawn from ``mix`` with standard errors ``se``."""
+    rng = np.random.default_rng(0)
+    effects, weight = mix["effect_pp"].to_numpy(np.float64), mix["weight"].to_numpy(np.float64)
+    theta = rng.choice(effects, size=(_NULL_DRAWS, len(se)), p=weight / weight.sum())
+    delta = theta + rng.standard_normal(theta.shape) * se
+    rows = max(1, 20_000 // len(se))  # draws per block: bounded memory for a long run
+    return np.concatenate([
+        (_log_predictive(block.ravel(), np.tile(se, len(block)), mix)
+         - _log_predictive(block.ravel(), np.tile(se, len(block)), cautious))
+        .reshape(len(block), len(se)).sum(axis=1)
+        for block in np.array_split(delta, range(rows, _NULL_DRAWS, rows))])
+
+
+def _log_predictive(delta: np.ndarray, se: np.ndarray, mix: pd.DataFrame) -> np.ndarray:
+    effects = mix["effect_pp"].to_numpy(np.float64)
+    gap = (delta[:, None] - effects[None, :]) / se[:, None]
+    log = -0.5 * gap * gap
+    top = log.max(axis=1, keepdims=True)
+    density = np.exp(log - top) @ mix["weight"].to_numpy(np.float64)
+    return np.log(density) + top[:, 0] - np.log(se) - 0.5 * np.log(2 * np.pi)
 
 
 def _measured(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -327,13 +356,6 @@ def _measured(comparisons: pd.DataFrame) -> pd.DataFrame:
         comparisons = comparisons[comparisons["decision"].isin(LEARNED_DECISIONS)]
     rows = comparisons.assign(**learned_from(comparisons))
     return rows[rows[COMPARISON_COLUMNS].notna().all(axis=1)]
-
-
-def _irwin_hall_cdf(total: float, n: int) -> float:
-    """P(U_1 + ... + U_n ≤ total) for independent uniforms, exact (rational arithmetic)."""
-    x = Fraction(min(max(total, 0.0), float(n)))
-    terms = sum((-1) ** k * math.comb(n, k) * (x - k) ** n for k in range(math.floor(x) + 1))
-    return float(terms / math.factorial(n))
 
 
 def _observed(comparisons: pd.DataFrame, config: KeepConfig) -> tuple[np.ndarray, np.ndarray]:

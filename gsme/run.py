@@ -578,8 +578,8 @@ class Run:
         if not check["used"] and (earlier.empty or earlier["payload"].iloc[-1]["used"]):
             print(f"gsme: round {round}: the history of {check['runs']} earlier run(s) "
                   f"({check['comparisons']} comparisons) is dropped: this run's "
-                  f"{check['current']} comparisons disagree with it (mean PIT "
-                  f"{check['pit_mean']:.2f}, p = {check['p_value']:.3g} < "
+                  f"{check['current']} comparisons disagree with it (log-score gain "
+                  f"{check['log_score_gain']:+.2f} per comparison, p = {check['p_value']:.3g} < "
                   f"{self.config.keep.history_alpha})", file=sys.stderr, flush=True)
 
     def _new_trials(self, rows: pd.DataFrame) -> pd.DataFrame:

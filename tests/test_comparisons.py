@@ -130,3 +130,28 @@ def test_learn_from_in_a_config_is_relative_to_the_file(tmp_path):
     spec = config.load(path)
     assert spec.config.learn_from == str((tmp_path / "cfg" / "past.csv").resolve())
     assert spec.config.policy == "learned"
+
+
+def test_a_history_the_run_disagrees_with_is_dropped_recorded_and_said(tmp_path, capsys):
+    """Five earlier runs of this world that measured +12 pp everywhere, and a run whose
+    children measure around 0: its first round drops them (event, one printed line)."""
+    from gsme import sim
+    from gsme.evolvers import RuleEvolver
+
+    world = comparisons.signature(sim.preset("tiny", suite_seed=0), RuleEvolver(seed=0))
+    kind = pd.DataFrame({"candidate": [f"c{i}" for i in range(15)], "parent": "baseline",
+                         "split": "train", "round": 1, "n_tasks": 16, "delta_pp": 12.0,
+                         "se_pp": 2.0, "decision": "inconclusive"})
+    book = tmp_path / "comparisons.csv"
+    for r in range(5):
+        comparisons.append(book, comparisons.of_run(kind, signature=world, run=f"old{r}"))
+    with _run(tmp_path, "a", learn_from=book, finalize=False) as run:
+        checks = run.events("history_checked")
+        decided = run.decisions()
+    first = checks["payload"].iloc[0]
+    assert (first["runs"], first["comparisons"], first["used"]) == (5, 75, False)
+    assert first["p_value"] < 0.05 and checks["round"].tolist() == [1, 2]
+    said = [line for line in capsys.readouterr().err.splitlines() if "is dropped" in line]
+    assert len(said) == 1 and said[0].startswith("gsme: round 1: the history of 5 earlier run")
+    assert not (decided["kept"] & (decided["decision"] != "credit")
+                & (decided["delta_pp"] <= 0)).any()

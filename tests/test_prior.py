@@ -143,3 +143,116 @@ def test_bad_input_names_the_missing_column():
         prior.fit(pd.DataFrame({"delta_pp": [1.0]}))
     with pytest.raises(Exception, match="weight"):
         prior.posterior(_comparisons([1.0], [1.0]), pd.DataFrame({"effect_pp": [0.0]}))
+
+
+# -- history: capped by runs, checked against the run's own comparisons ------------------
+
+KNOWN = pd.DataFrame({"effect_pp": [-3.0, 0.0, 6.0], "weight": [0.3, 0.5, 0.2]})
+"""A known proposal mix on grid points (KeepConfig's grid holds them)."""
+
+
+def _draw(mix, se, rng):
+    theta = rng.choice(mix["effect_pp"], size=len(se), p=mix["weight"])
+    return _comparisons(theta + rng.normal(0, se), se)
+
+
+def test_the_log_predictive_density_is_the_mix_convolved_with_each_se():
+    c = _comparisons([-4.0, 0.5, 9.0], [2.0, 3.5, 0.1])  # 0.1 is read at the floor, 0.5
+    se = np.maximum(c["se_pp"], KeepConfig().se_floor_pp).to_numpy()
+    brute = np.log([sum(w * sps.norm.pdf(d, t, s) for t, w in zip(KNOWN["effect_pp"],
+                                                                   KNOWN["weight"]))
+                    for d, s in zip(c["delta_pp"], se)])
+    np.testing.assert_allclose(prior.log_predictive(c, KNOWN), brute, rtol=1e-12)
+
+
+def test_the_history_check_has_its_level_when_the_mix_is_known(monkeypatch):
+    """Current comparisons drawn from the history's own (known) mix are flagged at the level:
+    300 seeded runs of 10 comparisons at α = 5% (binomial 99.9% range 1.6%-9.7%)."""
+    monkeypatch.setattr(prior, "fit", lambda history, config=None: KNOWN)
+    rng = np.random.default_rng(11)
+    history = _comparisons([0.0], [3.0])
+    flagged = [not prior.check_history(history, _draw(KNOWN, rng.uniform(2, 5, 10), rng))["used"]
+               for _ in range(300)]
+    assert 0.016 <= np.mean(flagged) <= 0.097
+
+
+def test_the_history_check_p_value_agrees_with_a_brute_force_simulation(monkeypatch):
+    monkeypatch.setattr(prior, "fit", lambda history, config=None: KNOWN)
+    rng = np.random.default_rng(5)
+    se = rng.uniform(2, 5, 12)
+    current = _comparisons(rng.normal(-5.0, 3.0, 12), se)  # a harsher world than KNOWN's
+    check = prior.check_history(_comparisons([0.0], [3.0]), current)
+    cautious = prior.start()
+
+    def gain(delta):  # log f_KNOWN - log f_start, summed per row, by scipy densities
+        def log_f(mix):
+            return np.log(sum(w * sps.norm.pdf(delta, t, se)
+                              for t, w in zip(mix["effect_pp"], mix["weight"])))
+        return (log_f(KNOWN) - log_f(cautious)).sum(axis=-1)
+
+    draws = np.random.default_rng(99)
+    theta = draws.choice(KNOWN["effect_pp"], size=(20_000, 12), p=KNOWN["weight"])
+    observed = gain(current["delta_pp"].to_numpy())
+    brute = np.mean(gain(theta + draws.normal(0, 1, theta.shape) * se) <= observed)
+    assert abs(check["p_value"] - brute) < 0.01 and check["p_value"] < 0.05
+    assert check["log_score_gain"] == pytest.approx(observed / 12)
+
+
+def test_a_kind_history_is_dropped_by_a_harmful_run_and_kept_by_its_own_world():
+    """The known answer: five runs of a kind world (40% of proposals +6 pp) checked against
+    15 comparisons of a harmful one (70% at -3 pp) and of the kind one itself."""
+    rng = np.random.default_rng(3)
+    kind = pd.DataFrame({"effect_pp": [0.0, 6.0], "weight": [0.6, 0.4]})
+    harmful = pd.DataFrame({"effect_pp": [-3.0, 0.0], "weight": [0.7, 0.3]})
+    history = pd.concat([_draw(kind, np.full(15, 3.5), rng).assign(run=f"r{i}")
+                         for i in range(5)], ignore_index=True)
+    drop = prior.check_history(history, _draw(harmful, np.full(15, 3.5), rng))
+    keep = prior.check_history(history, _draw(kind, np.full(15, 3.5), rng))
+    assert (drop["used"], drop["runs"], drop["comparisons"], drop["current"]) == (False, 5, 75,
+                                                                                  15)
+    assert drop["p_value"] < 0.01 < keep["p_value"] and keep["used"]
+
+
+def test_history_counts_by_runs_the_latest_ones():
+    rows = pd.concat([_comparisons(np.full(4, float(i)), np.full(4, 3.0)).assign(run=f"r{i}")
+                      for i in range(8)], ignore_index=True)
+    capped = prior.recent_runs(rows, KeepConfig().history_runs)
+    assert capped["run"].unique().tolist() == ["r3", "r4", "r5", "r6", "r7"]
+    check = prior.check_history(rows, _comparisons([5.0], [3.0]))
+    assert (check["runs"], check["comparisons"]) == (5, 20)
+    none = prior.check_history(rows, _comparisons([5.0], [3.0]),
+                               config=KeepConfig(history_runs=0))
+    assert (none["runs"], none["used"]) == (0, False)
+
+
+def test_a_dropped_history_is_not_learned_from():
+    rng = np.random.default_rng(4)
+    kind = _comparisons(rng.normal(8.0, 2.0, 60), np.full(60, 2.0)).assign(run="r1", own=False)
+    harm = pd.DataFrame({"decision": "inconclusive", "delta_pp": rng.normal(-4.0, 1.0, 12),
+                         "se_pp": 2.0})
+    assert not policy.history_check(harm, past=kind)["used"]
+    alone = policy.expected_effects(harm)
+    pd.testing.assert_frame_equal(policy.expected_effects(harm, past=kind), alone)
+
+
+def test_the_mix_learns_from_first_k_deltas_where_a_comparison_has_them():
+    rng = np.random.default_rng(6)
+    past = _comparisons(rng.normal(4.0, 3.0, 30), np.full(30, 3.0)).assign(
+        first_delta_pp=rng.normal(-1.0, 3.0, 30), first_se_pp=3.5)
+    as_first = past[["first_delta_pp", "first_se_pp"]].set_axis(["delta_pp", "se_pp"], axis=1)
+    child = pd.DataFrame({"decision": ["inconclusive"], "delta_pp": [2.0], "se_pp": [3.0]})
+    pd.testing.assert_frame_equal(policy.expected_effects(child, past=past),
+                                  policy.expected_effects(child, past=as_first))
+    older = past.assign(first_delta_pp=np.nan, first_se_pp=np.nan)  # no first-K: its own
+    pd.testing.assert_frame_equal(policy.expected_effects(child, past=older),
+                                  policy.expected_effects(child, past=past[["delta_pp",
+                                                                            "se_pp"]]))
+
+
+def test_a_child_that_measured_no_gain_is_kept_only_when_credited():
+    helped = _comparisons(np.random.default_rng(7).normal(2.0, 3.5, 80), np.full(80, 3.5))
+    d = pd.DataFrame({"decision": ["inconclusive", "inconclusive", "inconclusive"],
+                      "delta_pp": [0.0, -0.5, 0.5], "se_pp": 3.5})
+    expected = policy.expected_effects(d, past=helped)["expected_delta_pp"]
+    assert (expected > KeepConfig().worth_pp).all()  # the mix alone would keep all three
+    assert policy.kept(d, policy="learned", past=helped).tolist() == [False, False, True]
