@@ -47,6 +47,8 @@ def test_every_candidate_has_a_nested_run_holding_its_decision(sealed, uri):
     assert {r.data.tags["mlflow.parentRunId"] for r in nested} == {done.parent_run_id}
     with Run.open(sealed, read_only=True) as run:
         candidates, decisions = run.candidates(), run.decisions()
+        rates = explain.train_rates(run).set_index("candidate")["rate"]
+        reasons = explain.keep_reasons(run).set_index("candidate")["keep_reason"]
     assert [r.info.run_name for r in nested] == sorted(candidates["candidate"])
     decisions = decisions.set_index("candidate")
     numbers = decisions.select_dtypes(["number", "bool"]).columns
@@ -56,12 +58,14 @@ def test_every_candidate_has_a_nested_run_holding_its_decision(sealed, uri):
         assert tags["gsme.candidate"] == name
         row = candidates.set_index("candidate").loc[name]
         assert (tags.get("where"), tags.get("why")) == (row["where"], row["why"])
+        assert metrics.pop("train_rate") == pytest.approx(rates[name], rel=1e-12)
         if name not in decisions.index:  # the baseline: nothing decided
-            assert metrics == {} and "decision" not in tags
+            assert metrics == {} and "decision" not in tags and "keep_reason" not in tags
             continue
         decision = decisions.loc[name]
         expected = {c: float(decision[c]) for c in numbers if not pd.isna(decision[c])}
         assert metrics == pytest.approx(expected, rel=1e-12)
+        assert tags["keep_reason"] == reasons[name]
         assert {"delta_pp", "z", "p_one_sided", "round", "kept"} <= set(metrics)
         assert (tags["decision"], tags["parent"]) == (decision["decision"], decision["parent"])
 
@@ -88,6 +92,11 @@ def test_the_parent_holds_the_config_and_the_run_table(sealed, uri):
     assert (parent.tags["simulated"], parent.tags["sealed"]) == ("yes", "yes")
     assert parent.tags["selected"] == table["selected"]
     assert parent.tags["sealed_decision"] == table["sealed_decision"]
+    with Run.open(sealed, read_only=True) as run:
+        ship = report.run_ship_line(run)
+        shipped = report.recommendation(report.run_table(run)).loc[0, "shipped"]
+    assert parent.tags["gsme.ship"] == ship and parent.tags["mlflow.note.content"].endswith(ship)
+    assert parent.tags["shipped"] == shipped
 
 
 def test_artifacts_hold_each_patch(sealed, uri, tmp_path):

@@ -9,14 +9,17 @@
   ``rounds_done, trials_spent`` and, once the run is sealed, every number of
   :func:`gsme.report.run_table` (train and sealed Δ, z, p, retention, pass@k, counts; a
   flag as 1 or 0). Tags: ``gsme.run_id``, ``gsme.dir`` (the run directory), ``simulated``
-  and ``sealed`` (``yes`` or ``no``), ``agent`` and the run table's other texts
-  (``selected``, ``sealed_decision``, ...).
+  and ``sealed`` (``yes`` or ``no``), ``agent``, the run table's other texts
+  (``selected``, ``sealed_decision``, ...), ``gsme.ship`` (the ship line,
+  :func:`gsme.report.ship_line`, also the run's note) and, once sealed, ``shipped`` (the
+  harness to deploy, :func:`gsme.report.recommendation`).
 * **a nested run per candidate**, the baseline included, named after it. Metrics: the
   numbers of its decision on the train split (:meth:`gsme.run.Run.decisions`: ``delta_pp,
   z, p_one_sided, round, kept`` (1 or 0), ``n_tasks, se_pp, expected_delta_pp``, ...; none
-  for the baseline). Tags: ``gsme.run_id, gsme.candidate, parent, kind, where, why,
-  patch_id, env_gate, beacon`` and the decision's texts (``decision, split, gate_failed,
-  reason``). Artifacts: ``patch/diff.patch`` (the unified diff from its parent's harness;
+  for the baseline) and ``train_rate`` (:func:`gsme.explain.train_rates`: the rate every
+  surface shows). Tags: ``gsme.run_id, gsme.candidate, parent, kind, where, why,
+  patch_id, env_gate, beacon``, the decision's texts (``decision, split, gate_failed,
+  reason``) and ``keep_reason`` (why it was kept or not, :func:`gsme.explain.keep_reasons`). Artifacts: ``patch/diff.patch`` (the unified diff from its parent's harness;
   from the empty tree for the baseline) and ``patch/rationale.md`` (the evolver's
   rationale), as :func:`gsme.explain.patch_details` gives them.
 
@@ -218,15 +221,17 @@ def _parent(run) -> dict:
     params.update({f"agent.{k}": spec[k] for k in AGENT_PARAMS if k in spec})
     metrics = {"rounds_done": run.rounds_done(), "trials_spent": run.trials_spent()}
     simulated = bool(run.agent.simulated)
+    table = report.run_table(run) if sealed else None
+    ship = report.ship_line(report.recommendation(table) if sealed else None)
     tags = {"gsme.dir": str(run.path.resolve()), "agent": run.agent.name,
-            "simulated": _yes(simulated), "sealed": _yes(sealed),
+            "simulated": _yes(simulated), "sealed": _yes(sealed), "gsme.ship": ship,
             "mlflow.note.content": f"gsme run {run.run_id}"
-            + (" (SIMULATED agent)" if simulated else "")}
+            + (" (SIMULATED agent)" if simulated else "") + f"\n\n{ship}"}
     if sealed:
-        table = report.run_table(run)
         numbers, texts = _numbers_and_texts(table)
         metrics.update(table[numbers].iloc[0])
         tags.update({k: v for k, v in table[texts].iloc[0].items() if k not in tags})
+        tags["shipped"] = report.recommendation(table).loc[0, "shipped"]
     return {"params": params, "metrics": metrics, "tags": tags}
 
 
@@ -240,12 +245,12 @@ def _candidates(run) -> dict[str, dict]:
     out = {}
     for row in explain.patch_details(run).itertuples(index=False):
         tags = {CANDIDATE_TAG: row.candidate, "parent": row.parent,
-                **{k: getattr(row, k) for k in _CANDIDATE_TAGS}}
-        metrics = {}
+                **{k: getattr(row, k) for k in _CANDIDATE_TAGS}, "keep_reason": row.keep_reason}
+        metrics = {"train_rate": row.train_rate}
         if (row.candidate, row.parent) in decisions.index:
             decision = decisions.loc[(row.candidate, row.parent)]
             tags.update(decision[texts])
-            metrics = dict(decision[numbers])
+            metrics.update(decision[numbers])
         out[row.candidate] = {"tags": tags, "metrics": metrics,
                               "files": {"patch/diff.patch": row.diff,
                                         "patch/rationale.md": row.rationale}}
