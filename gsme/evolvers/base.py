@@ -134,6 +134,19 @@ class Evolver(abc.ABC):
         and settings; by default its class)."""
         return {"evolver_model": str(self.model or ""), "prompt": digest(type(self).__qualname__)}
 
+    def secrets(self) -> dict[str, str]:
+        """The secrets this evolver uses (an API key), by variable name: a run redacts
+        their values from everything it stores (:mod:`gsme.redact`). The default uses none."""
+        return {}
+
+    def reseed(self, seed: int) -> None:
+        """Restart the evolver's randomness from ``seed``.
+
+        The loop calls this at the start of every round with a seed derived from the run's
+        seed and the round number, so a resumed run proposes exactly what an uninterrupted
+        run would. Evolvers without randomness need not override it.
+        """
+
 
 def prompt_digest(*names: str, **settings) -> str:
     """A digest of the prompt texts ``gsme/prompts/<name>.txt`` and ``settings``: an
@@ -148,15 +161,3 @@ def prompt_digest(*names: str, **settings) -> str:
              for n in names]
     return digest({"texts": texts, **settings})
 
-    def secrets(self) -> dict[str, str]:
-        """The secrets this evolver uses (an API key), by variable name: a run redacts
-        their values from everything it stores (:mod:`gsme.redact`). The default uses none."""
-        return {}
-
-    def reseed(self, seed: int) -> None:
-        """Restart the evolver's randomness from ``seed``.
-
-        The loop calls this at the start of every round with a seed derived from the run's
-        seed and the round number, so a resumed run proposes exactly what an uninterrupted
-        run would. Evolvers without randomness need not override it.
-        """
