@@ -122,6 +122,18 @@ def check_int(name: str, value, minimum: int) -> int:
     return int(value)
 
 
+def check_finite(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array, or raise naming ``name`` when it holds NaN or ±inf (or
+    is no number)."""
+    try:
+        values = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return values
+
+
 def gate_config(config) -> GateConfig:
     """``config`` when it is a :class:`GateConfig`; the defaults when None; else a TypeError."""
     if config is None:

@@ -196,6 +196,7 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--split", default=None, choices=["train", "test"],
                          help="the split to compare on (default: the one the logs hold; "
                               "train when they hold both)")
+    compare.add_argument("--quiet", action="store_true", help="no progress bar (shown on a terminal)")
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
@@ -563,22 +564,33 @@ def _view(args) -> int:
     return 0
 
 
+_IDS_SHOWN = 20
+"""Task ids ``gsme compare`` prints per direction (``--json`` gives every one)."""
+
+
 def _compare(args) -> int:
-    from gsme import compare, importers
+    from tqdm import tqdm
+
+    from gsme import compare, importers, schema
     from gsme.settings import ConfigError, GateConfig
 
     config = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
-    imported = importers.read_pair(args.baseline, args.child, format=args.format,
-                                   candidate_from=args.candidate_from, scorer=args.scorer,
-                                   score_key=args.score_key, threshold=args.threshold)
-    parent, child = imported.trials["candidate"].unique()
-    held = set(imported.trials["split"])
-    split = args.split or ("test" if held == {"test"} else "train")
-    try:
-        row = compare.compare(imported.trials, parent=parent, child=child, config=config,
-                              on=args.on, split=split)
-    except ValueError as err:
-        raise ConfigError(str(err)) from None
+    with tqdm(total=2, desc="gsme compare: reading the logs", unit="step", leave=False,
+              disable=True if args.quiet else None, file=sys.stderr) as bar:  # a terminal's
+        imported = importers.read_pair(args.baseline, args.child, format=args.format,
+                                       candidate_from=args.candidate_from, scorer=args.scorer,
+                                       score_key=args.score_key, threshold=args.threshold)
+        bar.set_description(f"gsme compare: gating {len(imported.trials):,} trials")
+        bar.update()
+        parent, child = imported.trials["candidate"].unique()
+        held = set(imported.trials["split"])
+        split = args.split or ("test" if held == {"test"} else "train")
+        try:
+            row = compare.compare(imported.trials, parent=parent, child=child, config=config,
+                                  on=args.on, split=split)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        bar.update()
     dropped = imported.dropped
     if args.json:
         print(row.assign(n_not_imported=len(dropped)).iloc[0].to_json(
@@ -590,8 +602,10 @@ def _compare(args) -> int:
           f"{row['outcome'].iloc[0]}")
     _print_frame(row.drop(columns=["tasks_up", "tasks_down"]).T, header=False)
     for direction in ("up", "down"):
-        ids = row[f"tasks_{direction}"].iloc[0]
-        print(f"moved {direction} ({row[f'n_{direction}'].iloc[0]}): {ids or '-'}")
+        ids = schema.split_ids(row[f"tasks_{direction}"].iloc[0])
+        more = (f" and {len(ids) - _IDS_SHOWN:,} more (--json lists all)"
+                if len(ids) > _IDS_SHOWN else "")
+        print(f"moved {direction} ({len(ids):,}): {','.join(ids[:_IDS_SHOWN]) or '-'}{more}")
     print(f"infrastructure failures, not scored: {parent} {row['n_infra_parent'].iloc[0]}, "
           f"{child} {row['n_infra_child'].iloc[0]} repeat(s)")
     if len(dropped):

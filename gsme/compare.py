@@ -18,9 +18,11 @@ from gsme import _paired, gates, schema, stats
 from gsme import power as power_mod
 from gsme.registry import DESIGNS
 from gsme.schema import COMPARE_COLUMNS, PLAN_COLUMNS
+from gsme.sequential import Fixed
 from gsme.settings import (
     EFFECT_PP,
     MAX_K,
+    MAX_SIMULATED_TRIALS,
     MAX_TASKS,
     REPEAT_SD_PP,
     SIMULATIONS,
@@ -123,6 +125,9 @@ def compare(
     """
     config = LOGS_GATE if config is None else _paired.gate_config(config)
     _paired.check_choice("split", split, schema.SPLITS)
+    _paired.check_finite("effect_pp", effect_pp)
+    if not 0 < _paired.check_finite("power", power) < 1:
+        raise ValueError(f"power must lie strictly between 0 and 1, got {power!r}")
     trials, on = outcome(trials, on=on)
     on_split = trials.loc[trials["split"] == split, "candidate"]
     for role, name in (("parent", parent), ("child", child)):
@@ -280,11 +285,12 @@ def plan(
     config : GateConfig, optional
         Its ``z_crit``, ``reference`` and, for the adaptive design, ``k_max``, ``k_step``
         and ``futility_z``.
-    designs : sequence of str, optional
+    designs : str or sequence of str, optional
         Registered designs (:data:`gsme.registry.DESIGNS`; default: every one), each
         planned by its :meth:`~gsme.sequential.Design.plan`.
     simulations : int
-        Simulated comparisons per adaptive estimate.
+        Simulated comparisons per adaptive estimate; a plan that would draw more than
+        :data:`~gsme.settings.MAX_SIMULATED_TRIALS` trials is refused.
     rng : numpy Generator or int, optional
         Seeds the simulation (default 0: a plan is reproducible).
 
@@ -311,14 +317,19 @@ def plan(
     if k > MAX_K:
         raise ValueError(f"k must be at most {MAX_K} repeats per task, got {k}")
     n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    if n_tasks > MAX_TASKS:
+        raise ValueError(f"n_tasks must be at most {MAX_TASKS:,} tasks, got {n_tasks:,}")
+    simulations = _paired.check_int("simulations", simulations, 1)
     if not 0 <= float(effect_pp) <= 100:
         raise ValueError("effect_pp must be a difference of pass rates in percentage points, "
                          f"between 0 and 100, got {effect_pp!r}")
+    designs = DESIGNS.names() if designs is None else _names(designs)
     rows = []
-    for design in DESIGNS.names() if designs is None else designs:
+    for design in designs:
         _paired.check_choice("design", design, DESIGNS.names())
         cfg = config.model_copy(update={"design": design, "k": k,
                                         "k_max": max(config.k_max, k)})
+        _check_simulation_size(design, simulations * n_tasks * cfg.k_max * 2)
         common = {"design": design, "n_tasks": n_tasks, "k": k, "effect_pp": float(effect_pp),
                   "repeat_sd_pp": float(repeat_sd_pp), "task_sd_pp": float(task_sd_pp),
                   "target_power": float(power)}
@@ -326,6 +337,25 @@ def plan(
             n_tasks=n_tasks, effect_pp=effect_pp, k=k, repeat_sd_pp=repeat_sd_pp,
             task_sd_pp=task_sd_pp, power=power, config=cfg, simulations=simulations, rng=rng)})
     return pd.DataFrame(rows)[PLAN_COLUMNS]
+
+
+def _names(designs) -> list[str]:
+    """``designs`` as a list of names: one name alone, or a sequence of at least one."""
+    names = [designs] if isinstance(designs, str) else list(designs)
+    if not names:
+        raise ValueError("designs must name at least one design, got none; registered: "
+                         f"{list(DESIGNS.names())}")
+    return names
+
+
+def _check_simulation_size(design: str, trials: int) -> None:
+    """Refuse a simulated plan of more than :data:`~gsme.settings.MAX_SIMULATED_TRIALS`
+    trials (the fixed design is analytic and draws none)."""
+    if trials > MAX_SIMULATED_TRIALS and not isinstance(DESIGNS.get(design), Fixed):
+        raise ValueError(f"the {design} design's plan would simulate {trials:,} trials "
+                         f"(simulations x n_tasks x k_max x 2), more than "
+                         f"{MAX_SIMULATED_TRIALS:,}; plan fewer tasks, or the fixed design "
+                         "alone (analytic: gsme plan --design fixed)")
 
 
 # ------------------------------------------------------------------------------ noise
@@ -355,6 +385,9 @@ def repeat_sd_from_aa(trials: pd.DataFrame, *, candidate: str, rerun: str,
     >>> round(repeat_sd_from_aa(t, candidate="a", rerun="a2"), 1)  # true: 100·√0.5 = 70.7
     70.4
     """
+    if candidate == rerun:
+        raise ValueError(f"an A/A estimate needs two runs of the harness; candidate and rerun "
+                         f"are both {candidate!r}")
     tasks = stats.paired_tasks(trials, parent=candidate, child=rerun, split=split,
                                config=LOGS_GATE)  # every repeat
     if len(tasks) < 2:

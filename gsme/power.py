@@ -58,7 +58,7 @@ def power(
     n_tasks : int or array-like
         Paired tasks (≥ 2).
     effect_pp : float or array-like
-        True mean difference, percentage points.
+        True mean difference, percentage points (finite: NaN is refused, never a power).
     repeat_sd_pp, task_sd_pp : float
         See above; their combined sd must be positive.
     k : int, optional
@@ -80,11 +80,11 @@ def power(
     0.688
     """
     config, k = _check_power_args(k, config)
-    n = np.asarray(n_tasks, dtype=np.float64)
+    n = _paired.check_finite("n_tasks", n_tasks)
     if np.any(n < 2):
         raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
-    out = _power(n, np.asarray(effect_pp, dtype=np.float64), sd, config)
+    out = _power(n, _paired.check_finite("effect_pp", effect_pp), sd, config)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -162,6 +162,8 @@ def power_table(
         [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
         names=["n_tasks", "effect_pp", "k"],
     ).to_frame(index=False)
+    for name, values in (("n_tasks", n_tasks), ("effect_pp", effect_pp), ("k", k)):
+        _paired.check_finite(name, values)
     grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
     for kk in grid["k"].unique():
         _check_power_args(int(kk), config)
