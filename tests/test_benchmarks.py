@@ -92,6 +92,8 @@ FIGURES = {
         r"Keep rules x proposal mixes",
         rf"tiny\s+calibrated\s+greedy\s+{NUMBER}",
         r"Targets \(keep-rule study\)",
+        r"Shipped \(ship rules of gsme\.report\.SHIP_RULES; default sealed_credit\)",
+        rf"tiny\s+harmful\s+learned\s+{NUMBER} \(\d+%\)\s+{NUMBER} \(\d+%\)",
         r"3\. A/A",
     ],
 }
@@ -113,3 +115,29 @@ def test_quick_mode_runs_and_prints_its_figures(script, tmp_path):
     assert done.returncode == 0, f"{script} --quick failed:\n{done.stderr[-3000:]}"
     missing = [p for p in FIGURES.get(script, [r"(?!)"]) if not re.search(p, done.stdout)]
     assert not missing, f"{script} --quick did not print {missing}:\n{done.stdout[-3000:]}"
+
+
+def test_evidence_ships_by_each_rule_and_judges_the_target_on_what_is_shipped():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import evidence
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    import pandas as pd
+
+    runs = pd.DataFrame({  # four harmful-world runs of one rule, by hand
+        "preset": "tb2", "mix": "harmful", "rule": "learned", "history": 0,
+        "selected": ["c1", "c2", "c3", "baseline"],
+        "sealed_decision": ["credit", "inconclusive", "inconclusive", "inconclusive"],
+        "sealed_delta_pp": [6.0, 1.0, -2.0, 0.0], "sealed_p_one_sided": [0.01, 0.15, 0.8, 1.0],
+        "true_sealed_delta_pp": [4.0, -2.0, -1.0, 0.0]})
+    table = evidence.shipping(runs, min_history=60).set_index("ship_rule")
+    shipped = table["shipped_true_delta_pp"].to_dict()
+    assert shipped == pytest.approx({"always": 0.25, "sealed_credit": 1.0,
+                                     "sealed_positive": 0.5, "sealed_p20": 0.5})
+    within = table["within_half_pp"].to_dict()
+    assert within == pytest.approx({"always": 0.5, "sealed_credit": 1.0,
+                                    "sealed_positive": 0.75, "sealed_p20": 0.75})
+    assert table["within_met"].to_dict() == {"always": False, "sealed_credit": True,
+                                             "sealed_positive": False, "sealed_p20": False}
+    assert table.loc["sealed_credit", "ships_child"] == 0.25
