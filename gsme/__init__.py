@@ -1,7 +1,8 @@
 """gsme: evolve LLM agent harnesses with gated crediting and a pathology-keyed archive.
 
 Submodules are imported on first use, so ``import gsme; gsme.stats.paired_test(...)`` works
-and ``import gsme`` stays light. The layers, from the core up (see ``ARCHITECTURE.md``):
+for every public module (``gsme.measure``, ``gsme.grow``, ...) and ``import gsme`` stays
+light. The layers, from the core up (see ``ARCHITECTURE.md``):
 
 * core — :mod:`gsme.schema` (frames), :mod:`gsme.settings` (the only defaults),
   :mod:`gsme.stats`, :mod:`gsme.power`, :mod:`gsme.gates`, :mod:`gsme.sequential`,
@@ -16,6 +17,7 @@ and ``import gsme`` stays light. The layers, from the core up (see ``ARCHITECTUR
 """
 
 import importlib
+import pkgutil
 from importlib.metadata import PackageNotFoundError, version
 
 try:
@@ -23,13 +25,9 @@ try:
 except PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0+unknown"
 
-__all__ = [
-    "agents", "analysis", "archive", "cli", "compare", "config", "credentials", "envgate",
-    "evolve", "evolvers", "experiments", "gates", "gitrepo", "importers", "io", "ledger",
-    "patches", "plot", "plugins", "policy", "power", "prices", "report", "resources", "run",
-    "schema", "scoring", "sequential", "settings", "sim", "stats", "suites", "vocabulary",
-    "widgets",
-]
+__all__ = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+"""Every public submodule, read from the package's folder (one listing, nothing imported):
+a new module is reachable as ``gsme.<module>`` without being listed here."""
 
 
 def __getattr__(name: str):

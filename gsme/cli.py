@@ -196,7 +196,8 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--split", default=None, choices=["train", "test"],
                          help="the split to compare on (default: the one the logs hold; "
                               "train when they hold both)")
-    compare.add_argument("--quiet", action="store_true", help="no progress bar (shown on a terminal)")
+    compare.add_argument("--quiet", action="store_true",
+                         help="no progress bar (shown on a terminal)")
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
