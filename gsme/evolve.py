@@ -551,8 +551,9 @@ def empty_stop(run: Run) -> str | None:
     last = empty_reason(run, done)
     if streak < limit and not last.endswith("nothing to fix"):
         return None
-    return (f"{streak} round{'s' if streak > 1 else ''} in a row made no child "
-            f"(round {done}: {last})")
+    if streak == 1:
+        return f"round {done} made no child ({last})"
+    return f"{streak} rounds in a row made no child (round {done}: {last})"
 
 
 def _round_view(run: Run, parent: str, *, round: int) -> RoundView:

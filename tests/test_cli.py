@@ -186,6 +186,9 @@ def test_a_run_whose_baseline_fails_nothing_says_so_and_seals(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     assert main(["run", "easy.toml"]) == 0
     out = capsys.readouterr().out
-    assert "round 1: baseline failed no train trial: nothing to propose, evolution stops" in out
+    assert "round 1: no child of baseline: baseline failed no train trial: nothing to fix" in out
+    assert ("evolution stopped: round 1 made no child (baseline failed no train trial: "
+            "nothing to fix); on to the sealed test") in out
     assert "round 2" not in out and "sealed_decision" in out
+    assert "keep the baseline: the run kept no child that beat the baseline" in out
     assert main(["resume", "run"]) == 0  # sealed: nothing more to do
