@@ -5,7 +5,7 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from gsme import gates, measure, sim
+from gsme import gates, measure, parent_trials, sim
 from gsme.agents import TaskAgent, Trajectory
 from gsme.patches import FileChange, Patch
 from gsme.run import Run, RunError, RunLockedError, SealedError
@@ -106,11 +106,17 @@ def test_child_borrows_parent_trials_outside_its_env_gate(run):
     borrowed = trials[trials["borrowed_from"].notna()]
     assert set(borrowed["task_id"]).isdisjoint(python)
     assert set(trials.loc[trials["borrowed_from"].isna(), "task_id"]) == python
+    first = parent_trials.stride(run.config.gate)  # the baseline's fresh block of round 1
     base = run.trials(candidate="baseline").set_index(["task_id", "repeat"])["passed"]
     lent = borrowed.set_index(["task_id", "repeat"])["passed"]
-    assert (lent == base.loc[lent.index]).all()
+    block = pd.MultiIndex.from_arrays([borrowed["task_id"], borrowed["repeat"] + first])
+    assert (lent.to_numpy() == base.loc[block].to_numpy()).all()
     assert set(borrowed["borrowed_from"]) == {"baseline"}
-    assert run.trials_spent() == len(tasks) * 3 + len(python) * 3
+    ran = run.trials()
+    fresh = ran[(ran["candidate"] == "baseline") & (ran["repeat"] >= first)]
+    assert set(fresh["task_id"]) == set(tasks["task_id"])  # the block: every task, anew
+    assert fresh["borrowed_from"].isna().all()
+    assert run.trials_spent() == int(ran["borrowed_from"].isna().sum())
 
 
 class FlakyAgent(TaskAgent):

@@ -75,7 +75,7 @@ def test_scores_are_judged_not_passed():
 
 @pytest.mark.parametrize("design", ["fixed", "adaptive"])
 def test_credit_on_scores_decides_as_the_paired_test_says(design):
-    config = GateConfig(design=design)
+    config = GateConfig(design=design, parent_trials="stored")  # made here: no fresh blocks
     candidates = pd.DataFrame({
         "candidate": ["p", "c"], "parents": ["", "p"], "kind": ["baseline", "mutation"],
         "where": [None, "prompt"], "why": [None, "x"], "patch_id": None, "beacon": [None, "b"],

@@ -360,7 +360,8 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
         "beacon": None, "env_gate": None, "commit": None, "branch": None,
         "round": [0, 1, 1, 1], "rationale": None,
     })
-    decided = gates.credit(trials, candidates, config=config).set_index("candidate")
+    stored = config.model_copy(update={"parent_trials": "stored"})  # scored here, no blocks
+    decided = gates.credit(trials, candidates, config=stored).set_index("candidate")
     taken = sequential.looks(trials, pairs, config=config).groupby("candidate").tail(1)
     for last in taken.itertuples():
         assert decided.loc[last.candidate, "looks"] == last.look

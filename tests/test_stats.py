@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from gsme import experiments, gates, schema, sequential, stats
+from gsme import experiments, gates, parent_trials, schema, sequential, stats
 from gsme.settings import GateConfig
 
 NORMAL = GateConfig(reference="normal", exact_below=0)
@@ -554,17 +554,18 @@ def test_candidate_rates_average_tasks_over_the_first_k():
 @pytest.fixture(scope="module")
 def adaptive_run():
     run = experiments.simulated_run("tb2", rounds=2, finalize=False)
-    yield run.decisions(), run.trials(split="train"), run.config.gate
+    yield run.decisions(), run.trials(split="train"), run.config.gate, run.candidates()
     run.close()
 
 
 def test_paired_tasks_average_to_every_decision(adaptive_run):
-    decisions, trials, gate = adaptive_run
+    decisions, trials, gate, candidates = adaptive_run
     assert gate.design == "adaptive" and (decisions["looks"] > 1).any()
     every_repeat = gate.model_copy(update={"design": "fixed"})
     differs = 0
     for row in decisions.itertuples():
-        tasks = stats.paired_tasks(trials, parent=row.parent, child=row.candidate, config=gate)
+        seen, parent = parent_trials.of_child(trials, candidates, row.candidate, config=gate)
+        tasks = stats.paired_tasks(seen, parent=parent, child=row.candidate, config=gate)
         assert len(tasks) == row.n_tasks
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
         assert tasks["rate_child"].mean() == pytest.approx(row.rate_child, abs=1e-12)
@@ -572,14 +573,14 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
         looks = set(sequential.look_repeats(gate)[: row.looks]) | {gate.k}
         assert set(tasks["repeats"]) <= looks
         assert (tasks[["n_parent", "n_child"]].max(axis=1) <= tasks["repeats"]).all()
-        old = stats.paired_tasks(trials, parent=row.parent, child=row.candidate,
+        old = stats.paired_tasks(seen, parent=parent, child=row.candidate,
                                  config=every_repeat)
         differs += abs(100 * old["diff"].mean() - row.delta_pp) > 1e-6
     assert differs >= 1  # reading every repeat would not match: the test can fail
 
 
 def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run):
-    decisions, trials, gate = adaptive_run
+    decisions, trials, gate, _ = adaptive_run
     level = sequential.boundaries(gate)["level"].to_numpy()[decisions["looks"] - 1]
     tested = decisions["gate_failed"].isna() | (decisions["gate_failed"] == "significance")
     tested &= decisions["n_tasks"] >= gate.min_tasks
