@@ -324,8 +324,9 @@ def markdown_shipping(table: pd.DataFrame) -> str:
     mine = table[table["rule"].isin(["learned", WITH_HISTORY])]
     for (preset, mix, rule), g in mine.groupby(["preset", "mix", "rule"], sort=False):
         by = g.set_index("ship_rule")
-        cells = [f"{by.at[r, 'shipped_true_delta_pp']:+.1f} ({100 * by.at[r, 'within_half_pp']:.0f}%)"
-                 if r in by.index else "" for r in rules]
+        cells = [f"{by.at[r, 'shipped_true_delta_pp']:+.1f} "
+                 f"({100 * by.at[r, 'within_half_pp']:.0f}%)" if r in by.index else ""
+                 for r in rules]
         met = by.at[report.SHIP_RULE, "within_met"] if report.SHIP_RULE in by.index else None
         lines.append(f"| {preset} | {mix} | {rule} | " + " | ".join(cells) + " | "
                      + ("" if met is None or pd.isna(met) else "met" if met else "not met")

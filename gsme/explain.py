@@ -396,7 +396,8 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
         fixed design; NA for invalid and inactive children), ``boundary`` (the z the
         child had to reach at that look to be credited, :func:`gsme.sequential.boundaries`;
         NaN without a look; with few changed tasks the exact sign-flip p decides instead),
-        ``z, delta_pp`` (vs its parent, on the repeats the decision read), ``p_one_sided``, ``gate_reason`` (the gate's own words),
+        ``z, delta_pp`` (vs its parent, on the repeats the decision read),
+        ``p_one_sided``, ``gate_reason`` (the gate's own words),
         ``expected_delta_pp, expected_low_pp, expected_high_pp`` (the posterior mean
         of its true effect under the learned mix and its central :data:`INTERVAL`
         interval on the mix's grid), ``p_positive``, ``worth_pp`` (the learned rule's

@@ -19,8 +19,9 @@
   for the baseline) and ``train_rate`` (:func:`gsme.explain.train_rates`: the rate every
   surface shows). Tags: ``gsme.run_id, gsme.candidate, parent, kind, where, why,
   patch_id, env_gate, beacon``, the decision's texts (``decision, split, gate_failed,
-  reason``) and ``keep_reason`` (why it was kept or not, :func:`gsme.explain.keep_reasons`). Artifacts: ``patch/diff.patch`` (the unified diff from its parent's harness;
-  from the empty tree for the baseline) and ``patch/rationale.md`` (the evolver's
+  reason``) and ``keep_reason`` (why it was kept or not, :func:`gsme.explain.keep_reasons`).
+  Artifacts: ``patch/diff.patch`` (the unified diff from its parent's harness; from the
+  empty tree for the baseline) and ``patch/rationale.md`` (the evolver's
   rationale), as :func:`gsme.explain.patch_details` gives them.
 
 A NaN (an undecided candidate's z, a non-simulated run's true effects) and a None are not
