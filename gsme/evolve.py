@@ -24,6 +24,7 @@ from gsme import budget, gates, policy, schema, stats
 from gsme.evolvers.base import RoundView
 from gsme.measure import measure
 from gsme.patches import Patch
+from gsme.report import number
 from gsme.run import Run
 from gsme.schema import BASELINE
 from gsme.settings import Schedule
@@ -69,7 +70,9 @@ class RoundResult:
         return (f"<p><b>round {self.round}</b>: {len(self.candidates)} candidate(s) of "
                 f"<code>{self.parent}</code>: {kept} kept, {credited} credited; "
                 f"{len(self.archive)} elite(s) after it</p>"
-                + table.to_html(index=False, float_format=lambda v: f"{v:.3g}"))
+                + table.to_html(index=False, na_rep="n/a", formatters={
+                    c: partial(number, p=c == "p_one_sided") for c in table.columns
+                    if c not in ("candidate", "parent", "decision", "reason")}))
 
 
 def cold_start(run: Run, *, executor=None, progress: bool = True) -> pd.DataFrame:
