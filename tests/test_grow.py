@@ -9,7 +9,7 @@ import sys
 import pandas as pd
 import pytest
 
-from gsme import evolve, gates, measure, scoring, sim
+from gsme import evolve, gates, measure, parent_trials, scoring, sim
 from gsme import run as run_module
 from gsme.cli import main
 from gsme.evolvers.rule import RuleEvolver
@@ -78,8 +78,10 @@ def test_growing_borrows_from_ancestors_and_runs_only_where_gates_fire(copy):
     base = on_new[on_new["candidate"] == BASELINE]
     assert set(base["task_id"]) == new_ids and base["borrowed_from"].isna().all()
     parent = {c: p.split(",")[0] for c, p in zip(candidates["candidate"], candidates["parents"])}
+    own = on_new["repeat"] < parent_trials.stride(run.config.gate)  # the rest: fresh blocks
+    assert (~own).any() and on_new.loc[~own, "borrowed_from"].isna().all()
     ran = borrowed = 0
-    for (cand, task), rows in on_new[on_new["candidate"] != BASELINE].groupby(
+    for (cand, task), rows in on_new[own & (on_new["candidate"] != BASELINE)].groupby(
             ["candidate", "task_id"]):
         same = acting.loc[(cand, task), "acting"] == acting.loc[(parent[cand], task), "acting"]
         if same:  # its own patch's gate rejects the task: an ancestor's trials stand in
