@@ -12,7 +12,7 @@ import pytest
 
 from gsme import evolve
 from gsme.agents import Trajectory, TrialSpec, trial_row
-from gsme.ledger import Ledger
+from gsme.ledger import _ADDED, Ledger
 from gsme.run import Run, verify
 
 
@@ -191,14 +191,16 @@ def previous(tmp_path):
 
 
 def _stored(path: Path) -> dict[str, list]:
-    """Every row of every table of a ledger file, as SQLite holds it (the new column left out)."""
+    """Every row of every table of a ledger file, as SQLite holds it (the new columns left
+    out)."""
     db = sqlite3.connect(path)
     try:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table' "
                                            "AND name NOT LIKE 'sqlite_%'")]
         out = {}
         for table in tables:
-            cols = [r[1] for r in db.execute(f"PRAGMA table_info({table})") if r[1] != "score"]
+            cols = [r[1] for r in db.execute(f"PRAGMA table_info({table})")
+                    if (table, r[1]) not in _ADDED]
             out[table] = db.execute(f"SELECT {', '.join(map(repr, cols))} FROM {table} "
                                     "ORDER BY rowid").fetchall()
         return out
