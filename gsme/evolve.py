@@ -241,13 +241,13 @@ def recombine(run: Run, base: str, *, n: int, round: int) -> list[str]:
     >>> from gsme import sim
     >>> from gsme.evolvers import RuleEvolver
     >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
-    >>> _ = evolve(run, rounds=2, progress=False)
+    >>> _ = evolve(run, rounds=3, progress=False)
     >>> run.archive()["candidate"].tolist()
-    ['c0001', 'c0006']
-    >>> recombine(run, "baseline", n=1, round=3)
-    ['c0007']
+    ['c0008', 'c0007', 'c0001']
+    >>> recombine(run, "baseline", n=1, round=4)
+    ['c0010']
     >>> run.proposals()["parents"].iloc[-1]
-    'baseline,c0006,c0001'
+    'baseline,c0008,c0001'
     >>> run.close()
     """
     if n <= 0:

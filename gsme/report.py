@@ -398,7 +398,7 @@ def cost_table(run) -> pd.DataFrame:
     >>> cost_table(run)[["round", "evolver_calls", "trials"]]  # round -1: the sealed test
        round  evolver_calls  trials
     0      0              0      49
-    1      1              0     250
+    1      1              0     317
     2     -1              0      50
     >>> run.close()
     """
