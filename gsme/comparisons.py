@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme.settings import LEARN_MATCHES, WORLD_PARTS, learn_match_parts
 
 __all__ = ["MATCHES", "PARTS", "append", "check_match", "conform", "digest", "of_run", "read",
            "relevant", "signature", "signature_of"]
@@ -46,10 +47,9 @@ __all__ = ["MATCHES", "PARTS", "append", "check_match", "conform", "digest", "of
 _COLUMNS = schema.columns("comparisons")
 _TYPES = {c.name: {"text": object, "int": np.int64, "float": np.float64}[c.kind]
           for c in schema.FRAMES["comparisons"].columns}
-PARTS = ("agent", "evolver", "harness", "task_model", "suite", "evolver_model", "prompt")
-"""What a world is made of: the agent's and evolver's names, the agent's harness family and
-settings, its task model, the suite's digest, the evolver's model and its prompt's digest."""
-MATCHES = ("world", "any")
+PARTS = WORLD_PARTS
+"""What a world is made of (:data:`gsme.settings.WORLD_PARTS`)."""
+MATCHES = LEARN_MATCHES
 """``learn_match`` values besides a comma-separated list of :data:`PARTS`."""
 _ADDED = ["world", "harness", "task_model", "suite", "evolver_model", "prompt",
           "first_delta_pp", "first_se_pp"]
@@ -190,7 +190,7 @@ def relevant(comparisons: pd.DataFrame, *, signature: Mapping[str, str],
     >>> relevant(rows, signature=signature_of(mine), match="agent,evolver")["run"].tolist()
     ['r1', 'r1', 'r2', 'r2']
     """
-    parts = _match_parts(match)
+    parts = learn_match_parts(match)
     comparisons = conform(comparisons)
     if match == "any":
         return comparisons
@@ -373,16 +373,6 @@ def check_match(match: str) -> str:
     >>> check_match("task_model, suite")
     'task_model, suite'
     """
-    _match_parts(match)
+    learn_match_parts(match)
     return match
 
-
-def _match_parts(match: str) -> list[str]:
-    if match in MATCHES:
-        return []
-    parts = [p.strip() for p in str(match).split(",") if p.strip()]
-    bad = [p for p in parts if p not in PARTS]
-    if not parts or bad:
-        raise ValueError(f"learn_match must be one of {list(MATCHES)} or a comma-separated "
-                         f"list of {list(PARTS)}, got {match!r}")
-    return parts

@@ -24,11 +24,11 @@ from pydantic import (
 
 from gsme.registry import DESIGNS, POLICIES
 
-__all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "MAX_CONFIG_BYTES",
+__all__ = ["DEFAULT_ISOLATION", "EFFECT_PP", "ISOLATIONS", "LEARN_MATCHES", "MAX_CONFIG_BYTES",
            "MAX_EXACT_REPEATS", "MAX_K", "MAX_LOOKS", "MAX_SIMULATED_TRIALS", "MAX_TASKS",
            "PROMPT_FAILURES", "REPEAT_SD_PP", "SIMULATIONS", "STUDY_ROUNDS", "TARGET_POWER",
-           "ConfigError", "GateConfig",
-           "KeepConfig", "RunConfig", "Schedule", "ValidationError", "describe"]
+           "WORLD_PARTS", "ConfigError", "GateConfig", "KeepConfig", "RunConfig", "Schedule",
+           "ValidationError", "describe", "learn_match_parts"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", validate_default=True)
 
@@ -68,6 +68,13 @@ MAX_TASKS = 1_000_000
 MAX_SIMULATED_TRIALS = 4_000_000
 """Most trials a simulated plan draws (simulations × tasks × ``k_max`` × 2 sides): about 2 GB
 and half a minute here (:func:`gsme.compare.plan`)."""
+WORLD_PARTS = ("agent", "evolver", "harness", "task_model", "suite", "evolver_model",
+               "prompt")
+"""What a world is made of (:mod:`gsme.comparisons`): the agent's and evolver's names, the
+agent's harness family and settings, its task model, the suite's digest, the evolver's model
+and its prompt's digest."""
+LEARN_MATCHES = ("world", "any")
+"""``RunConfig.learn_match`` values besides a comma-separated list of :data:`WORLD_PARTS`."""
 MAX_CONFIG_BYTES = 1 << 20
 """Largest config file read (1 MiB); a run config is a few lines (:func:`gsme.config.load`)."""
 STUDY_ROUNDS = 3
@@ -77,6 +84,30 @@ PROMPT_FAILURES = 12
 """Failing trials the Claude evolver shows in one prompt, sampled from the (at most
 ``RunConfig.max_failures``) failures the run hands it."""
 
+
+
+def learn_match_parts(match: str) -> list[str]:
+    """The world parts a ``learn_match`` value compares ([] for ``world`` and ``any``).
+
+    Raises
+    ------
+    ValueError
+        ``match`` is neither one of :data:`LEARN_MATCHES` nor a list of
+        :data:`WORLD_PARTS`.
+
+    Examples
+    --------
+    >>> learn_match_parts("task_model, suite")
+    ['task_model', 'suite']
+    """
+    if match in LEARN_MATCHES:
+        return []
+    parts = [p.strip() for p in str(match).split(",") if p.strip()]
+    bad = [p for p in parts if p not in WORLD_PARTS]
+    if not parts or bad:
+        raise ValueError(f"learn_match must be one of {list(LEARN_MATCHES)} or a "
+                         f"comma-separated list of {list(WORLD_PARTS)}, got {match!r}")
+    return parts
 
 class ConfigError(ValueError):
     """A setting, a config file or a plugin spec is invalid; the message names the key.
@@ -373,9 +404,8 @@ class RunConfig(BaseModel):
     @field_validator("learn_match")
     @classmethod
     def _known_parts(cls, match: str) -> str:
-        from gsme.comparisons import check_match
-
-        return check_match(match)
+        learn_match_parts(match)
+        return match
 
     @model_validator(mode="before")
     @classmethod
