@@ -13,15 +13,19 @@ same runs, and the share of all runs whose own sealed test credits.
 Targets (issue 30): own sealed credit given a non-baseline selection ≤ 2.5%, upper limit
 ≤ 3.5%, on ≥ 1,000 such runs.
 
-    python benchmarks/aa_sealed.py [--runs 1200] [--rounds 2] [--workers 2]
+    python benchmarks/aa_sealed.py [--runs 1200] [--rounds 2] [--workers 2] [--rows aa.jsonl]
+    python benchmarks/aa_sealed.py --read aa.jsonl    # the table of the runs done so far
     python benchmarks/aa_sealed.py --quick
+
+With ``--rows`` every finished run is appended to that file as it lands (a long run stopped
+early keeps what it did; ``--read`` prints its table).
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
-import itertools
+import json
 import sys
 import tempfile
 import time
@@ -104,16 +108,32 @@ def main(argv=None) -> None:
     parser.add_argument("--preset", default="tb2")
     parser.add_argument("--rules", default=",".join(RULES))
     parser.add_argument("--quick", action="store_true", help="10 runs per rule, 1 round")
+    parser.add_argument("--rows", type=Path, help="append each finished run here (JSON lines)")
+    parser.add_argument("--read", type=Path, help="print the table of a --rows file")
     args = parser.parse_args(argv)
+    if args.read is not None:
+        runs = pd.read_json(args.read, lines=True)
+        print(f"SIMULATED A/A (null mix): {len(runs)} independent runs read from {args.read}")
+        _print(runs)
+        return
     n, rounds = (10, 1) if args.quick else (args.runs, args.rounds)
     rules = args.rules.split(",")
     start = time.time()
     jobs = [(rule, 20_000 + i * len(rules) + j, rounds, args.preset)  # distinct seeds
             for i in range(n) for j, rule in enumerate(rules)]
+    rows = []
     with cf.ProcessPoolExecutor(args.workers) as pool:
-        runs = pd.DataFrame(list(pool.map(one_run, *zip(*jobs), chunksize=4)))
+        for row in pool.map(one_run, *zip(*jobs), chunksize=4):
+            rows.append(row)
+            if args.rows is not None:
+                with open(args.rows, "a") as out:
+                    out.write(json.dumps(row) + "\n")
     print(f"SIMULATED A/A (null mix) on {args.preset}: {n} independent runs per rule, {rounds} "
           f"round(s) each, {time.time() - start:.0f} s on {args.workers} processes")
+    _print(pd.DataFrame(rows))
+
+
+def _print(runs: pd.DataFrame) -> None:
     print(table(runs).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     chose = runs[runs["selected"] != BASELINE]
     own = _shown(int(chose["own"].sum()), len(chose))
