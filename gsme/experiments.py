@@ -235,7 +235,7 @@ def compare_policies(preset: str, *, seeds=(0, 1, 2), policies=None, designs=("f
     >>> table[["policy", "seed", "selected", "kept"]]
        policy  seed  selected  kept
     0   gated     0  baseline     0
-    1  greedy     0     c0001     1
+    1  greedy     0     c0001     3
     """
     root = _root(root, "compare_policies")
     policies = POLICIES.names() if policies is None else policies

@@ -38,12 +38,24 @@ MODES = ("fresh", "stored")
 
 
 def stride(config: GateConfig) -> int:
-    """Repeats a block spans: the most repeats a comparison of the design reads."""
+    """Repeats a block spans: the most repeats a comparison of the design reads.
+
+    Examples
+    --------
+    >>> stride(GateConfig(design="fixed")), stride(GateConfig(design="adaptive"))
+    (3, 9)
+    """
     return int(sequential.design_of(config).look_repeats(config)[-1])
 
 
 def label(parent, first) -> str:
-    """The view's name of the block of ``parent`` starting at repeat ``first``."""
+    """The view's name of the block of ``parent`` starting at repeat ``first``.
+
+    Examples
+    --------
+    >>> label("c0003", 18)
+    'c0003@18'
+    """
     return f"{parent}@{int(first)}"
 
 
@@ -155,6 +167,16 @@ def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
     ------
     gsme.schema.FrameError
         Naming the first such child, its parent and the block's repeats.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "c"], "repeat": 0})
+    >>> paired = pd.DataFrame({"candidate": ["c"], "parent": ["p"], "first": [3],
+    ...                        "reference": ["p@3"]})
+    >>> require_blocks(t, paired)
+    Traceback (most recent call last):
+    ...
+    gsme.schema.FrameError: candidate 'c': its parent 'p' has no trials in the fresh block ...
     """
     blocks = paired[paired["first"].to_numpy() > 0]
     if blocks.empty:
@@ -173,7 +195,19 @@ def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
 def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,
              split: str = "train", config: GateConfig) -> tuple[pd.DataFrame, str]:
     """The trials ``child``'s comparison reads (:func:`view`) and its parent's name there,
-    for one comparison replayed task by task (:func:`gsme.stats.paired_tasks`)."""
+    for one comparison replayed task by task (:func:`gsme.stats.paired_tasks`).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p"] * 4 + ["c"] * 2, "task_id": "t1",
+    ...                   "split": "train", "repeat": [0, 1, 2, 3, 0, 1],
+    ...                   "passed": [1, 1, 0, 0, 1, 0]})
+    >>> c = pd.DataFrame({"candidate": ["p", "c"], "parents": ["", "p"],
+    ...                   "kind": ["baseline", "mutation"], "round": [0, 1]})
+    >>> seen, parent = of_child(t, c, "c", config=GateConfig(design="fixed", k=2))
+    >>> parent, seen.loc[seen["candidate"] == parent, "passed"].tolist()
+    ('p@2', [0, 0])
+    """
     paired = pairs(candidates, [child], split=split, config=config)
     return view(trials, paired, config=config), paired["reference"].iloc[0]
 
@@ -187,6 +221,15 @@ def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
         ``candidate, task_id, split, repeats, first``: a block's rows name its parent with
         the block's ``first``; every other row has ``first`` 0 (repeats ``first ..
         first + repeats - 1`` are wanted).
+
+    Examples
+    --------
+    >>> paired = pd.DataFrame({"candidate": ["c"], "parent": ["p"], "first": [9],
+    ...                        "reference": ["p@9"]})
+    >>> wanted = pd.DataFrame({"candidate": ["c", "p@9"], "task_id": "t1", "split": "train",
+    ...                        "repeats": 3})
+    >>> unview(wanted, paired)[["candidate", "repeats", "first"]].values.tolist()
+    [['c', 3, 0], ['p', 3, 9]]
     """
     blocks = paired[paired["first"].to_numpy() > 0]
     of = dict(zip(blocks["reference"], zip(blocks["parent"], blocks["first"])))
@@ -204,6 +247,13 @@ def lenders(paired: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         ``candidate, lender, shift``: one row per pair with a block.
+
+    Examples
+    --------
+    >>> paired = pd.DataFrame({"candidate": ["c", "b"], "parent": ["p", None],
+    ...                        "first": [9, 0], "reference": ["p@9", None]})
+    >>> lenders(paired).values.tolist()
+    [['c', 'p', 9]]
     """
     blocks = paired[paired["first"].to_numpy() > 0]
     return pd.DataFrame({"candidate": blocks["candidate"].to_numpy(dtype=object),

@@ -80,8 +80,9 @@ def test_compare_policies_counts_agree_with_an_audit_of_each_run(policies):
         if row.policy == "gated":
             assert row.kept == int((decisions["decision"] == "credit").sum())
         elif row.policy == "learned":
+            worth = decisions["expected_delta_pp"] > run.config.keep.worth_pp
             assert row.kept == int(((decisions["decision"] == "credit")
-                                    | (decisions["expected_delta_pp"] > 0)).sum())
+                                    | (worth & (decisions["delta_pp"] > 0))).sum())
         else:
             assert row.kept == int((decisions["delta_pp"].round(9) > 0).sum())
         assert row.false_keeps == int((audit["kept"] & (audit["true_delta_pp"] <= 0)).sum())
