@@ -12,6 +12,8 @@ it, so calls never collide and any run can be reopened with :meth:`gsme.run.Run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import tempfile
 from pathlib import Path
 
@@ -52,7 +54,7 @@ _ROUND = Schedule()  # children and recombinations per round of every study's ru
 
 
 def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None = None,
-                  mix: str | None = None, breadth: float | None = None,
+                  mix=None, breadth: float | None = None,
                   policy: str | None = None,
                   gate: GateConfig | None = None, rounds: int = STUDY_ROUNDS,
                   children: int = _ROUND.children_per_round,
@@ -79,8 +81,9 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         Seed of the simulated suite, the evolver and the run.
     profile : str, optional
         One of :data:`gsme.sim.PROFILES`; default: the preset's own.
-    mix : str, optional
-        The simulator's proposal mix (:data:`gsme.sim.MIXES`); default ``calibrated``.
+    mix : str or Mix, optional
+        The simulator's proposal mix (a :data:`gsme.sim.MIXES` name or a stated
+        :class:`~gsme.sim.catalogue.Mix`); default ``calibrated``.
     breadth : float, optional
         How concentrated each failure mode is on a visible task feature (the simulated
         suite's knob, :func:`gsme.sim.preset`); default the suite's own (unconcentrated).
@@ -122,8 +125,11 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
     config = RunConfig(run_seed=seed, gate=gate, learn_from=learn_from, learn_match=learn_match,
                        keep=keep or KeepConfig(),
                        **({} if policy is None else {"policy": policy}))
-    label = "-".join([preset, profile_name, *map(str, world.values()), config.policy, gate.design,
+    shown = [getattr(v, "name", v) for v in world.values()]  # a stated Mix by its name
+    label = "-".join([preset, profile_name, *map(str, shown), config.policy, gate.design,
                       f"s{seed}"])
+    if "mix" in world and not isinstance(world["mix"], str):  # stored as its table
+        world["mix"] = dataclasses.asdict(world["mix"])
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
                      config=config,

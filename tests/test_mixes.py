@@ -261,3 +261,18 @@ def test_every_world_keeps_the_same_baseline():
     base = sim.preset("tb2").true_rates({}, "train")
     for mix in NEW_WORLDS:
         assert sim.preset("tb2", mix=mix).true_rates({}, "train").equals(base)
+
+
+def test_a_stated_mix_runs_through_simulated_run_and_reopens(tmp_path):
+    from gsme import experiments
+    from gsme.run import Run
+
+    run = experiments.simulated_run("tiny", root=tmp_path, rounds=1, finalize=False,  # SIMULATED
+                                    mix=Mix("stated", fix=0.5))
+    try:
+        assert run.path.name.startswith("tiny-qwen-careless-stated-")
+        assert run.agent_spec["mix"]["fix"] == 0.5
+    finally:
+        run.close()
+    with Run.open(run.path, read_only=True) as again:
+        assert again.agent.name == run.agent.name and again.agent.name.endswith("/stated")
