@@ -422,12 +422,8 @@ def _drive(run, args, executor=None) -> int:
         if executor is not None:
             executor.close()
     table = report.run_table(run)
-    line = report.ship_line(report.recommendation(table))
-    if args.json:
-        print(table.assign(ship=line).iloc[0].to_json(default_handler=str))
+    if _print_report(table, as_json=args.json):
         return 0
-    print(line)
-    _print_table(table)
     print(f"run directory: {run.path}")
     if getattr(args, "temporary", False):
         print(f"(a temporary folder made for this demo: `gsme view {run.path}` shows it, "
@@ -535,13 +531,7 @@ def _report(args) -> int:
         if run.sealed_result is None:
             raise RunError(f"{args.dir} is not sealed yet; its report exists once the test "
                            "split is scored (gsme resume DIR finishes the run)")
-        table = report.run_table(run)
-        line = report.ship_line(report.recommendation(table))
-        if args.json:
-            print(table.assign(ship=line).iloc[0].to_json(default_handler=str))
-            return 0
-        print(line)
-        _print_table(table)
+        _print_report(report.run_table(run), as_json=args.json)
     return 0
 
 
@@ -792,6 +782,20 @@ def _key_values(items: list[str], flag: str) -> dict:
         except json.JSONDecodeError:
             out[key.strip()] = value
     return out
+
+
+def _print_report(table, *, as_json: bool) -> bool:
+    """A sealed run's ship line and table (one JSON object with ``as_json``); True when
+    JSON was printed."""
+    from gsme import report
+
+    line = report.ship_line(report.recommendation(table))
+    if as_json:
+        print(table.assign(ship=line).iloc[0].to_json(default_handler=str))
+        return True
+    print(line)
+    _print_table(table)
+    return False
 
 
 def _print_table(table: pd.DataFrame) -> None:
