@@ -29,6 +29,11 @@ FIGURES = {
         rf"adaptive default A/A at n=26: {NUMBER}%",
         r"scoring loop equals the shared-frame evaluation: (met|MISSED)",
     ],
+    "aa_sealed.py": [
+        r"SIMULATED A/A \(null mix\) on tb2: 10 independent runs per rule",
+        rf"greedy\s+10\s+\d+\s+{NUMBER}% \[",
+        r"own sealed credit given a non-baseline selection",
+    ],
     "bench_executors.py": [
         r"I/O-bound trials of 0\.2 s: trials/s by executor",
         rf"threads\s+2\s+{NUMBER}\s+10\.0\s+{NUMBER}%",
@@ -72,6 +77,11 @@ FIGURES = {
         rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
         rf"3 gated patches\s+run_many: {NUMBER} trials in {NUMBER} s wall",
         rf"full tb2 baseline at K=3: {NUMBER} trials in {NUMBER} ms",
+    ],
+    "reference_bias.py": [
+        r"SIMULATED winner's-curse check on tb2: 2 seeds x 2 rounds per row",
+        rf"greedy\s+null\s+fresh\s+\d+\s+{NUMBER} \[",
+        r"parent_trials='fresh' for every rule and mix: (met|NOT met)",
     ],
     "borrowing.py": [
         r"SIMULATED borrowing",
