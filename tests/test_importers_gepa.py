@@ -8,6 +8,8 @@ import pytest
 
 gepa = pytest.importorskip("gepa")
 
+from gepa_loader import Loader as _Loader  # a GEPA DataLoader stand-in
+
 from gsme import importers, schema
 from gsme.importers.gepa import BIAS_NOTE, component_path, read_gepa
 from gsme.integrations import gepa_demo as demo
@@ -98,22 +100,6 @@ def test_the_format_is_registered_and_refuses_a_test_split(gepa_run):
 
 
 # ----------------------------------------------- issue 32: GEPA's own indices, any id type
-
-class _Loader:
-    """A GEPA ``DataLoader`` keyed by task id (strings), as gepa 0.1.4's
-    ``gepa.core.data_loader.DataLoader`` protocol asks (``all_ids``, ``fetch``, ``len``)."""
-
-    def __init__(self, items):
-        self.items = {t["task_id"]: t for t in items}
-
-    def all_ids(self):
-        return list(self.items)
-
-    def fetch(self, ids):
-        return [self.items[i] for i in ids]
-
-    def __len__(self):
-        return len(self.items)
 
 
 class _Echo(demo.ScriptedReflection):

@@ -14,6 +14,8 @@ from scipy import stats as sps
 
 gepa = pytest.importorskip("gepa")
 
+from gepa_loader import Loader as _Loader  # a GEPA DataLoader stand-in
+
 from gsme import gates, schema
 from gsme.importers.gepa import read_gepa
 from gsme.integrations import gepa as gg
@@ -226,22 +228,6 @@ def test_dspy_gepa_completes_with_the_gate(tmp_path):
 
 
 # ------------------------------------------ issue 32: DataLoaders, resumes, a front's family
-
-class _Loader:
-    """A GEPA ``DataLoader`` keyed by task id (gepa 0.1.4's ``gepa.core.data_loader``
-    protocol: ``all_ids``, ``fetch``, ``len``); it is not a sequence."""
-
-    def __init__(self, items):
-        self.items = {t["task_id"]: t for t in items}
-
-    def all_ids(self):
-        return list(self.items)
-
-    def fetch(self, ids):
-        return [self.items[i] for i in ids]
-
-    def __len__(self):
-        return len(self.items)
 
 
 def test_data_loaders_are_read_as_their_items(run, tmp_path):
