@@ -30,11 +30,8 @@ import pandas as pd
 from gsme import schema, sequential
 from gsme.settings import GateConfig
 
-__all__ = ["MODES", "label", "lenders", "of_child", "pairs", "require_blocks", "stride",
-           "unview", "view"]
-
-MODES = ("fresh", "stored")
-"""Values of ``GateConfig.parent_trials``."""
+__all__ = ["label", "lenders", "of_child", "pairs", "require_blocks", "stride", "unview",
+           "view"]
 
 
 def stride(config: GateConfig) -> int:

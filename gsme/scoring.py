@@ -259,12 +259,13 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     missing = at < 0
     borrowed = pd.DataFrame()
     if config.borrow and missing.any():
-        rules = _lending(want, candidates, lenders)
+        rules = _lending(want, lenders)
+        acting = _acting_codes(candidates, tasks)
         if len(trials):
-            borrowed, lent = _lend(trials, slots, candidates, tasks,
+            borrowed, lent = _lend(trials, slots, candidates, tasks, acting,
                                    {k: v[missing] for k, v in {**want, **rules}.items()})
             missing[np.flatnonzero(missing)[lent]] = False
-        missing &= ~_waiting(want, rules, missing | needs, candidates, tasks)
+        missing &= ~_waiting(want, rules, missing | needs, candidates, tasks, acting)
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
     specs = [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None)
              for rows in (missing, needs)
@@ -400,7 +401,7 @@ def _expand(wanted: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
-def _lending(want: dict, candidates: pd.DataFrame, lenders) -> dict[str, np.ndarray]:
+def _lending(want: dict, lenders) -> dict[str, np.ndarray]:
     """Per wanted slot: ``only`` (the one candidate that may lend to it, ``""`` for none,
     None for any) and ``shift`` (added to its repeat to find the lender's slot)."""
     n = len(want["candidate"])
@@ -415,19 +416,20 @@ def _lending(want: dict, candidates: pd.DataFrame, lenders) -> dict[str, np.ndar
     return {"only": only, "shift": shift}
 
 
-def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.ndarray]:
+def _lend(trials, slots, candidates, tasks, acting, missing) -> tuple[pd.DataFrame, np.ndarray]:
     """Rows lent to ``missing`` slots by candidates that behave identically there, and the
     positions of the slots they are lent to.
 
-    A slot borrows the first valid trial of the same task, split and repeat from a
-    candidate whose acting patches there are the same (:func:`behaviour`), preferring its
-    parents in order, then its other ancestors, then any other by name. Slots and trials
-    are matched on integer keys (the trials' ``slots``), not by merging frames.
+    A slot borrows the first valid trial of the same task, split and repeat (plus its
+    ``shift``) from a candidate whose acting patches there are the same (``acting``,
+    :func:`_acting_codes`), preferring its parents in order, then its other ancestors,
+    then any other by name; a slot whose ``only`` names a lender borrows from it alone
+    (``""``: from none). Slots and trials are matched on integer keys (the trials'
+    ``slots``), not by merging frames.
     """
     names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
     ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
-    acting = _acting_codes(candidates, tasks)
-    shift = missing["shift"] if "shift" in missing else np.zeros(len(missing["repeat"]), int)
+    shift = missing["shift"]
     size = int(max(slots.repeat.max(initial=0), (missing["repeat"] + shift).max(initial=0))) + 1
 
     def keyed(cand, task, split, repeat):
@@ -454,14 +456,13 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
     slot = np.repeat(np.arange(len(wanted)), count)  # every (slot, offer) pair
     offer = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())
     other = donor[offer] != borrower[slot]
-    if "only" in missing:  # a lender named per slot ("" none, None any)
-        only = missing["only"][wanted]
-        named = pd.notna(only) & (only != "")
-        allowed = np.full(len(only), -2, dtype=np.int64)  # -2: any lender
-        allowed[named] = names.get_indexer(pd.Index(only[named], dtype=object))
-        allowed[only == ""] = -3  # -3: none
-        rule = allowed[slot]
-        other &= (rule == -2) | (rule == donor[offer])
+    only = missing["only"][wanted]  # a lender named per slot ("" none, None any)
+    named = pd.notna(only) & (only != "")
+    allowed = np.full(len(only), -2, dtype=np.int64)  # -2: any lender
+    allowed[named] = names.get_indexer(pd.Index(only[named], dtype=object))
+    allowed[only == ""] = -3  # -3: none
+    rule = allowed[slot]
+    other &= (rule == -2) | (rule == donor[offer])
     slot, offer = slot[other], offer[other]
     if not len(slot):
         return pd.DataFrame(), np.zeros(0, dtype=np.int64)
@@ -484,7 +485,7 @@ def _lend(trials, slots, candidates, tasks, missing) -> tuple[pd.DataFrame, np.n
 
 
 def _waiting(want: dict, rules: dict, open_: np.ndarray, candidates: pd.DataFrame,
-             tasks: pd.DataFrame) -> np.ndarray:
+             tasks: pd.DataFrame, acting: np.ndarray) -> np.ndarray:
     """Slots that wait a pass: their one lender's slot is wanted in this plan and not
     scored yet, and they behave as the lender on the task (so they will borrow it)."""
     named = pd.notna(rules["only"]) & (rules["only"] != "")
@@ -494,7 +495,6 @@ def _waiting(want: dict, rules: dict, open_: np.ndarray, candidates: pd.DataFram
     pending = {k for k, o in zip(key, open_) if o}
     names = pd.Index(candidates["candidate"].to_numpy(dtype=object))
     ids = pd.Index(tasks["task_id"].to_numpy(dtype=object))
-    acting = _acting_codes(candidates, tasks)
     out = np.zeros(len(named), dtype=bool)
     for i in np.flatnonzero(named):
         lender, task = rules["only"][i], want["task_id"][i]
