@@ -422,7 +422,7 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     parts = []
     for r, decided in decisions.groupby("round", sort=False):
         past = run.comparisons(before_round=int(r))
-        mix, count = _learned_mix(decided, past, config.keep)
+        mix, count = policy.learned_mix(decided, past=past, config=config.keep)
         post = prior.posterior(decided, mix, config=config.keep)
         low, high = _posterior_interval(decided, mix, config.keep)
         measured = decided["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
@@ -452,22 +452,6 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     out["comparisons"] = out["comparisons"].astype("Int64")
     out["keep_reason"] = [_keep_words(row) for row in out.itertuples()]
     return out
-
-
-def _learned_mix(decided: pd.DataFrame, past: pd.DataFrame, config) -> tuple[pd.DataFrame, int]:
-    """The mix :func:`gsme.policy.expected_effects` fits for ``decided`` (its steps, in its
-    order, from the public parts: history kept when its check passes, capped at the latest
-    runs; each comparison by its first-K Δ), and how many comparisons it learned from."""
-    own = past["own"].astype(bool) if "own" in past else pd.Series(False, index=past.index)
-    history, mine = past[~own], past[own]
-    check = policy.history_check(decided, past=past, config=config)
-    kept = prior.recent_runs(history, config.history_runs) if check["used"] else history.iloc[:0]
-    frames = [frame[frame["decision"].isin(prior.LEARNED_DECISIONS)]
-              for frame in (kept, mine, decided) if len(frame)]
-    evidence = (pd.concat([prior.learned_from(f) for f in frames if len(f)], ignore_index=True)
-                if any(len(f) for f in frames) else
-                pd.DataFrame(columns=prior.COMPARISON_COLUMNS))
-    return prior.fit(evidence, config=config), int(evidence.dropna().shape[0])
 
 
 def _posterior_interval(decided: pd.DataFrame, mix: pd.DataFrame, config

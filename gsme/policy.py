@@ -36,7 +36,7 @@ from gsme.schema import BASELINE
 from gsme.settings import KeepConfig
 
 __all__ = ["POLICIES", "Gated", "Greedy", "Learned", "Peak", "Policy", "expected_effects",
-           "history_check", "kept", "reported", "screen"]
+           "history_check", "kept", "learned_mix", "reported", "screen"]
 
 
 def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
@@ -80,17 +80,45 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
     config = config or KeepConfig()
     schema.require(decisions, ["decision", *prior.COMPARISON_COLUMNS], "decisions")
     measured = decisions["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
+    mix, _ = learned_mix(decisions, past=past, config=config)
+    out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, config=config)
+    out.loc[~measured] = np.nan
+    return out
+
+
+def learned_mix(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
+                config: KeepConfig | None = None) -> tuple[pd.DataFrame, int]:
+    """The mix of proposal effects :func:`expected_effects` learns for ``decisions``, and
+    how many comparisons it learned from.
+
+    The history in ``past`` (rows not marked ``own``) counts when its check passes
+    (:func:`history_check`), capped at its latest ``config.history_runs`` runs; then the
+    run's own rows and ``decisions``; of each, the rows that measured an effect, by their
+    first-look Δ where known (:func:`gsme.prior.learned_from`).
+
+    Returns
+    -------
+    tuple
+        The mix (:func:`gsme.prior.fit`: ``effect_pp, weight``) and the number of
+        comparisons it was fitted on.
+
+    Examples
+    --------
+    >>> d = pd.DataFrame({"decision": ["inconclusive"], "delta_pp": [1.0], "se_pp": [3.5]})
+    >>> mix, learned = learned_mix(d)
+    >>> learned, round(float(mix["weight"].sum()), 6)
+    (1, 1.0)
+    """
+    config = config or KeepConfig()
     history, own = _split(past)
     check = prior.check_history(history, pd.concat([own, decisions]), config=config)
     kept_history = (prior.recent_runs(history, config.history_runs) if check["used"]
                     else history.iloc[:0])
     evidence = [prior.learned_from(frame.loc[_learned(frame)])
                 for frame in (kept_history, own, decisions) if len(frame)]
-    mix = prior.fit(pd.concat(evidence, ignore_index=True) if evidence
-                    else pd.DataFrame(columns=prior.COMPARISON_COLUMNS), config=config)
-    out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, config=config)
-    out.loc[~measured] = np.nan
-    return out
+    evidence = (pd.concat(evidence, ignore_index=True) if evidence
+                else pd.DataFrame(columns=prior.COMPARISON_COLUMNS))
+    return prior.fit(evidence, config=config), int(evidence.dropna().shape[0])
 
 
 def history_check(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
