@@ -69,6 +69,24 @@ def chromium_path() -> str:
     return path
 
 
+@contextlib.contextmanager
+def chromium_page(width: int = 1200, height: int = 1000):
+    """A page of a headless Chromium driven by playwright, closed after (skips without
+    either)."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+    executable = chromium_path()
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
+                                     headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.set_default_timeout(WAIT_MS)
+            yield page
+        finally:
+            browser.close()
+
+
 def write_notebook(path: Path, run_path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from test_explorer_browser import CHROMIUM_ARGS, WAIT_MS, chromium_path, screenshot
+from test_explorer_browser import chromium_page, screenshot
 
 from gsme.cli import main
 from gsme.experiments import simulated_run
@@ -35,27 +34,17 @@ def make_page(root: Path) -> tuple[Path, list[str], str]:
 
 
 def test_view_page_renders_diffs_and_searches_transcripts(tmp_path):
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    executable = chromium_path()
     page_path, candidates, marker = make_page(tmp_path)
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
-                                     headless=True)
+    with chromium_page() as page:
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(page_path.as_uri())
         try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
-            page.set_default_timeout(WAIT_MS)
-            requests = []
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_path.as_uri())
-            try:
-                check(page, candidates, marker)
-            except Exception:
-                screenshot(page, tmp_path, "view-failure")
-                raise
-            screenshot(page, tmp_path, "view")
-        finally:
-            browser.close()
+            check(page, candidates, marker)
+        except Exception:
+            screenshot(page, tmp_path, "view-failure")
+            raise
+        screenshot(page, tmp_path, "view")
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
 
 

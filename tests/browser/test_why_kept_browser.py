@@ -8,8 +8,7 @@ and that child's card says why it was kept. Needs Debian's ``chromium`` and ``pl
 
 from __future__ import annotations
 
-import pytest
-from test_explorer_browser import CHROMIUM_ARGS, WAIT_MS, chromium_path, screenshot
+from test_explorer_browser import chromium_page, screenshot
 
 from gsme import explain, report
 from gsme.cli import main
@@ -17,9 +16,6 @@ from gsme.experiments import simulated_run
 
 
 def test_the_page_shows_the_ship_line_and_why_an_uncredited_child_was_kept(tmp_path):
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    executable = chromium_path()
     with simulated_run("tb2", root=tmp_path, seed=0, rounds=3) as run:
         ship = report.run_ship_line(run)
         reasons = explain.keep_reasons(run)
@@ -27,21 +23,14 @@ def test_the_page_shows_the_ship_line_and_why_an_uncredited_child_was_kept(tmp_p
     uncredited = reasons[reasons["kept"] & ~reasons["credited"]].iloc[0]
     out = tmp_path / "view.html"
     assert main(["view", str(path), "--out", str(out)]) == 0
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS,
-                                     headless=True)
+    with chromium_page() as page:
+        page.goto(out.as_uri())
         try:
-            page = browser.new_page(viewport={"width": 1200, "height": 1000})
-            page.set_default_timeout(WAIT_MS)
-            page.goto(out.as_uri())
-            try:
-                line = page.locator("#ship")
-                assert line.is_visible() and line.inner_text() == ship
-                card = page.locator(f"section#candidate-{uncredited['candidate']} table.gsme-gate")
-                assert uncredited["keep_reason"] in card.inner_text()
-                assert card.inner_text().count("kept without a credit") == 1
-            except Exception:
-                screenshot(page, tmp_path, "why-kept-failure")
-                raise
-        finally:
-            browser.close()
+            line = page.locator("#ship")
+            assert line.is_visible() and line.inner_text() == ship
+            card = page.locator(f"section#candidate-{uncredited['candidate']} table.gsme-gate")
+            assert uncredited["keep_reason"] in card.inner_text()
+            assert card.inner_text().count("kept without a credit") == 1
+        except Exception:
+            screenshot(page, tmp_path, "why-kept-failure")
+            raise
