@@ -13,14 +13,14 @@ A config file has up to six tables::
     [gate]                      # GateConfig settings (design, k, z_crit, ...)
     design = "fixed"
 
-    [agent]                     # kind = "sim" | "command" | "anthropic" (gsme.plugins)
+    [agent]                     # kind = "sim" | "command" | "anthropic" (gsme.registry)
     kind = "sim"
     preset = "tb2"
 
-    [evolver]                   # kind = "rule" | "claude"
+    [evolver]                   # kind = "rule" | "claude" | ... (gsme.registry)
     kind = "rule"
 
-    [executor]                  # kind = "threads" | "processes" | "dask" (gsme.plugins)
+    [executor]                  # kind = "threads" | "dask" | ... (gsme.registry)
     kind = "dask"               # optional: without it, threads of [run] workers (the
     address = "tcp://10.0.0.5:8786"  # simulator: in this process)
 
@@ -83,7 +83,7 @@ class RunSpec:
     agent: dict
     evolver: dict
     executor: dict | None = None
-    """The ``[executor]`` spec (:data:`gsme.plugins.EXECUTORS`); None: the default, a pool
+    """The ``[executor]`` spec (:data:`gsme.registry.EXECUTORS`); None: the default, a pool
     of ``[run] workers`` threads (an agent that runs many trials at once, in this process)."""
 
 

@@ -1,49 +1,28 @@
-"""One registry from a config's ``kind`` to the agent, evolver or executor class it builds.
+"""Agents, evolvers and executors built from a config's table: ``[agent]``, ``[evolver]``,
+``[executor]``.
 
-A spec is a mapping: ``kind`` plus keyword arguments of that class's constructor. The
-arguments are checked against the constructor's own signature and annotations before the
-class is built (so its defaults stay in one place, the constructor), and any problem is a
+A spec is a mapping: ``kind``, a name of :data:`gsme.registry.AGENTS`, :data:`~gsme.registry.
+EVOLVERS` or :data:`~gsme.registry.EXECUTORS` (gsme's own, an entry point's or one
+registered in process), plus keyword arguments of that class's constructor. The arguments
+are checked against the constructor's own signature and annotations before the class is
+built (so its defaults stay in one place, the constructor), and any problem is a
 :class:`~gsme.settings.ConfigError` naming the table, the key and what is allowed. Classes
 are imported when first built, so ``import gsme`` does not import the ``anthropic`` SDK.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import typing
 from collections.abc import Mapping
 from functools import cache
-from types import MappingProxyType
 
 import pydantic
 
+from gsme.registry import AGENTS, EVOLVERS, EXECUTORS, Registry
 from gsme.settings import ConfigError, describe
 
-__all__ = ["AGENTS", "EVOLVERS", "EXECUTORS", "build_agent", "build_evolver", "build_executor"]
-
-AGENTS = MappingProxyType({
-    "sim": "gsme.sim.agent:SimAgent",
-    "command": "gsme.agents.command:CommandAgent",
-    "anthropic": "gsme.agents.anthropic_agent:AnthropicAgent",
-})
-"""Agent kinds and the classes they build (``module:Class``)."""
-EVOLVERS = MappingProxyType({
-    "rule": "gsme.evolvers.rule:RuleEvolver",
-    "claude": "gsme.evolvers.claude:ClaudeEvolver",
-    "mechanism": "gsme.evolvers.mechanism:MechanismEvolver",
-    "agent": "gsme.evolvers.agentic:AgenticEvolver",
-})
-"""Evolver kinds and the classes they build (``module:Class``)."""
-EXECUTORS = MappingProxyType({
-    "threads": "gsme.executors.pool:ThreadExecutor",
-    "processes": "gsme.executors.pool:ProcessExecutor",
-    "dask": "gsme.executors.pool:DaskExecutor",
-    "harbor": "gsme.executors.harbor:HarborExecutor",
-    "inspect": "gsme.executors.inspect_eval:InspectExecutor",
-})
-"""Executor kinds (``[executor] kind``, ``--executor``) and the classes they build: what
-runs a scoring pass's trials (:mod:`gsme.executors`)."""
+__all__ = ["build_agent", "build_evolver", "build_executor"]
 
 
 def build_agent(spec: Mapping):
@@ -54,7 +33,7 @@ def build_agent(spec: Mapping):
     >>> build_agent({"kind": "sim", "preset": "tiny"}).name
     'simulated:tiny/qwen-careless'
     """
-    return _build("agent", AGENTS, spec)
+    return _build(AGENTS, spec)
 
 
 def build_evolver(spec: Mapping):
@@ -65,7 +44,7 @@ def build_evolver(spec: Mapping):
     >>> type(build_evolver({"kind": "rule", "seed": 0})).__name__
     'RuleEvolver'
     """
-    return _build("evolver", EVOLVERS, spec)
+    return _build(EVOLVERS, spec)
 
 
 def build_executor(spec: Mapping):
@@ -82,17 +61,18 @@ def build_executor(spec: Mapping):
     ...     print(err)
     [executor] wokers = 8: Extra inputs are not permitted
     """
-    return _build("executor", EXECUTORS, spec)
+    return _build(EXECUTORS, spec)
 
 
-def _build(table: str, registry: Mapping[str, str], spec: Mapping):
+def _build(registry: Registry, spec: Mapping):
+    table = registry.kind
     if not isinstance(spec, Mapping):
         raise ConfigError(f"[{table}] must be a table, got {type(spec).__name__}")
     args = dict(spec)
     kind = args.pop("kind", None)
     if kind not in registry:
         raise ConfigError(f"[{table}] kind = {kind!r}: must be one of {list(registry)}")
-    cls = _load(registry[kind])
+    cls = registry.get(kind)
     try:
         checked = _arguments(cls).model_validate(args)
     except pydantic.ValidationError as err:
@@ -103,11 +83,6 @@ def _build(table: str, registry: Mapping[str, str], spec: Mapping):
         raise
     except (TypeError, ValueError) as err:
         raise ConfigError(f"[{table}] kind = {kind!r}: {err}") from None
-
-
-def _load(target: str) -> type:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
 
 
 @cache

@@ -279,7 +279,7 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     """Run ``specs`` through ``executor`` (threads by default), recording each as it lands.
 
     ``executor`` is a :class:`gsme.executors.Executor` (:mod:`gsme.executors.pool`,
-    :data:`gsme.plugins.EXECUTORS`), a plain :class:`concurrent.futures.Executor` (wrapped
+    :data:`gsme.registry.EXECUTORS`), a plain :class:`concurrent.futures.Executor` (wrapped
     in a :class:`~gsme.executors.pool.PoolExecutor`), or None: a pool of ``config.workers``
     threads, closed when scoring ends, each trial in a checked copy of its harness. An
     agent that runs many trials in one call (:attr:`TaskAgent.runs_many`, the simulator)

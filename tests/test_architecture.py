@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import gsme
-from gsme import plugins, registry
+from gsme import registry
 
 PACKAGE = Path(gsme.__file__).parent
 ROOT = PACKAGE.parent
@@ -126,22 +126,22 @@ def test_plots_compute_nothing():
                                                                               "gsme.settings"}, name
 
 
-@pytest.mark.parametrize("table, target", [
-    *(("agent", t) for t in plugins.AGENTS.values()),
-    *(("evolver", t) for t in plugins.EVOLVERS.values()),
-    *(("executor", t) for t in plugins.EXECUTORS.values()),
-])
-def test_every_plugin_string_names_a_class_of_its_kind(table, target):
+_CLASSES = {"agent": registry.AGENTS, "evolver": registry.EVOLVERS,
+            "executor": registry.EXECUTORS}
+
+
+@pytest.mark.parametrize("kind, name", [(kind, name) for kind, where in _CLASSES.items()
+                                        for name in where.names()])
+def test_every_registered_class_is_of_its_kind(kind, name):
     from gsme.agents.base import TaskAgent
     from gsme.evolvers.base import Evolver
     from gsme.executors.base import Executor
 
-    module, _, name = target.partition(":")
-    cls = getattr(importlib.import_module(module), name)
+    cls = _CLASSES[kind].get(name)
     assert isinstance(cls, type) and issubclass(cls, {"agent": TaskAgent, "evolver": Evolver,
-                                                      "executor": Executor}[table]), target
-    if table != "executor":  # executors are built by the front (cli), not by Run.open
-        assert _layer(module) <= _layer("gsme.plugins"), target
+                                                      "executor": Executor}[kind]), name
+    if kind != "executor":  # executors are built by the front (cli), not by Run.open
+        assert _layer(cls.__module__) <= _layer("gsme.plugins"), name
 
 
 @pytest.mark.parametrize("kind, user", [("DESIGNS", "gsme.sequential"),

@@ -56,9 +56,9 @@ AGENTS = {"sim": sim_agent, "command": command_agent, "anthropic": anthropic_age
 
 
 def test_every_shipped_agent_kind_is_covered():
-    from gsme import plugins
+    from gsme import registry
 
-    assert set(AGENTS) == set(plugins.AGENTS)
+    assert set(AGENTS) == set(registry.AGENTS)
 
 
 @pytest.mark.parametrize("make", AGENTS.values(), ids=AGENTS.keys())
@@ -113,9 +113,9 @@ EVOLVERS = {
 
 
 def test_every_shipped_evolver_kind_is_covered():
-    from gsme import plugins
+    from gsme import registry
 
-    assert set(EVOLVERS) == set(plugins.EVOLVERS)
+    assert set(EVOLVERS) == set(registry.EVOLVERS)
 
 
 @pytest.mark.parametrize("make", EVOLVERS.values(), ids=EVOLVERS.keys())

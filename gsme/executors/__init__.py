@@ -1,5 +1,5 @@
 """Executors: what runs a scoring pass's trials (threads, processes, a cluster, Harbor,
-Inspect), chosen by ``[executor] kind`` (:data:`gsme.plugins.EXECUTORS`)."""
+Inspect), chosen by ``[executor] kind`` (:data:`gsme.registry.EXECUTORS`)."""
 
 from gsme.executors.base import Done, Executor, Snapshot
 
