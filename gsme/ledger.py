@@ -13,6 +13,7 @@ written is simply run again on resume. Every SQL statement gsme runs is in this 
 from __future__ import annotations
 
 import bisect
+import collections
 import hashlib
 import json
 import operator
@@ -20,7 +21,7 @@ import os
 import sqlite3
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
@@ -87,6 +88,8 @@ class Ledger:
 
     ``read_only`` opens an existing ledger without ever writing to it (a read-only or
     archived run directory works too); ``create`` makes the schema in a new file.
+    ``reads`` counts, by table, the SQL queries that read a table's rows into a frame (a
+    benchmark's count of how often a loop goes back to the file).
 
     Examples
     --------
@@ -115,7 +118,9 @@ class Ledger:
         except sqlite3.DatabaseError as err:
             raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
         self._trials: _Read | None = None
+        self._written: list[tuple] = []  # trial rows this connection wrote since the read
         self._tables: dict[str, tuple[int, pd.DataFrame]] = {}  # table -> (version, rows)
+        self.reads: collections.Counter[str] = collections.Counter()
         self._no_events: dict[str | None, tuple] = {}  # kind -> (state, the empty frame)
         self._redact = Redactor()
 
@@ -148,6 +153,8 @@ class Ledger:
         rows = [self._redacted(table, list(row)) for row in zip(*columns)]
         with self._transaction():
             self._db.executemany(_insert(table), rows)
+        if table == "trials":
+            self._wrote_trials(rows)
 
     def add_trials(self, rows: list[tuple[dict, str | None]]) -> None:
         """Commit trial rows (dicts with the trials table's columns) with their transcripts.
@@ -166,11 +173,24 @@ class Ledger:
             self._db.executemany(_insert("trials"), trials)
             self._db.executemany(
                 "INSERT OR REPLACE INTO transcripts (ref, text) VALUES (?, ?)", texts)
+        self._wrote_trials(trials)
+
+    def _wrote_trials(self, rows: list[tuple]) -> None:
+        """Keep trial rows this connection committed for the next read (:meth:`_all_trials`)
+        as SQLite stores them; a value SQLite would convert otherwise (a number in a text
+        column, say) makes the next read read everything."""
+        stored = [_as_stored(row) for row in rows]
+        if self._trials is None or None in stored:
+            self._trials = None
+            self._written = []
+        else:
+            self._written.extend(stored)
 
     def mark_infra_failed(self, keys: list[tuple], error: str) -> None:
         """Turn the trials with these keys into infrastructure failures (with ``error``)."""
         where = " AND ".join(f'"{c}" = ?' for c in schema.TRIAL_KEY)
         self._trials = None  # rows change in place: the next read reads them all
+        self._written = []
         with self._transaction():
             self._db.executemany(
                 f"UPDATE trials SET infra_ok = 0, passed = 0, error = ? WHERE {where}",
@@ -179,10 +199,12 @@ class Ledger:
     def frame(self, table: str, **equal) -> pd.DataFrame:
         """Rows of ``table`` whose columns equal the given values (None: no filter).
 
-        Trials are kept between reads (:meth:`_all_trials`): a read fetches only the rows
-        written since the last one, so reading a growing trials table pass after pass
-        costs what was added, not the whole table. Another table read whole is kept until
-        this ledger writes to it or another connection commits.
+        Trials are kept between reads (:meth:`_all_trials`): the rows this ledger writes
+        are added to those read, and the file is read again only when another connection
+        committed, so reading a growing trials table pass after pass costs what was added,
+        not the whole table. Each answer with the same filter is kept until the trials
+        change. Another table read whole is kept until this ledger writes to it or another
+        connection commits.
         """
         cols = _names(table)
         clauses = {k: v for k, v in equal.items() if v is not None}
@@ -190,7 +212,7 @@ class Ledger:
         if unknown:
             raise ValueError(f"table {table} has no column(s) {unknown}")
         if table == "trials":
-            return _where(self._all_trials(), clauses)
+            return self._all_trials().where(clauses)
         if not clauses:
             return self._whole(table).copy(deep=False)
         return self._select(table, clauses)
@@ -213,33 +235,31 @@ class Ledger:
         key = _KEYS.get(table)
         sql += "" if key else " ORDER BY rowid"
         data = self._db.execute(sql, tuple(_to_sql(v) for v in clauses.values())).fetchall()
+        self.reads[table] += 1
         if key:
             _sort(data, [cols.index(c) for c in key])
         return _frame_of(table, data)
 
-    def _all_trials(self) -> pd.DataFrame:
-        """Every trial in key order (the frame is shared: callers get a shallow copy).
+    def _all_trials(self) -> _Read:
+        """Every trial in key order (its frames are shared: callers get shallow copies).
 
-        The rows read are kept with the highest rowid among them; the next read fetches
-        only rows with a higher one (SQLite gives a new row, a replacing one included, a
-        rowid above every other) and merges them in key order. Everything is read again
-        when another connection committed since (``PRAGMA data_version``), when this one
-        changed rows in place (:meth:`mark_infra_failed`) or when a new row replaces a
-        key already read. The file stays the only source of truth: nothing is kept across
-        processes.
+        The rows read are kept with the connection's ``PRAGMA data_version``; the rows this
+        connection commits afterwards (:meth:`_wrote_trials`) are merged in key order at the
+        next read, without SQL. Everything is read again when another connection committed
+        since (the version changed), when this one changed rows in place
+        (:meth:`mark_infra_failed`) or when a row written replaces a key already held. The
+        file stays the only source of truth: nothing is kept across processes.
         """
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         known = self._trials
-        if known is not None and known.version == version:
-            data = self._db.execute(
-                f"SELECT {self._selected['trials']}, rowid FROM trials WHERE rowid > ?",
-                (known.rowid,)).fetchall()
-            self._trials = known.merged(data) if data else known
-        if self._trials is None or self._trials.version != version:
-            data = self._db.execute(
-                f"SELECT {self._selected['trials']}, rowid FROM trials").fetchall()
-            self._trials = _Read.of(data, version)
-        return self._trials.frame
+        if known is not None and known.version == version and self._written:
+            known = self._trials = known.merged(self._written)
+        self._written = []
+        if known is None or known.version != version:
+            data = self._db.execute(f"SELECT {self._selected['trials']} FROM trials").fetchall()
+            self.reads["trials"] += 1
+            known = self._trials = _Read.of(data, version)
+        return known
 
     def count_trials(self, *, borrowed: bool | None = None, candidate: str | None = None) -> int:
         """Trials in the ledger: all, only those run (``borrowed=False``) or only borrowed."""
@@ -508,39 +528,47 @@ def _sort(rows: list[tuple], positions: list[int]) -> None:
         rows.sort(key=lambda row: [(row[i] is not None, row[i]) for i in positions])
 
 
-_TRIAL_KEY = operator.itemgetter(*(_names("trials").index(c) for c in _KEYS["trials"]))
+_TRIAL_KEY_AT = [_names("trials").index(c) for c in _KEYS["trials"]]
+_TRIAL_KEY = operator.itemgetter(*_TRIAL_KEY_AT)
 
 
 @dataclass(frozen=True)
 class _Read:
-    """Trials read so far: the frame in key order, its keys (sorted), the highest rowid
-    read and the ``data_version`` of the connection when they were read."""
+    """Trials read so far: the frame in key order, its keys (sorted), the ``data_version``
+    of the connection when they were read and the answers given per filter."""
 
     frame: pd.DataFrame
     keys: list
-    rowid: int
     version: int
+    answers: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, data: list[tuple], version: int) -> _Read:
-        """From rows of the trials table's columns followed by their rowid."""
-        _sort(data, [_names("trials").index(c) for c in _KEYS["trials"]])
-        rowid = max((row[-1] for row in data), default=0)
-        return cls(_frame_of("trials", data), [_TRIAL_KEY(row) for row in data], rowid,
-                   version)
+        """From rows of the trials table's columns."""
+        _sort(data, _TRIAL_KEY_AT)
+        return cls(_frame_of("trials", data), [_TRIAL_KEY(row) for row in data], version)
+
+    def where(self, equal: dict) -> pd.DataFrame:
+        """The rows whose columns equal the given values (a shallow copy of the answer
+        kept for this filter)."""
+        asked = tuple(sorted(equal.items()))
+        if asked not in self.answers:
+            self.answers[asked] = _where(self.frame, equal)
+        return self.answers[asked].copy(deep=False)
 
     def merged(self, data: list[tuple]) -> _Read | None:
-        """These rows and ``data`` (newer rows, with their rowid) in key order; None when a
-        newer row replaced a key already read (or a key holds a NULL, which only a full
-        read orders)."""
-        _sort(data, [_names("trials").index(c) for c in _KEYS["trials"]])
-        keys = [_TRIAL_KEY(row) for row in data]
+        """These rows and ``data`` (rows written since) in key order; None when a row
+        written replaced a key already held or written twice (or a key holds a NULL, which
+        only a full read orders)."""
         try:
+            data = sorted(data, key=_TRIAL_KEY)
+            keys = [_TRIAL_KEY(row) for row in data]
             at = np.array([bisect.bisect_left(self.keys, key) for key in keys], dtype=np.int64)
             every = sorted(self.keys + keys)
         except TypeError:  # None beside a value
             return None
-        if any(i < len(self.keys) and self.keys[i] == key for i, key in zip(at, keys)):
+        if (any(i < len(self.keys) and self.keys[i] == key for i, key in zip(at, keys))
+                or any(a == b for a, b in zip(keys, keys[1:]))):
             return None
         old, new = len(self.keys), len(keys)
         fresh = np.zeros(old + new, dtype=bool)
@@ -551,8 +579,27 @@ class _Read:
         added = _frame_of("trials", data)
         frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
             order).reset_index(drop=True)
-        rowid = max(self.rowid, max(row[-1] for row in data))
-        return _Read(frame, every, rowid, self.version)
+        return _Read(frame, every, self.version)
+
+
+_STORED_AS = {"text": (str,), "int": (int,), "bool": (int,), "float": (float, int)}
+
+
+def _as_stored(row: tuple) -> tuple | None:
+    """A trials row (SQL values) as SQLite returns it once stored: NaN as NULL, a bool
+    as 0/1, an int in a float column as a float; None when a value would be converted
+    some other way (SQLite's type affinity)."""
+    out = []
+    for value, column in zip(row, _TABLES["trials"]):
+        if value is None or (type(value) is float and value != value):
+            out.append(None)
+        elif not isinstance(value, _STORED_AS[column.kind]):
+            return None
+        elif column.kind == "float":
+            out.append(float(value))
+        else:
+            out.append(int(value) if type(value) is bool else value)
+    return tuple(out)
 
 
 def _frame_of(table: str, data: list[tuple]) -> pd.DataFrame:

@@ -132,6 +132,23 @@ def test_trials_read_pass_after_pass_are_what_the_file_holds(ledger, tmp_path):
     pd.testing.assert_frame_equal(mine, expected)
 
 
+def test_trials_written_here_are_read_from_the_file_again_only_after_another_writer(ledger):
+    ledger.frame("trials")
+    for batch in range(3):  # written here: kept, merged without SQL
+        ledger.add_trials(_rows([f"t{batch}{i}" for i in range(4)], candidate=f"c{batch}"))
+        assert len(ledger.frame("trials", split="train")) == 4 * (batch + 1)
+        pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    assert ledger.reads["trials"] == 1
+    odd = ledger.frame("trials", candidate="c0").head(1).assign(task_id=7, candidate="c9")
+    ledger.append("trials", odd)  # SQLite stores the number as text: read again
+    pd.testing.assert_frame_equal(ledger.frame("trials"), _fresh(ledger))
+    assert ledger.reads["trials"] == 2 and "7" in set(ledger.frame("trials")["task_id"])
+    writer = Ledger(ledger.path)
+    writer.add_trials(_rows(["t0", "t1"], candidate="y"))
+    writer.close()
+    assert len(ledger.frame("trials")) == 15 and ledger.reads["trials"] == 3
+
+
 def test_a_frame_read_is_the_callers_to_change(ledger):
     ledger.add_trials(_rows(["t1", "t2"]))
     first = ledger.frame("trials")
