@@ -18,9 +18,10 @@ import sqlite3
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # imported by the commands that use it: `gsme --help` needs no pandas
+    import pandas as pd
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TAMPERED", "EXIT_USAGE", "main"]
 
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     from gsme import __version__
 
-    parser = _parser(__version__)
+    given = sys.argv[1:] if argv is None else argv
+    parser = _parser(__version__, commands=[a for a in given if not a.startswith("-")][:1])
     args = parser.parse_args(argv)
     try:
         return args.func(args)
@@ -78,20 +80,41 @@ def _user_errors() -> tuple[type[BaseException], ...]:
             OSError)  # a missing file, a name too long, a full disk: one line each
 
 
-def _parser(version: str) -> argparse.ArgumentParser:
+def _parser(version: str, *, commands=None) -> argparse.ArgumentParser:
+    """The ``gsme`` parser: every command listed, the arguments added of ``commands`` only
+    (names; None: every command's), so ``gsme --help`` and ``--version`` import nothing a
+    command needs (pandas, NumPy, SciPy, the settings' models)."""
     parser = argparse.ArgumentParser(
-        prog="gsme", description="Evolve an agent's harness and credit only the gains a paired "
-        "test shows; the final claim is sealed on a test split scored once.")
+        prog="gsme", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Evolve an agent's harness and credit only the gains a paired test "
+        "shows;\nthe final claim is sealed on a test split scored once.",
+        epilog=_registered())
     parser.add_argument("--version", action="version", version=f"gsme {version}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    for name, (summary, arguments) in _COMMANDS.items():
+        command = sub.add_parser(name, help=summary)
+        if commands is None or name in commands:
+            arguments(command)
+    return parser
 
-    from gsme.registry import DESIGNS, FORMATS, POLICIES
-    from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig, RunConfig, Schedule
+
+def _registered() -> str:
+    """Every registered name by kind, for ``gsme --help`` (read from :mod:`gsme.registry`
+    without importing a registered object)."""
+    from gsme.registry import REGISTRIES
+
+    return "\n".join(["registered names by entry point group, where a package adds its own "
+                      "(gsme.registry):",
+                      *(f"  {where.group}: {', '.join(where.names())}" for where in REGISTRIES)])
+
+
+def _demo_arguments(demo) -> None:
+    from gsme.registry import DESIGNS, POLICIES
+    from gsme.settings import GateConfig, RunConfig, Schedule
     from gsme.sim import DEFAULT_MIX, MIXES, PRESETS, PROFILES
 
     schedule, gate = Schedule(), GateConfig()
 
-    demo = sub.add_parser("demo", help="evolve a simulated agent offline, end to end")
     demo.add_argument("--preset", default="tb2", choices=PRESETS,
                       help="simulated task suite (default: tb2)")
     demo.add_argument("--profile", default=None, choices=list(PROFILES),
@@ -125,50 +148,51 @@ def _parser(version: str) -> argparse.ArgumentParser:
     _executor_flags(demo)
     demo.set_defaults(func=_demo)
 
-    run = sub.add_parser("run", help="start a run from a TOML config file")
+
+def _run_arguments(run) -> None:
     run.add_argument("config", type=Path, help="the config file (see README)")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.add_argument("--json", action="store_true", help="print the run table as JSON")
     _executor_flags(run)
     run.set_defaults(func=_run)
 
-    resume = sub.add_parser("resume", help="continue a run that stopped or was killed")
+
+def _resume_arguments(resume) -> None:
     resume.add_argument("dir", type=Path, help="the run directory")
     resume.add_argument("--quiet", action="store_true", help="no progress bars")
     resume.add_argument("--json", action="store_true", help="print the run table as JSON")
     _executor_flags(resume, stored=True)
     resume.set_defaults(func=_resume)
 
-    status = sub.add_parser("status", help="rounds, budget and archive of a run (read-only)")
+
+def _status_arguments(status) -> None:
     status.add_argument("dir", type=Path, help="the run directory")
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(func=_status)
 
-    report = sub.add_parser("report", help="the sealed run's table: train and sealed Δ, z, "
-                                           "retention (read-only)")
+
+def _report_arguments(report) -> None:
     report.add_argument("dir", type=Path, help="the run directory")
     report.add_argument("--json", action="store_true", help="print the run table as JSON")
     report.set_defaults(func=_report)
 
-    verify = sub.add_parser("verify", help="check a run's event chain and seal: prints ok "
-                                           "(exit 0) or what differs (exit 3); read-only")
+
+def _verify_arguments(verify) -> None:
     verify.add_argument("dir", type=Path, help="the run directory")
     verify.set_defaults(func=_verify)
 
-    show = sub.add_parser("view", help="write a run as one self-contained HTML page: run "
-                                       "table, decisions, archive, lineage, each candidate's "
-                                       "patch and rationale, searchable transcripts "
-                                       "(read-only; live or sealed)")
+
+def _view_arguments(show) -> None:
     show.add_argument("dir", type=Path, help="the run directory")
     show.add_argument("--out", type=Path, default=None, metavar="HTML",
                       help="the page to write (default: <run directory name>.html here)")
     show.set_defaults(func=_view)
 
-    from gsme.importers import CANDIDATE_FROM
 
-    compare = sub.add_parser("compare", help="gate two harnesses on eval logs you already "
-                                             "have: Δ, z, one-sided p, decision, pass@k, "
-                                             "MDE")
+def _compare_arguments(compare) -> None:
+    from gsme.importers import CANDIDATE_FROM
+    from gsme.registry import DESIGNS, FORMATS
+
     compare.add_argument("baseline", type=Path, help="the baseline's logs (file or folder)")
     compare.add_argument("child", type=Path, help="the child's logs (file or folder)")
     compare.add_argument("--format", default=None, choices=FORMATS.names(),
@@ -201,8 +225,13 @@ def _parser(version: str) -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
-    plan = sub.add_parser("plan", help="power and MDE of a comparison, and the K or tasks "
-                                       "80%% power needs")
+
+def _plan_arguments(plan) -> None:
+    from gsme.registry import DESIGNS, FORMATS
+    from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig, RunConfig, Schedule
+
+    schedule, gate = Schedule(), GateConfig()
+
     plan.add_argument("--tasks", type=int, required=True, help="paired tasks")
     plan.add_argument("--effect", type=float, required=True,
                       help="the true effect to detect, percentage points")
@@ -248,8 +277,8 @@ def _parser(version: str) -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     plan.set_defaults(func=_plan)
 
-    grow = sub.add_parser("grow", help="add train tasks to a run (its benchmark grew), score "
-                                       "its candidates on them and re-gate its decisions")
+
+def _grow_arguments(grow) -> None:
     grow.add_argument("dir", type=Path, help="the run directory (sealed or not; grown in "
                                              "place, its test split and sealed result "
                                              "untouched)")
@@ -263,13 +292,13 @@ def _parser(version: str) -> argparse.ArgumentParser:
     grow.add_argument("--quiet", action="store_true", help="no progress bars")
     grow.add_argument("--json", action="store_true",
                       help="print the re-gated decisions as JSON records")
+    _executor_flags(grow, stored=True)
     grow.set_defaults(func=_grow)
 
+
+def _export_arguments(export) -> None:
     from gsme.integrations.mlflow import EXPERIMENT, RUN_ID_TAG
 
-    export = sub.add_parser("export", help="write a run to MLflow: a parent run (config, run "
-                                           "table) and a nested run per candidate (decision, "
-                                           "patch); re-exporting replaces (read-only)")
     export.add_argument("dir", type=Path, help="the run directory (live or sealed)")
     export.add_argument("--mlflow", required=True, metavar="URI",
                         help="MLflow's tracking URI (http://..., sqlite:///..., file:...); "
@@ -278,14 +307,39 @@ def _parser(version: str) -> argparse.ArgumentParser:
                         help=f"the MLflow experiment (default: {EXPERIMENT}; created when "
                              "missing)")
     export.set_defaults(func=_export)
-    return parser
+
+
+_COMMANDS = {  # name: (its line in `gsme --help`, what adds its arguments)
+    "demo": ("evolve a simulated agent offline, end to end", _demo_arguments),
+    "run": ("start a run from a TOML config file", _run_arguments),
+    "resume": ("continue a run that stopped or was killed", _resume_arguments),
+    "status": ("rounds, budget and archive of a run (read-only)", _status_arguments),
+    "report": ("the sealed run's table: train and sealed Δ, z, retention (read-only)",
+               _report_arguments),
+    "verify": ("check a run's event chain and seal: prints ok (exit 0) or what differs "
+               "(exit 3); read-only", _verify_arguments),
+    "view": ("write a run as one self-contained HTML page: run table, decisions, archive, "
+             "lineage, each candidate's patch and rationale, searchable transcripts "
+             "(read-only; live or sealed)", _view_arguments),
+    "compare": ("gate two harnesses on eval logs you already have: Δ, z, one-sided p, "
+                "decision, pass@k, MDE", _compare_arguments),
+    "plan": ("power and MDE of a comparison, and the K or tasks 80%% power needs",
+             _plan_arguments),
+    "grow": ("add train tasks to a run (its benchmark grew), score its candidates on them "
+             "and re-gate its decisions", _grow_arguments),
+    "export": ("write a run to MLflow: a parent run (config, run table) and a nested run per "
+               "candidate (decision, patch); re-exporting replaces (read-only)",
+               _export_arguments),
+}
+"""Every command, in the order ``gsme --help`` lists them; a command's arguments are added
+only when it is chosen (:func:`_parser`), so ``gsme --help`` imports nothing it needs."""
 
 
 def _executor_flags(parser, *, stored: bool = False) -> None:
-    from gsme.plugins import EXECUTORS
+    from gsme.registry import EXECUTORS
 
     where = "the run's stored [executor]" if stored else "the config's [executor] table"
-    parser.add_argument("--executor", default=None, metavar="KIND",
+    parser.add_argument("--executor", default=None, choices=EXECUTORS, metavar="KIND",
                         help=f"what runs the trials: {', '.join(EXECUTORS)} (default: {where}, "
                              "else threads of [run] workers)")
     parser.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",
@@ -455,6 +509,8 @@ def _print_round(summary: dict, args) -> None:
 
 
 def _status(args) -> int:
+    import pandas as pd
+
     from gsme import archive, budget, explain, report
     from gsme.run import Run
 
@@ -518,6 +574,8 @@ def _status(args) -> int:
 
 def _best_rate(rates: pd.DataFrame, best) -> float:
     """The train rate of ``best`` (the baseline's when None) in :func:`gsme.explain.train_rates`."""
+    import pandas as pd
+
     name = "baseline" if best is None or pd.isna(best) else best
     found = rates.loc[rates["candidate"] == name, "rate"]
     return float(found.iloc[0]) if len(found) else float("nan")
@@ -708,6 +766,8 @@ def _plan_notes(table: pd.DataFrame, max_k: int, max_tasks: int) -> list[str]:
 
 
 def _grow(args) -> int:
+    import pandas as pd
+
     from gsme import plugins
     from gsme.grow import grow, read_tasks
     from gsme.run import Run
@@ -725,7 +785,12 @@ def _grow(args) -> int:
         agent = plugins.build_agent(spec)
     with Run.open(args.dir, agent=agent) as run:
         before = _grown_so_far(run)
-        table = grow(run, tasks, agent_spec=spec, progress=not args.quiet)
+        executor = _executor(_executor_spec(run.executor_spec, args))
+        try:
+            table = grow(run, tasks, agent_spec=spec, executor=executor, progress=not args.quiet)
+        finally:
+            if executor is not None:
+                executor.close()
         after = _grown_so_far(run)
         simulated, n_train = run.agent.simulated, len(run.tasks("train"))
     now = {key: after[key] - before[key] for key in after}

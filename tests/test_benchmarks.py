@@ -73,6 +73,10 @@ FIGURES = {
         r"secret copies left after redaction \(plain, URL-encoded, base64\): 0",
         r"target <= 1 ms per 64 KiB transcript with secrets: (met|MISSED)",
     ],
+    "bench_startup.py": [
+        *(rf"gsme --{command}: {NUMBER} s CPU median, {NUMBER} s best \(target <= 0\.3 s: "
+          r"(met|not met)\)" for command in ("version", "help")),
+    ],
     "bench_sim.py": [
         rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
         rf"3 gated patches\s+run_many: {NUMBER} trials in {NUMBER} s wall",
