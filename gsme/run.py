@@ -11,19 +11,15 @@ One process writes to a run at a time: :meth:`Run.create` and :meth:`Run.open` t
 exclusive lock on the directory (``gsme.lock``) held until :meth:`Run.close`; a second
 writer gets :class:`RunLockedError` naming the holder. ``Run.open(path, read_only=True)``
 takes no lock and writes nothing, for status and reports of live or archived runs.
+
+What a run answers is its reading half (:class:`gsme._run_frames.RunFrames`); its
+directory (the lock, the stored settings and agent, the checks made when it opens) is
+:mod:`gsme._run_dir`.
 """
 
 from __future__ import annotations
 
-import errno
-import fcntl
-import functools
-import hashlib
-import html
-import json
-import os
 import shutil
-import stat
 import sys
 import tempfile
 import uuid
@@ -32,8 +28,30 @@ from typing import Self
 
 import pandas as pd
 
-from gsme import archive as archive_lib
 from gsme import comparisons, plugins, policy, sandbox, schema, scoring, seal
+from gsme._run_dir import (
+    LEDGER,
+    LOCK,
+    REPO,
+    AbsentAgent,
+    RunError,
+    RunLockedError,
+    SealedError,
+    check_commitment,
+    check_seal,
+    checked_settings,
+    checked_tasks,
+    lock_dir,
+    reconcile,
+    run_dir,
+    stored_agent,
+    stored_config,
+    tasks_from_json,
+    test_commitment,
+    unlock_dir,
+    verify,
+)
+from gsme._run_frames import RunFrames
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
@@ -41,10 +59,9 @@ from gsme.executors.pool import scratch
 from gsme.gitrepo import HarnessRepo, RepoError
 from gsme.ledger import Ledger, LedgerError
 from gsme.patches import Patch, PatchError, check_frozen
-from gsme.redact import key_kind, secrets_of
+from gsme.redact import secrets_of
 from gsme.resources import SEED_HARNESS
-from gsme.schema import BASELINE
-from gsme.settings import ConfigError, RunConfig, Schedule, ValidationError, describe
+from gsme.settings import RunConfig, Schedule, ValidationError
 from gsme.vocabulary import Vocabulary
 
 __all__ = ["MARKED", "RECORDED", "Run", "RunError", "RunLockedError", "SealedError",
@@ -57,50 +74,7 @@ MARKED = ("round_started", "candidates_committed", "round_done", "budget_reached
 """The steps of a run's life :meth:`Run.mark` records (kinds of :meth:`Run.events`)."""
 
 
-class RunError(RuntimeError):
-    """The run directory or the request is not usable; the message says what to do.
-
-    Examples
-    --------
-    >>> Run.open("nowhere")
-    Traceback (most recent call last):
-    ...
-    gsme.run.RunError: nowhere is not a gsme run directory (no ledger.sqlite and harness/)
-    """
-
-
-class RunLockedError(RunError):
-    """Another process is writing to this run directory.
-
-    Examples
-    --------
-    >>> from gsme import sim
-    >>> run = Run.create("run", agent=sim.preset("tiny"))
-    >>> Run.open("run")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    gsme.run.RunLockedError: run is in use by pid ...
-    >>> run.close()
-    """
-
-
-class SealedError(RunError):
-    """The run is sealed: its test split was scored, so nothing more may be added or scored.
-
-    Examples
-    --------
-    >>> from gsme.experiments import simulated_run
-    >>> from gsme.measure import measure
-    >>> run = simulated_run("tiny", rounds=1)
-    >>> measure(run, "baseline")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    gsme.run.SealedError: run ... is sealed; start a new run to evolve further
-    >>> run.close()
-    """
-
-
-class Run:
+class Run(RunFrames):
     """One evolution run, backed by its directory. Use :meth:`create` or :meth:`open`.
 
     Attributes
@@ -125,9 +99,7 @@ class Run:
     True simulated:tiny/qwen-careless
     """
 
-    LEDGER = "ledger.sqlite"
-    REPO = "harness"
-    LOCK = "gsme.lock"
+    LEDGER, REPO, LOCK = LEDGER, REPO, LOCK
 
     def __init__(self, path: Path, *, agent: TaskAgent, evolver: Evolver | None,
                  ledger: Ledger, lock=None):
@@ -140,16 +112,20 @@ class Run:
         self._lock = lock
         try:
             self._repo = HarnessRepo.open(self.path / self.REPO)
-            self.config = RunConfig.model_validate(_stored_config(ledger.get("config")))
+            self.config = RunConfig.model_validate(stored_config(ledger.get("config")))
             stored = ledger.get("schedule")
             self.schedule = None if stored is None else Schedule.model_validate(stored)
         except (RepoError, ValidationError) as err:
             self.close()
             raise RunError(f"{self.path} is damaged: {err}") from None
-        self._tasks = _tasks_from_json(ledger.get("tasks"))
-        self._check_seal()
+        self._tasks = tasks_from_json(ledger.get("tasks"))
+        try:
+            check_seal(ledger, self._repo, self.path, read_only=self.read_only)
+        except RunError:
+            self.close()
+            raise
         if not self.read_only:
-            self._reconcile()
+            reconcile(ledger, self._repo)
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
@@ -172,13 +148,13 @@ class Run:
         refuse_credentials(agent_spec, "[agent]")
         refuse_credentials(evolver_spec, "[evolver]")
         refuse_credentials(executor_spec, "[executor]")
-        config = _checked(config, RunConfig, "config")
-        schedule = None if schedule is None else _checked(schedule, Schedule, "schedule")
+        config = checked_settings(config, RunConfig, "config")
+        schedule = None if schedule is None else checked_settings(schedule, Schedule, "schedule")
         path = Path(path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise RunError(f"{path} exists and is not an empty folder; choose a new run "
                            "directory (to continue a run: gsme resume DIR)")
-        tasks = _checked_tasks(agent.tasks())
+        tasks = checked_tasks(agent.tasks())
         if (agent.task_model is not None and getattr(evolver, "model", None) == agent.task_model
                 and not config.allow_same_model):
             raise RunError(f"the evolver's model {agent.task_model!r} is the frozen task model; "
@@ -229,7 +205,7 @@ class Run:
         ``read_only`` takes no lock and never writes (status and reports of a live or an
         archived run); such a run cannot score, evolve or seal. Opened for writing, git and
         the ledger are first brought back in step after a crash or a lost WAL
-        (:meth:`_reconcile`), and what a run killed while sealing left unwritten is written
+        (:func:`gsme._run_dir.reconcile`), and what a run killed while sealing left unwritten is written
         (:func:`gsme.seal.repair`).
 
         Raises
@@ -241,34 +217,34 @@ class Run:
         RunLockedError
             Another process holds the run (not raised with ``read_only``).
         """
-        path = _run_dir(path)
-        lock = None if read_only else _lock(path / cls.LOCK)
+        path = run_dir(path)
+        lock = None if read_only else lock_dir(path / cls.LOCK)
         sandbox.register_run(path)  # hidden from every sandboxed trial
         try:
             ledger = Ledger(path / cls.LEDGER, read_only=read_only)
         except LedgerError as err:
-            _unlock(lock)
+            unlock_dir(lock)
             raise RunError(str(err)) from None
         try:
             missing = [k for k in ("config", "tasks", "agent", "vocabulary")
                        if ledger.get(k) is None]
             if missing:
                 raise RunError(f"{path / cls.LEDGER} is damaged: it lacks {missing}")
-            agent = agent or _stored_agent(ledger, read_only)
+            agent = agent or stored_agent(ledger, read_only)
             if evolver is None and not read_only:
                 spec = (ledger.get("evolver") or {}).get("spec")
                 evolver = plugins.build_evolver(spec) if spec is not None else None
-            _check_commitment(path, ledger, None if read_only else agent)
+            check_commitment(path, ledger, None if read_only else agent)
             return cls(path, agent=agent, evolver=evolver, ledger=ledger, lock=lock)
         except BaseException:
             ledger.close()
-            _unlock(lock)
+            unlock_dir(lock)
             raise
 
     def close(self) -> None:
         """Release the ledger and the directory lock (a closed run can be reopened)."""
         self._ledger.close()
-        _unlock(self._lock)
+        unlock_dir(self._lock)
         self._lock = None
 
     def __enter__(self) -> Self:
@@ -277,145 +253,6 @@ class Run:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- frames -------------------------------------------------------------------------
-    def tasks(self, split: str | None = None) -> pd.DataFrame:
-        """The run's tasks (``task_id, split`` and features), fixed when it was created."""
-        if split is None:
-            return self._tasks.copy()
-        _check_split(split)
-        return self._tasks[self._tasks["split"] == split].reset_index(drop=True)
-
-    def trials(self, *, split: str | None = None, candidate: str | None = None) -> pd.DataFrame:
-        """Trials in the ledger (the trials frame, plus the ``round`` each was recorded in)."""
-        if split is not None:
-            _check_split(split)
-        return self._ledger.frame("trials", split=split, candidate=candidate)
-
-    def candidates(self) -> pd.DataFrame:
-        """The candidates frame (the git repository is its source of truth)."""
-        return self._ledger.frame("candidates").sort_values(["round", "candidate"],
-                                                            ignore_index=True)
-
-    def decisions(self) -> pd.DataFrame:
-        """Every gate decision, with the ``round`` it was made in and whether it was ``kept``."""
-        return self._ledger.frame("decisions")
-
-    def history(self) -> pd.DataFrame:
-        """What the run has tried so far and how the gates judged it.
-
-        Returns
-        -------
-        DataFrame
-            The history frame: one row per decided mutation, ``candidate, mechanism, where,
-            why, decision, delta_pp`` (recombinations add no mechanism of their own).
-        """
-        decided = self.decisions()
-        cands = self.candidates()
-        mutations = cands[(cands["kind"] == "mutation")
-                          & cands["candidate"].isin(decided["candidate"])]
-        rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
-                for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
-                for p in self._repo.patches_of(cand) if p.id == patch_id]
-        tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"],
-                             dtype=object)
-        out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
-        return schema.validate(out.astype({"delta_pp": "float64"}), "history")
-
-    def diagnoses(self) -> pd.DataFrame:
-        """Every diagnosis the evolver made, with its ``round``."""
-        return self._ledger.frame("diagnoses")
-
-    def proposals(self) -> pd.DataFrame:
-        """Every proposal (committed or refused, with the reason) by ``round``."""
-        return self._ledger.frame("proposals")
-
-    def archive(self, round: int | None = None) -> pd.DataFrame:
-        """The archive after ``round`` (default: the latest snapshot)."""
-        snaps = self._ledger.frame("archive")
-        if round is not None:
-            snaps = snaps[snaps["snapshot"] <= int(round)]
-        if snaps.empty:
-            return archive_lib.empty()
-        latest = snaps[snaps["snapshot"] == snaps["snapshot"].max()]
-        return latest.drop(columns="snapshot").reset_index(drop=True)
-
-    def events(self, kind: str | None = None) -> pd.DataFrame:
-        """The run's append-only events (``id, ts, kind, round, payload``)."""
-        return self._ledger.events(kind)
-
-    def calls(self) -> pd.DataFrame:
-        """Every evolver call recorded (tokens, cost, ...), with its ``round``."""
-        return self._ledger.calls()
-
-    def comparisons(self, *, before_round: int | None = None) -> pd.DataFrame:
-        """What the keep rule learns from: earlier runs' comparisons, then this run's.
-
-        Returns
-        -------
-        DataFrame
-            The comparisons frame (:mod:`gsme.comparisons`): the rows read from
-            ``config.learn_from`` when the run was created, then this run's train decisions
-            of the rounds before ``before_round`` (all rounds when None); plus ``own``
-            (True for this run's rows), which the keep rule checks the history against
-            (:func:`gsme.policy.expected_effects`).
-        """
-        stored = self._ledger.get("learned_from")
-        past = (schema.empty("comparisons") if stored is None else
-                comparisons.conform(_frame_from_json(stored)))
-        own = self.decisions()
-        if before_round is not None:
-            own = own[own["round"] < before_round]
-        mine = comparisons.of_run(own, signature=self.world, run=self.run_id)
-        return pd.concat([past.assign(own=False), mine.assign(own=True)], ignore_index=True)
-
-    @property
-    def world(self) -> dict[str, str]:
-        """The world the run measures in (:func:`gsme.comparisons.signature`), fixed when it
-        was created (a run made before 0.3.0: its agent's and evolver's names only)."""
-        stored = self._ledger.get("world")
-        return stored or comparisons.signature_of(
-            {p: "" for p in comparisons.PARTS} | {"agent": self.agent.name,
-                                                  "evolver": str(self._evolver_name())})
-
-    @property
-    def run_id(self) -> str:
-        """The run's id in comparisons files (made when it was created)."""
-        return self._ledger.get("run_id") or self.path.name
-
-    def _evolver_name(self) -> str | None:
-        return (self._ledger.get("evolver") or {}).get("name")
-
-    def transcript(self, ref: str) -> str:
-        """The transcript stored under a trial's ``trajectory`` reference."""
-        return self._ledger.transcript(ref)
-
-    def harness(self, candidate: str) -> dict[str, str]:
-        """The files of ``candidate``'s committed harness (path → text), read from git."""
-        return dict(self.snapshot(candidate).files)
-
-    def snapshot(self, candidate: str) -> scoring.Snapshot:
-        """``candidate``'s committed harness as trials receive it (files and modes).
-
-        Read from git once per commit (a commit never changes; a candidate discarded and
-        made again is another commit).
-        """
-        commit = self._repo.commit_of(candidate)
-        if commit not in self._snapshots:
-            self._snapshots[commit] = scoring.Snapshot(self._repo.files(candidate),
-                                                       self._repo.executables(candidate))
-        return self._snapshots[commit]
-
-    def diff(self, parent: str | None, child: str) -> str:
-        """The unified diff (``git diff``) from ``parent``'s harness to ``child``'s.
-
-        ``parent`` None diffs against the empty tree (every file of ``child`` is added).
-        """
-        return self._repo.diff(parent, child)
-
-    @functools.cached_property
-    def _snapshots(self) -> dict[str, scoring.Snapshot]:
-        """The committed harnesses :meth:`snapshot` has read, by commit id."""
-        return {}
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -428,48 +265,6 @@ class Run:
         self._writable()
         self._ledger.put("vocabulary", vocabulary.to_dict())
 
-    @property
-    def sealed(self) -> bool:
-        """True once sealing began: nothing may be added, the test split is being scored."""
-        return not self.events("sealing").empty
-
-    @property
-    def sealed_result(self) -> pd.DataFrame | None:
-        """What :func:`gsme.measure.finalize` returned, or None while the run is not (fully)
-        sealed."""
-        done = self.events("sealed")
-        return None if done.empty else pd.DataFrame(done["payload"].iloc[0]["result"])
-
-    def trials_spent(self) -> int:
-        """Trials actually run (borrowed trials cost nothing)."""
-        return self._ledger.count_trials(borrowed=False)
-
-    def rounds_done(self) -> int:
-        """How many evolution rounds are complete."""
-        done = self.events("round_done")
-        return 0 if done.empty else int(done["round"].max())
-
-    @property
-    def task_model(self) -> str | None:
-        """The frozen task model the run was created with (None: the agent names none)."""
-        return (self._ledger.get("agent") or {}).get("task_model")
-
-    @property
-    def frozen(self) -> list[str]:
-        """The harness settings no candidate may change: those the agent named frozen when
-        the run was created, and those it names now."""
-        stored = (self._ledger.get("agent") or {}).get("frozen") or []
-        return list(dict.fromkeys([*stored, *self.agent.frozen]))
-
-    @property
-    def agent_spec(self) -> dict | None:
-        """The spec :meth:`open` rebuilds the agent from (None: built in Python)."""
-        return (self._ledger.get("agent") or {}).get("spec")
-
-    @property
-    def executor_spec(self) -> dict | None:
-        """The ``[executor]`` spec the run was started with (None: the default executor)."""
-        return (self._ledger.get("executor") or {}).get("spec")
 
     # -- domain writes (the loop's steps) -----------------------------------------------
     def add_candidate(self, parents: list[str], *, patch: Patch | None = None,
@@ -756,54 +551,11 @@ class Run:
         RunError
             The run is read-only, or its agent was not rebuilt (it cannot score).
         """
-        if isinstance(self.agent, _AbsentAgent):
+        if isinstance(self.agent, AbsentAgent):
             self.agent.refuse()
         if self.read_only:
             raise RunError(f"run {self.path} is open read-only")
         return _TrialSink(self._ledger)
-
-    def _check_seal(self) -> None:
-        """Refuse a ledger whose event chain or seal shows tampering (:mod:`gsme.seal`);
-        for a writer, write what a run killed while sealing left unwritten (its anchors,
-        its seal tag) from the chain's records. Evidence of a seal the chain does not
-        hold (an anchor, a tag, test trials) is never sealed over."""
-        found = seal.problems(self._ledger, self._repo)
-        if set(found) <= seal.REPAIRABLE:
-            if found and not self.read_only:
-                seal.repair(self._ledger, self._repo)
-            return
-        self.close()
-        evidence = [f for f in found if f not in seal.REPAIRABLE]
-        raise RunError(f"{self.path} shows tampering: {evidence[0]}; `gsme verify "
-                       f"{self.path}` lists what differs")
-
-    def _reconcile(self) -> None:
-        """Bring git and the ledger back in step after a crash or a lost WAL.
-
-        Git moves first (a candidate's commit, then its row in the ledger; a branch is
-        deleted, then the row), and a power loss under ``synchronous=NORMAL`` or a lost
-        ``-wal`` file takes back the ledger's last transactions. So git may hold candidates
-        the ledger never recorded (with their descendants), or lack a branch the ledger
-        still lists. Before sealing, such candidates without a trial are discarded
-        (descendants first) and such rows dropped; the rounds they belonged to are redone.
-        What is done is recorded first, as a ``reconciled`` event. Candidates with trials
-        are left as they are.
-        """
-        if self.sealed:
-            return
-        in_git = self._repo.candidates().sort_values(["round", "candidate"], ascending=False)
-        listed = set(self._ledger.frame("candidates")["candidate"])
-        orphans = [c for c in in_git["candidate"] if c not in listed
-                   and not self._ledger.count_trials(candidate=c)]
-        gone = [c for c in sorted(listed - set(in_git["candidate"]))
-                if not self._ledger.count_trials(candidate=c)]
-        if not orphans and not gone:
-            return
-        self._ledger.event("reconciled", None, discarded=orphans, dropped=gone)
-        for name in orphans:
-            self._repo.discard(name)
-        for name in gone:
-            self._ledger.delete_candidate(name)
 
     def _writable(self) -> None:
         if self.read_only:
@@ -814,30 +566,6 @@ class Run:
                 f"{self.events('sealing')['payload'].iloc[0]['candidate']!r}); start a new "
                 "run to evolve further")
 
-    # -- display ------------------------------------------------------------------------
-    def __repr__(self) -> str:
-        kind = "simulated " if self.agent.simulated else ""
-        return (f"<gsme.Run {self.path} {kind}agent={self.agent.name!r} "
-                f"rounds={self.rounds_done()} sealed={self.sealed}>")
-
-    def _repr_html_(self) -> str:
-        best = archive_lib.summary(self.archive())
-        rows = {
-            "directory": str(self.path),
-            "agent": self.agent.name + (" (SIMULATED)" if self.agent.simulated else ""),
-            "policy / gate": f"{self.config.policy} / {self.config.gate.design}",
-            "rounds done": self.rounds_done(),
-            "trials spent": self.trials_spent()
-            if self.schedule is None or self.schedule.trial_budget is None
-            else f"{self.trials_spent()} of {self.schedule.trial_budget}",
-            "archive": f"{int(best['num_elites'].iloc[0])} elite(s), best "
-                       f"{best['best_candidate'].iloc[0] or BASELINE}",
-            "sealed": self.sealed,
-        }
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
-                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
-                       for k, v in rows.items())
-        return f"<table><caption>gsme run</caption>{body}</table>"
 
 
 class _TrialSink:
@@ -854,214 +582,3 @@ class _TrialSink:
         """Turn these trials into infrastructure failures (a failed health check)."""
         self._ledger.mark_infra_failed(keys, error)
         self._ledger.event("health_failed_after_batch", None, trials=len(keys))
-
-
-class _AbsentAgent(TaskAgent):
-    """Stands in for an agent that is not rebuilt: the run reads, never scores."""
-
-    def __init__(self, stored: dict, tasks: pd.DataFrame, reason: str):
-        self.name = stored.get("name") or "agent"
-        self.simulated = bool(stored.get("simulated"))
-        self._tasks = tasks
-        self._reason = reason
-
-    def tasks(self) -> pd.DataFrame:
-        return self._tasks
-
-    def run(self, harness_dir, task, *, repeat, attempt, run_seed):
-        self.refuse()
-
-    def refuse(self):
-        raise RunError(f"this run's agent ({self.name}) {self._reason}; reopen with "
-                       "Run.open(path, agent=...) to score")
-
-
-def verify(path) -> list[str]:
-    """What differs between a run directory's ledger, its event chain and its seal tag
-    (:func:`gsme.seal.problems`); empty when nothing does. Takes no lock, writes nothing.
-
-    Raises
-    ------
-    RunError
-        Not a run directory, or one damaged past reading.
-
-    Examples
-    --------
-    >>> from gsme.experiments import simulated_run
-    >>> run = simulated_run("tiny", rounds=1)
-    >>> run.close()
-    >>> verify(run.path)
-    []
-    """
-    path = _run_dir(path)
-    try:
-        ledger = Ledger(path / Run.LEDGER, read_only=True)
-    except LedgerError as err:
-        raise RunError(str(err)) from None
-    try:
-        return seal.problems(ledger, HarnessRepo.open(path / Run.REPO))
-    except RepoError as err:
-        raise RunError(f"{path} is damaged: {err}") from None
-    finally:
-        ledger.close()
-
-
-def _run_dir(path) -> Path:
-    """``path`` as a Path, or RunError unless it holds a run's ledger and repository."""
-    path = Path(path)
-    if not (path / Run.LEDGER).is_file() or not (path / Run.REPO).is_dir():
-        raise RunError(f"{path} is not a gsme run directory (no {Run.LEDGER} and {Run.REPO}/)")
-    return path
-
-
-def test_commitment(tasks: pd.DataFrame) -> str:
-    """SHA-256 over the sorted test task ids: the commitment recorded when a run is created.
-
-    Examples
-    --------
-    >>> tasks = pd.DataFrame({"task_id": ["t1", "t2", "t3"], "split": ["test", "train", "test"]})
-    >>> digest = test_commitment(tasks)
-    >>> len(digest), digest == test_commitment(tasks.iloc[::-1])
-    (64, True)
-    """
-    ids = sorted(tasks.loc[tasks["split"] == "test", "task_id"].astype(str))
-    return hashlib.sha256("\n".join(ids).encode()).hexdigest()
-
-
-def _stored_agent(ledger: Ledger, read_only: bool) -> TaskAgent:
-    """The agent rebuilt from its stored spec; for reading, a stand-in when it cannot be."""
-    stored = ledger.get("agent") or {}
-    tasks = _tasks_from_json(ledger.get("tasks"))
-    spec = stored.get("spec")
-    if spec is None:
-        return _AbsentAgent(stored, tasks, "was built in Python and cannot be rebuilt "
-                                           "from the run directory")
-    try:
-        return plugins.build_agent(spec)
-    except ConfigError as err:
-        if not read_only:
-            raise
-        return _AbsentAgent(stored, tasks, f"cannot be rebuilt here ({err})")
-
-
-def _check_commitment(path: Path, ledger: Ledger, agent: TaskAgent | None) -> None:
-    created = ledger.events("created")
-    if created.empty:
-        raise RunError(f"{path} has no creation event: damaged run")
-    promised = created["payload"].iloc[0].get("test_commitment")
-    held = test_commitment(_tasks_from_json(ledger.get("tasks")))
-    if held != promised:
-        raise RunError("the ledger's test split differs from the one committed when the run "
-                       "was created; refusing to continue")
-    if agent is not None and test_commitment(_checked_tasks(agent.tasks())) != promised:
-        raise RunError("the agent's test split differs from the one sealed when the run was "
-                       "created (hash commitment mismatch); refusing to continue")
-    frozen = (ledger.get("agent") or {}).get("task_model")
-    if agent is not None and frozen is not None and agent.task_model != frozen:
-        raise RunError(f"this run's frozen task model is {frozen!r} but its agent now runs "
-                       f"{agent.task_model!r}; the task model never changes within a run "
-                       "(set it back: $GSME_TASK_MODEL or [agent] model)")
-
-
-def _lock(path: Path):
-    """Hold an exclusive lock on ``path`` for this process, or raise RunLockedError.
-
-    The lock file is opened without following a symlink and must be a regular file, so a
-    planted link or FIFO cannot make gsme write elsewhere or block.
-    """
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as err:
-        why = "it is a symlink" if err.errno == errno.ELOOP else err.strerror or str(err)
-        raise RunError(f"cannot lock {path.parent} for writing ({path.name}: {why}); open "
-                       "it with read_only=True to read it") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise RunError(f"cannot lock {path.parent} for writing ({path.name} is not a regular "
-                       "file); remove it to open the run")
-    handle = os.fdopen(fd, "r+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise RunLockedError(f"{path.parent} is in use by {holder}; wait for it to end or "
-                             "stop it (gsme status works meanwhile)") from None
-    except OSError as err:
-        handle.close()
-        raise RunError(f"cannot lock {path.parent} for writing ({err.strerror or err}; the "
-                       "file system may not support locks); open it with read_only=True "
-                       "to read it") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    return handle
-
-
-def _unlock(handle) -> None:
-    if handle is not None and not handle.closed:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
-
-
-def _checked(value, model, name: str):
-    if value is None:
-        return model()
-    if isinstance(value, model):
-        return value
-    if isinstance(value, dict):
-        try:
-            return model.model_validate(value)
-        except ValidationError as err:
-            raise ConfigError(describe(err, table=name)) from None
-    raise TypeError(f"{name} must be a {model.__name__} or dict, got {type(value).__name__}")
-
-
-def _checked_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
-    if not isinstance(tasks, pd.DataFrame):
-        raise TypeError(f"agent.tasks() must return a DataFrame, got {type(tasks).__name__}")
-    schema.require(tasks, ["task_id", "split"], "agent.tasks()")
-    bad = ~tasks["split"].isin(schema.SPLITS)
-    if bad.any():
-        raise schema.FrameError(
-            f"agent.tasks() column 'split' must be one of {schema.SPLITS}:\n{tasks[bad].head()}")
-    dup = tasks["task_id"].duplicated(keep=False)
-    if dup.any():
-        raise schema.FrameError(f"agent.tasks() repeats task ids:\n{tasks[dup].head()}")
-    if not (tasks["split"] == "train").any():
-        raise schema.FrameError("agent.tasks() has no train task")
-    keyed = [i for i, t in enumerate(tasks["task_id"].astype(str)) if key_kind(t)]
-    if keyed:
-        raise schema.FrameError(f"agent.tasks() has {len(keyed)} task id(s) shaped like a key "
-                                f"(row {keyed[0]}); task ids are stored as they are, so they "
-                                "may not hold credentials")
-    out = tasks.drop(columns=[c for c in ("content",) if c in tasks.columns])
-    return out.assign(task_id=out["task_id"].astype(str)).reset_index(drop=True)
-
-
-def _tasks_from_json(text: str) -> pd.DataFrame:
-    out = _frame_from_json(text)
-    out["task_id"] = out["task_id"].astype(str)
-    return out
-
-
-def _frame_from_json(text: str) -> pd.DataFrame:
-    data = json.loads(text)
-    return pd.DataFrame(data["data"], columns=data["columns"])
-
-
-def _check_split(split: str) -> None:
-    if split not in schema.SPLITS:
-        raise ValueError(f"split must be one of {schema.SPLITS}, got {split!r}")
-
-
-def _stored_config(config: dict) -> dict:
-    """A run's stored config; a run made before 0.3.0 compared children with their
-    parent's stored trials (``GateConfig.parent_trials``), and is read so."""
-    gate = config.get("gate", {})
-    if "parent_trials" in gate:
-        return config
-    return {**config, "gate": {**gate, "parent_trials": "stored"}}

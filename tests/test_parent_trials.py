@@ -10,7 +10,7 @@ import pytest
 from scipy import stats as sps
 
 from gsme import experiments, gates, parent_trials
-from gsme.run import _stored_config
+from gsme._run_dir import stored_config
 from gsme.settings import GateConfig
 
 FIXED = GateConfig(design="fixed", min_tasks=2)
@@ -76,10 +76,10 @@ def test_blocks_follow_the_round_and_the_design():
 
 
 def test_old_runs_read_stored_and_new_ones_keep_their_setting():
-    assert _stored_config({"gate": {"k": 3}})["gate"] == {"k": 3, "parent_trials": "stored"}
-    assert _stored_config({})["gate"] == {"parent_trials": "stored"}
+    assert stored_config({"gate": {"k": 3}})["gate"] == {"k": 3, "parent_trials": "stored"}
+    assert stored_config({})["gate"] == {"parent_trials": "stored"}
     kept = {"gate": {"parent_trials": "fresh"}}
-    assert _stored_config(kept) is kept
+    assert stored_config(kept) is kept
 
 
 @pytest.fixture(scope="module")
