@@ -11,7 +11,8 @@ Standard error comes back through a pipe read while the command runs: only its l
 :data:`MAX_STDERR` characters are kept, nothing is written to disk, and a process that
 keeps it open cannot hold gsme past the command's end. Folders given to
 :func:`remove_when_gone` are removed when this process ends, however it ends, by
-:func:`remove_tree`, which a folder locked by a trial (mode 0) does not stop.
+:func:`remove_tree`, which a folder locked by a trial (mode 0) does not stop; trials' copies
+of their harness go to :func:`scratch`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from pathlib import Path
 
 from gsme._reaper import encode, read_report, remove_tree
 
-__all__ = ["MAX_STDERR", "Completed", "remove_tree", "remove_when_gone", "run_limited"]
+__all__ = ["MAX_STDERR", "Completed", "remove_tree", "remove_when_gone", "run_limited",
+           "scratch"]
 
 
 @dataclass(frozen=True)
@@ -258,3 +260,23 @@ def _start_janitor() -> int:
     finally:
         os.close(read)
     return write
+
+
+def scratch() -> str | None:
+    """Where trial copies go: ``GSME_SCRATCH``, else memory-backed ``/dev/shm`` when
+    writable (copies are made and checked often), else None: the system's temporary
+    folder, as :mod:`tempfile` chooses it.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> with mock.patch.dict(os.environ, {"GSME_SCRATCH": "scratch"}):
+    ...     print(scratch())
+    scratch
+    """
+    chosen = os.environ.get("GSME_SCRATCH")
+    if chosen:
+        return chosen
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None

@@ -29,6 +29,7 @@ from typing import Self
 import pandas as pd
 
 from gsme import comparisons, plugins, policy, sandbox, schema, scoring, seal
+from gsme._proc import scratch
 from gsme._run_dir import (
     LEDGER,
     LOCK,
@@ -55,7 +56,6 @@ from gsme._run_frames import RunFrames
 from gsme.agents.base import TaskAgent
 from gsme.credentials import refuse_credentials
 from gsme.evolvers.base import Evolver
-from gsme.executors.pool import scratch
 from gsme.gitrepo import HarnessRepo, RepoError
 from gsme.ledger import Ledger, LedgerError
 from gsme.patches import Patch, PatchError, check_frozen

@@ -108,7 +108,7 @@ from pathlib import Path, PurePosixPath
 import pandas as pd
 
 from gsme import sandbox
-from gsme._proc import remove_tree, remove_when_gone, run_limited
+from gsme._proc import remove_tree, remove_when_gone, run_limited, scratch
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.comparisons import digest
 from gsme.redact import Redactor, passed_secrets
@@ -313,8 +313,6 @@ class CommandAgent(TaskAgent):
         """The trial's sandbox: other trials' copies and outputs hidden (None: no isolation)."""
         if self.isolation == "none":
             return None
-        from gsme.executors.pool import scratch
-
         hidden = [p for p in (scratch(), self.keep_outputs) if p is not None]
         return sandbox.Sandbox(self.workdir or Path.cwd(), writable=writable, hidden=hidden,
                                network=self.network)

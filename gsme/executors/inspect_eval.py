@@ -46,11 +46,10 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from gsme._proc import remove_tree, remove_when_gone
+from gsme._proc import remove_tree, remove_when_gone, scratch
 from gsme.agents.base import Trajectory, TrialSpec
 from gsme.agents.command import MAX_TRANSCRIPT_BYTES
 from gsme.executors.base import Done, Executor
-from gsme.executors.pool import scratch
 from gsme.importers._common import classify_failure, first_line
 from gsme.importers.inspect_logs import sample_score, sample_usage
 from gsme.settings import ConfigError

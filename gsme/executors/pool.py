@@ -29,14 +29,13 @@ from __future__ import annotations
 import atexit
 import concurrent.futures as cf
 import itertools
-import os
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from gsme._proc import remove_tree, remove_when_gone
+from gsme._proc import remove_tree, remove_when_gone, scratch
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec
 from gsme.executors.base import Done, Executor, Snapshot
 from gsme.settings import ConfigError, RunConfig
@@ -398,26 +397,6 @@ class _Copies:
             root, self._root = self._root, None
         if root is not None:
             remove_tree(root)
-
-
-def scratch() -> str | None:
-    """Where trial copies go: ``GSME_SCRATCH``, else memory-backed ``/dev/shm`` when
-    writable (copies are made and checked often), else None: the system's temporary
-    folder, as :mod:`tempfile` chooses it.
-
-    Examples
-    --------
-    >>> import os
-    >>> from unittest import mock
-    >>> with mock.patch.dict(os.environ, {"GSME_SCRATCH": "scratch"}):
-    ...     print(scratch())
-    scratch
-    """
-    chosen = os.environ.get("GSME_SCRATCH")
-    if chosen:
-        return chosen
-    shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 _COPIES = _Copies()
