@@ -179,8 +179,8 @@ class Ledger:
         """Keep trial rows this connection committed for the next read (:meth:`_all_trials`)
         as SQLite stores them; a value SQLite would convert otherwise (a number in a text
         column, say) makes the next read read everything."""
-        stored = [_as_stored(row) for row in rows]
-        if self._trials is None or None in stored:
+        stored = _as_stored(rows) if rows else []
+        if self._trials is None or stored is None:
             self._trials = None
             self._written = []
         else:
@@ -582,24 +582,29 @@ class _Read:
         return _Read(frame, every, self.version)
 
 
-_STORED_AS = {"text": (str,), "int": (int,), "bool": (int,), "float": (float, int)}
+_STORED_AS = {"text": {str}, "int": {int, bool}, "bool": {int, bool},
+              "float": {float, int, bool}}
 
 
-def _as_stored(row: tuple) -> tuple | None:
-    """A trials row (SQL values) as SQLite returns it once stored: NaN as NULL, a bool
+def _as_stored(rows: list[tuple]) -> list[tuple] | None:
+    """Trials rows (SQL values) as SQLite returns them once stored: NaN as NULL, a bool
     as 0/1, an int in a float column as a float; None when a value would be converted
-    some other way (SQLite's type affinity)."""
-    out = []
-    for value, column in zip(row, _TABLES["trials"]):
-        if value is None or (type(value) is float and value != value):
-            out.append(None)
-        elif not isinstance(value, _STORED_AS[column.kind]):
+    some other way (SQLite's type affinity: a number in a text column, say)."""
+    columns = []
+    for values, column in zip(zip(*rows), _TABLES["trials"]):
+        kinds = set(map(type, values))
+        if float in kinds and column.kind != "float":  # NaN stored as NULL
+            values = [None if type(v) is float and v != v else v for v in values]
+            kinds = set(map(type, values))
+        kinds.discard(type(None))
+        if not kinds <= _STORED_AS[column.kind]:
             return None
-        elif column.kind == "float":
-            out.append(float(value))
-        else:
-            out.append(int(value) if type(value) is bool else value)
-    return tuple(out)
+        if column.kind == "float" and kinds != {float}:
+            values = [None if v is None else float(v) for v in values]
+        elif bool in kinds and column.kind != "float":
+            values = [None if v is None else int(v) for v in values]
+        columns.append(values)
+    return list(zip(*columns))
 
 
 def _frame_of(table: str, data: list[tuple]) -> pd.DataFrame:
