@@ -22,14 +22,14 @@ that raises the mean pass rate by the stated amount (tasks that never or always 
 move: the gain is concentrated on the mixed tasks, as a patch's is).
 
 Many pairs share one trials frame (candidates ``c00000`` vs ``p00000`` …) and the real
-gate code decides them all at once: :func:`gsme.sequential.compare` (what
+gate code decides them all at once: :func:`gsme.designs.compare` (what
 :func:`gsme.gates.credit` and :func:`gsme.gates.significance_gate` call after validating
-and encoding the frame) and :func:`gsme.sequential.looks_of_slots` (the looks and trials
+and encoding the frame) and :func:`gsme.designs.looks_of_slots` (the looks and trials
 read). Each frame is encoded once and shared by the configurations: the adaptive frame holds
 ``k_max`` repeats of every task whose pooled first ``k`` repeats are mixed, which is every
 repeat any adaptive configuration can read (a look reads only the repeats below its count).
 That this equals running each configuration's own scoring loop is checked here: the real
-loop (``sequential.wanted`` → score the wanted slots → ``wanted`` … until nothing new is
+loop (``designs.wanted`` → score the wanted slots → ``wanted`` … until nothing new is
 wanted) runs for the default adaptive configuration on the A/A pairs of every n, and its
 ``gates.significance_gate`` decisions and trial counts must match.
 
@@ -57,7 +57,7 @@ from scipy import integrate, optimize, special
 from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
-from gsme import _paired, gates, sequential
+from gsme import designs, gates, pairing
 from gsme.settings import GateConfig
 
 REAL = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "realdata"
@@ -192,13 +192,13 @@ def evaluate(parent: np.ndarray, child: np.ndarray, configs: dict) -> dict:
         if key not in slots:  # the fixed design reads every repeat: give it exactly k
             repeats = (most_repeats(parent, child, config) if config.design == "adaptive"
                        else np.full((n_pairs, n_tasks), config.k))
-            slots[key] = _paired.encode_slots(_paired.checked_trials(
+            slots[key] = pairing.encode_slots(pairing.checked_trials(
                 trials_frame(parent, child, repeats, repeats)))
     out = {}
     for name, config in configs.items():
         here = slots[(config.design, config.k, config.k_max)]
-        decided = sequential.compare(here, pairs, split="train", config=config)
-        taken = sequential.looks_of_slots(here, pairs, split="train", config=config)
+        decided = designs.compare(here, pairs, split="train", config=config)
+        taken = designs.looks_of_slots(here, pairs, split="train", config=config)
         last = taken.groupby("candidate", sort=False).tail(1)
         if not (last["decision"].to_numpy() == decided["decision"].to_numpy()).all():
             raise AssertionError(f"{name}: looks() and compare() disagree")
@@ -222,7 +222,7 @@ def check_loop(parent: np.ndarray, child: np.ndarray, config: GateConfig,
     have_child = np.zeros((n_pairs, n_tasks), dtype=np.int64)
     for passes in range(1, 20):
         trials = trials_frame(parent, child, have_parent, have_child)
-        want = sequential.wanted(trials, pairs, tasks, split="train", config=config)
+        want = designs.wanted(trials, pairs, tasks, split="train", config=config)
         side = want["candidate"].str[0].to_numpy()
         pair = want["candidate"].str[1:].astype(int).to_numpy()
         task = want["task_id"].str[1:].astype(int).to_numpy()

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gsme import _paired, gates, schema, sequential
+from gsme import _paired, designs, gates, schema
 from gsme.settings import GateConfig
 
 CPU_TARGET_S = 0.4
@@ -100,7 +100,7 @@ def split_cpu(trials: pd.DataFrame, candidates: pd.DataFrame, repeats: int) -> d
     children = candidates[candidates["kind"] != "baseline"]  # one parent each here
     pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
     steps = {"check_encode": lambda: _paired.checked_slots(trials),
-             "test": lambda: sequential.compare(slots, pairs, split="train",
+             "test": lambda: designs.compare(slots, pairs, split="train",
                                                 config=STORED)}
     return {name: min(cpu_seconds(fn) for _ in range(repeats)) for name, fn in steps.items()}
 

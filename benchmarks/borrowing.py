@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import envgate, evolve, gates, scoring, sequential, sim
+from gsme import designs, envgate, evolve, gates, scoring, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.grow import grow
 from gsme.run import Run
@@ -82,7 +82,7 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
     for _ in range(64):
         current = pd.concat([own, pd.DataFrame(sink.rows, columns=own.columns)],
                             ignore_index=True).astype(own.dtypes.to_dict())
-        wanted = sequential.wanted(current, pairs, tasks, split="train", config=run.config.gate)
+        wanted = designs.wanted(current, pairs, tasks, split="train", config=run.config.gate)
         todo = scoring.plan(current, candidates, tasks, wanted, config=no_borrow)
         if not todo.specs:
             break

@@ -26,8 +26,8 @@ TOPICS: list[tuple[str, str, list[str]]] = [
     ("Statistics, gates and designs",
      ("The paired test, pass@k, power, the three gates, the gate designs and the parent "
       "trials a child is compared with."),
-     ["gsme.stats", "gsme.power", "gsme.gates", "gsme.sequential", "gsme.parent_trials",
-      "gsme.compare"]),
+     ["gsme.stats", "gsme.power", "gsme.gates", "gsme.designs", "gsme.pairing",
+      "gsme.parent_trials", "gsme.compare"]),
     ("Keep rules and what proposals do",
      ("Which children a run keeps, the learned prior over proposal effects, and the "
       "comparisons file it learns from."),

@@ -36,7 +36,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from gsme import compare, sequential
+from gsme import compare, designs
 from gsme.schema import SEALED_ROUND
 from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig, RunConfig, Schedule
 
@@ -118,7 +118,7 @@ def account(run) -> pd.DataFrame:
         evolver = calls["round"].between(1, done)
         round_evolver = float(np.nansum(calls.loc[evolver, "cost_usd"].astype(float))) / done
     else:
-        most = int(sequential.design_of(gate).look_repeats(gate)[-1])
+        most = int(designs.design_of(gate).look_repeats(gate)[-1])
         candidates = schedule.children_per_round + schedule.recombinations_per_round
         parent = most if gate.parent_trials == "fresh" else most - gate.k
         round_trials = len(run.tasks("train")) * (candidates * most + parent)
@@ -254,7 +254,7 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
                          repeat_sd_pp=repeat_sd_pp, task_sd_pp=task_sd_pp, power=power,
                          config=config, designs=designs)
     gate = GateConfig() if config is None else config
-    most = [int(sequential.look_repeats(gate.model_copy(update={
+    most = [int(designs.look_repeats(gate.model_copy(update={
         "design": d, "k": kk, "k_max": max(gate.k_max, kk)}))[-1])
         for d, kk in zip(table["design"], table["k"], strict=True)]
     first_look = n_train * table["k"]

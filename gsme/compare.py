@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import _paired, gates, schema, stats
+from gsme import _checks, gates, pairing, schema, stats
 from gsme import power as power_mod
+from gsme.designs import Fixed
 from gsme.registry import DESIGNS
 from gsme.schema import COMPARE_COLUMNS, PLAN_COLUMNS
-from gsme.sequential import Fixed
 from gsme.settings import (
     EFFECT_PP,
     MAX_K,
@@ -123,10 +123,10 @@ def compare(
        n_tasks  n_up  n_down  delta_pp decision
     0       20    16       1      41.7   credit
     """
-    config = LOGS_GATE if config is None else _paired.gate_config(config)
-    _paired.check_choice("split", split, schema.SPLITS)
-    _paired.check_finite("effect_pp", effect_pp)
-    if not 0 < _paired.check_finite("power", power) < 1:
+    config = LOGS_GATE if config is None else _checks.gate_config(config)
+    _checks.check_choice("split", split, schema.SPLITS)
+    _checks.check_finite("effect_pp", effect_pp)
+    if not 0 < _checks.check_finite("power", power) < 1:
         raise ValueError(f"power must lie strictly between 0 and 1, got {power!r}")
     trials, on = outcome(trials, on=on)
     on_split = trials.loc[trials["split"] == split, "candidate"]
@@ -173,7 +173,7 @@ def compare(
     }
     out = pd.DataFrame([row])[COMPARE_COLUMNS]
     for name in ("gate_failed", "reason"):
-        out[name] = _paired.text(out[name])
+        out[name] = _checks.text(out[name])
     return out
 
 
@@ -198,8 +198,8 @@ def outcome(trials: pd.DataFrame, *, on: str | None = None) -> tuple[pd.DataFram
     ('score', 'passed', False)
     """
     if on is not None:
-        _paired.check_choice("on", on, OUTCOMES)
-    trials = _paired.checked_trials(trials)
+        _checks.check_choice("on", on, OUTCOMES)
+    trials = pairing.checked_trials(trials)
     if on == "score" and not schema.carries_scores(trials):
         raise schema.FrameError("on='score', but the trials carry no scores (no 'score' "
                                 "column holding a number); use on='passed'")
@@ -258,11 +258,11 @@ def plan(
     """Power and MDE of each gate design at ``n_tasks`` and K, and what 80% power needs.
 
     The fixed design is analytic (:mod:`gsme.power`). The adaptive design
-    (:mod:`gsme.sequential`) is simulated through the real gate: ``simulations``
+    (:mod:`gsme.designs`) is simulated through the real gate: ``simulations``
     comparisons of pass/fail outcomes drawn from the same noise model (per task a parent pass probability and a
     child one ``effect_pp`` higher, plus between-task spread ``task_sd_pp``; the rates are
     fitted to ``repeat_sd_pp``, or to the largest spread pass/fail outcomes allow at that
-    effect when it asks for more), replayed look by look by :func:`gsme.sequential.looks`
+    effect when it asks for more), replayed look by look by :func:`gsme.designs.looks`
     (its last look is the decision of :func:`gsme.gates.significance_gate`), the MDE
     solved on the gate's decisions with the same draws at every effect.
 
@@ -287,7 +287,7 @@ def plan(
         and ``futility_z``.
     designs : str or sequence of str, optional
         Registered designs (:data:`gsme.registry.DESIGNS`; default: every one), each
-        planned by its :meth:`~gsme.sequential.Design.plan`.
+        planned by its :meth:`~gsme.designs.Design.plan`.
     simulations : int
         Simulated comparisons per adaptive estimate; a plan that would draw more than
         :data:`~gsme.settings.MAX_SIMULATED_TRIALS` trials is refused.
@@ -312,21 +312,21 @@ def plan(
        power  mde_pp  k_needed  n_tasks_needed
     0  0.127  17.434      37.0           526.0
     """
-    config = _paired.gate_config(config)
-    k = config.k if k is None else _paired.check_int("k", k, 1)
+    config = _checks.gate_config(config)
+    k = config.k if k is None else _checks.check_int("k", k, 1)
     if k > MAX_K:
         raise ValueError(f"k must be at most {MAX_K} repeats per task, got {k}")
-    n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    n_tasks = _checks.check_int("n_tasks", n_tasks, 2)
     if n_tasks > MAX_TASKS:
         raise ValueError(f"n_tasks must be at most {MAX_TASKS:,} tasks, got {n_tasks:,}")
-    simulations = _paired.check_int("simulations", simulations, 1)
+    simulations = _checks.check_int("simulations", simulations, 1)
     if not 0 <= float(effect_pp) <= 100:
         raise ValueError("effect_pp must be a difference of pass rates in percentage points, "
                          f"between 0 and 100, got {effect_pp!r}")
     designs = DESIGNS.names() if designs is None else _names(designs)
     rows = []
     for design in designs:
-        _paired.check_choice("design", design, DESIGNS.names())
+        _checks.check_choice("design", design, DESIGNS.names())
         cfg = config.model_copy(update={"design": design, "k": k,
                                         "k_max": max(config.k_max, k)})
         _check_simulation_size(design, simulations * n_tasks * cfg.k_max * 2)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gsme import archive, policy, prior, report, schema, sequential, stats
+from gsme import archive, designs, policy, prior, report, schema, stats
 from gsme.schema import BASELINE, split_ids
 
 __all__ = ["CHANGES", "archive_progress", "archive_table", "elite_names", "keep_reasons",
@@ -394,7 +394,7 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
         One row per decision on ``split``, in the run's order: ``candidate, parent, round,
         policy, decision, kept, credited``, ``look`` (the look that decided: 1 for the
         fixed design; NA for invalid and inactive children), ``boundary`` (the z the
-        child had to reach at that look to be credited, :func:`gsme.sequential.boundaries`;
+        child had to reach at that look to be credited, :func:`gsme.designs.boundaries`;
         NaN without a look; with few changed tasks the exact sign-flip p decides instead),
         ``z, delta_pp`` (vs its parent, on the repeats the decision read),
         ``p_one_sided``, ``gate_reason`` (the gate's own words),
@@ -418,7 +418,7 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     config, gate = run.config, run.config.gate
     decisions = run.decisions()
     decisions = decisions[decisions["split"] == split].reset_index(drop=True)
-    bounds = sequential.boundaries(gate)["boundary"].to_numpy()
+    bounds = designs.boundaries(gate)["boundary"].to_numpy()
     parts = []
     for r, decided in decisions.groupby("round", sort=False):
         past = run.comparisons(before_round=int(r))

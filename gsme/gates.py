@@ -5,7 +5,7 @@
 2. activation — the candidate's own patch beacon must have fired, else ``inactive``;
 3. significance — the per-task paired test of :func:`gsme.stats.paired_test` under the
    gate's design: one look (``fixed``) or group-sequential looks (``adaptive``, see
-   :mod:`gsme.sequential`), on each trial's value: its ``score`` when the trials carry
+   :mod:`gsme.designs`), on each trial's value: its ``score`` when the trials carry
    scores, else ``passed`` as 0/1 (:func:`gsme.schema.trial_values`).
 
 :func:`credit` chains them into a decisions frame. Everything runs on whole frames at once.
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import _paired, parent_trials, schema, sequential
+from gsme import _checks, designs, pairing, parent_trials, schema
 from gsme.settings import GateConfig
 
 __all__ = ["activation_gate", "credit", "significance_gate", "silent", "validity_gate"]
@@ -52,14 +52,14 @@ def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> 
     >>> validity_gate(t)[["attempts", "valid", "needs_rerun"]].to_dict("records")
     [{'attempts': 2, 'valid': False, 'needs_rerun': True}]
     """
-    config = _paired.gate_config(config)
-    slots = _paired.checked_slots(trials)
+    config = _checks.gate_config(config)
+    slots = pairing.checked_slots(trials)
     needs_rerun = slots.needs_rerun(config.max_reruns)
     return pd.DataFrame(
         {
-            "candidate": _paired.text(slots.candidates.to_numpy()[slots.cand]),
-            "task_id": _paired.text(slots.tasks.to_numpy()[slots.task]),
-            "split": _paired.text(slots.splits.to_numpy()[slots.split]),
+            "candidate": _checks.text(slots.candidates.to_numpy()[slots.cand]),
+            "task_id": _checks.text(slots.tasks.to_numpy()[slots.task]),
+            "split": _checks.text(slots.splits.to_numpy()[slots.split]),
             "repeat": slots.repeat.astype(np.int64),
             "attempts": slots.attempts.astype(np.int64),
             "next_attempt": slots.last_attempt.astype(np.int64) + 1,
@@ -111,9 +111,9 @@ def activation_gate(
     >>> activation_gate(t, c)[["trials", "activations", "active"]].to_dict("records")
     [{'trials': 2, 'activations': 1, 'active': True}]
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
-    slots = _paired.checked_slots(trials)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
+    slots = pairing.checked_slots(trials)
     schema.validate(candidates, "candidates")
     return _activation(slots, candidates, split, config.min_activations)
 
@@ -139,7 +139,7 @@ def silent(
     trials : DataFrame
         A trials frame.
     pairs : DataFrame
-        ``candidate, parent`` (as :func:`gsme.sequential.wanted` takes them).
+        ``candidate, parent`` (as :func:`gsme.designs.wanted` takes them).
     tasks : DataFrame
         ``task_id, split``: the tasks a first look covers.
     split : {"train", "test"}
@@ -163,11 +163,11 @@ def silent(
     >>> silent(t.iloc[:5], pairs, tasks).tolist()  # the first look is not complete yet
     [False, False]
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
     schema.require(pairs, ["candidate", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
-    slots = _paired.checked_slots(trials)
+    slots = pairing.checked_slots(trials)
     first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < config.k)
     resolved = first & ~slots.needs_rerun(config.max_reruns)
     size = len(slots.candidates) + 1  # the last bin: candidates without trials (code -1)
@@ -190,9 +190,9 @@ def significance_gate(
     """The significance test of ``config.design`` for many pairs in one pass.
 
     ``fixed``: the one-look test of :func:`gsme.stats.paired_test` on every repeat.
-    ``adaptive``: the group-sequential procedure of :mod:`gsme.sequential`, replayed from
+    ``adaptive``: the group-sequential procedure of :mod:`gsme.designs`, replayed from
     the trials; the row holds the statistics of the look it stopped at
-    (:func:`gsme.sequential.looks` lists every look).
+    (:func:`gsme.designs.looks` lists every look).
 
     Parameters
     ----------
@@ -225,11 +225,11 @@ def significance_gate(
     >>> significance_gate(t, pairs, config=GateConfig(design="adaptive"))["reason"].item()
     'credited at look 1 of 3; all 15 task differences are equal: exact sign-flip p'
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
     _check_pairs(pairs)
-    slots = _paired.checked_slots(trials)
-    return sequential.compare(slots, pairs, split=split, config=config)
+    slots = pairing.checked_slots(trials)
+    return designs.compare(slots, pairs, split=split, config=config)
 
 
 def credit(
@@ -253,7 +253,7 @@ def credit(
     * activation → ``inactive`` (see :func:`activation_gate`);
     * significance → ``cull`` or ``inconclusive``; ``credit`` passes all three. Under the
       adaptive design this is the decision of the look the procedure stopped at, replayed
-      from the trials (:mod:`gsme.sequential`), so ``config=run.config.gate`` gives the
+      from the trials (:mod:`gsme.designs`), so ``config=run.config.gate`` gives the
       run's decisions.
 
     The statistics are reported for every pair, also those stopped by an earlier gate;
@@ -287,7 +287,7 @@ def credit(
     --------
     validity_gate, activation_gate, significance_gate : The three gates, one at a time.
     gsme.stats.paired_test : The paired test of one child against its parent.
-    gsme.sequential.looks : Every look a comparison took under an adaptive design.
+    gsme.designs.looks : Every look a comparison took under an adaptive design.
     gsme.policy.screen : Which of the decided children a run keeps.
 
     Examples
@@ -301,18 +301,18 @@ def credit(
     True
     >>> run.close()
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
     min_activations, max_dropped_frac = config.min_activations, config.max_dropped_frac
     schema.validate(candidates, "candidates")
     _check_parents(candidates)
     paired = parent_trials.pairs(candidates, split=split, config=config)
     seen = parent_trials.view(trials, paired, config=config)
     parent_trials.require_blocks(seen, paired)
-    slots = _paired.checked_slots(seen)
+    slots = pairing.checked_slots(seen)
     pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
-    tested = sequential.compare(slots, pairs, split=split, config=config)
-    tested["parent"] = _paired.text(paired["parent"])
+    tested = designs.compare(slots, pairs, split=split, config=config)
+    tested["parent"] = _checks.text(paired["parent"])
     tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
                                                                   config)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
@@ -326,13 +326,13 @@ def credit(
 
     out = tested.copy()
     out["activation_rate"] = active["activation_rate"].to_numpy()
-    out["gate_failed"] = _paired.text(np.select(
+    out["gate_failed"] = _checks.text(np.select(
         [invalid, inactive, stopped], ["validity", "activation", "significance"], None
     ))
-    out["decision"] = _paired.text(np.select(
+    out["decision"] = _checks.text(np.select(
         [invalid, inactive], ["invalid", "inactive"], out["decision"].to_numpy(dtype=object)
     ))
-    out["reason"] = _paired.text(_stop_reasons(out, invalid, inactive, active, max_dropped_frac,
+    out["reason"] = _checks.text(_stop_reasons(out, invalid, inactive, active, max_dropped_frac,
                                   min_activations))
     columns = schema.columns("decisions") + ["first_delta_pp", "first_se_pp"]
     return schema.validate(out[columns], "decisions")
@@ -344,8 +344,8 @@ def _first_look(seen: pd.DataFrame, tested: pd.DataFrame, pairs: pd.DataFrame, s
     under the fixed design, which reads just those)."""
     if config.design == "fixed":
         return tested["delta_pp"].to_numpy(), tested["se_pp"].to_numpy()
-    first = _paired.checked_slots(seen[seen["repeat"].to_numpy() < config.k])
-    look = sequential.compare(first, pairs, split=split,
+    first = pairing.checked_slots(seen[seen["repeat"].to_numpy() < config.k])
+    look = designs.compare(first, pairs, split=split,
                               config=config.model_copy(update={"design": "fixed"}))
     return look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
 
@@ -366,8 +366,8 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
         rate = activations / trials
     return pd.DataFrame(
         {
-            "candidate": _paired.text(names),
-            "kind": _paired.text(kind),
+            "candidate": _checks.text(names),
+            "kind": _checks.text(kind),
             "trials": trials,
             "activations": activations,
             "activation_rate": rate,

@@ -14,7 +14,7 @@ candidate whose patches acting there (admitted by their env gates) are the same
 baseline first, then its children, then theirs, so on each new task a candidate borrows
 an ancestor's trials wherever its own patches' gates reject the task: only candidates
 whose gates fire on a new task are run there. The repeats are those of the run's gate
-design on the grown split (:func:`gsme.sequential.wanted`): the adaptive design replays
+design on the grown split (:func:`gsme.designs.wanted`): the adaptive design replays
 its looks there and may extend an old task too (with new repeats, never a slot again).
 
 Guarantees.

@@ -2,7 +2,7 @@
 wanted.
 
 The loop's scoring step and the sealed test. Each pass asks the gate's design which
-repeats the candidates still need (:func:`gsme.sequential.wanted`; the fixed number of
+repeats the candidates still need (:func:`gsme.designs.wanted`; the fixed number of
 repeats on the test split), plans them (:func:`gsme.scoring.plan`: borrow a trial where a
 scored candidate behaves identically, re-run an infrastructure failure), records the
 borrowed rows and runs the rest (:func:`gsme.scoring.execute`), which write to the run's
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gsme import gates, parent_trials, policy, schema, scoring, sequential, stats
+from gsme import designs, gates, parent_trials, policy, schema, scoring, stats
 from gsme.run import Run, RunError, SealedError
 from gsme.schema import BASELINE, SEALED_ROUND
 
@@ -32,7 +32,7 @@ def measure(run: Run, candidates, *, split: str = "train", executor=None, progre
             round: int = 0) -> pd.DataFrame:
     """Run the trials ``candidates`` still need on the train split; return their trials.
 
-    The gate's design decides the repeats (:func:`gsme.sequential.wanted`); trials are
+    The gate's design decides the repeats (:func:`gsme.designs.wanted`); trials are
     borrowed where a scored candidate behaves identically, and infrastructure failures
     are re-run. The test split is sealed: only :func:`finalize` scores it.
 
@@ -99,7 +99,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
 
     The passes of :func:`score` without its checks of the run's state (growing a sealed
     run scores its train split, :mod:`gsme.grow`). On the train split each candidate is
-    compared with its first parent (:func:`gsme.sequential.wanted`); on the test split each
+    compared with its first parent (:func:`gsme.designs.wanted`); on the test split each
     gets the gate's ``k`` repeats of every task, and nothing is borrowed.
 
     Raises
@@ -139,7 +139,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
             quiet = gates.silent(seen, pairs, tasks, split=split, config=gate)
             paired, pairs = paired[~quiet], pairs[~quiet]
             wanted = parent_trials.unview(
-                sequential.wanted(seen, pairs, tasks, split=split, config=gate), paired)
+                designs.wanted(seen, pairs, tasks, split=split, config=gate), paired)
             lenders = parent_trials.lenders(paired)
         else:
             wanted = scoring.wanted_slots(tasks, names, split=split, k=gate.k)

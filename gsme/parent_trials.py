@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import schema, sequential
+from gsme import designs, schema
 from gsme.settings import GateConfig
 
 __all__ = ["label", "lenders", "of_child", "pairs", "require_blocks", "stride", "unview",
@@ -42,7 +42,7 @@ def stride(config: GateConfig) -> int:
     >>> stride(GateConfig(design="fixed")), stride(GateConfig(design="adaptive"))
     (3, 9)
     """
-    return int(sequential.design_of(config).look_repeats(config)[-1])
+    return int(designs.design_of(config).look_repeats(config)[-1])
 
 
 def label(parent, first) -> str:
@@ -210,7 +210,7 @@ def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,
 
 
 def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
-    """Wanted repeats of the view (:func:`gsme.sequential.wanted`) as the parent's own.
+    """Wanted repeats of the view (:func:`gsme.designs.wanted`) as the parent's own.
 
     Returns
     -------

@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import integrate, optimize, stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 
-from gsme import _paired
+from gsme import _checks
 from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig
 
 __all__ = ["mde", "power", "power_table"]
@@ -80,11 +80,11 @@ def power(
     0.688
     """
     config, k = _check_power_args(k, config)
-    n = _paired.check_finite("n_tasks", n_tasks)
+    n = _checks.check_finite("n_tasks", n_tasks)
     if np.any(n < 2):
         raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
-    out = _power(n, _paired.check_finite("effect_pp", effect_pp), sd, config)
+    out = _power(n, _checks.check_finite("effect_pp", effect_pp), sd, config)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -113,7 +113,7 @@ def mde(
     8.9
     """
     config, k = _check_power_args(k, config)
-    n_tasks = _paired.check_int("n_tasks", n_tasks, 2)
+    n_tasks = _checks.check_int("n_tasks", n_tasks, 2)
     alpha = 2.0 * config.alpha
     if not alpha < power < 1:
         raise ValueError(f"power must lie strictly between alpha={alpha:.4g} and 1, got {power!r}")
@@ -156,14 +156,14 @@ def power_table(
     >>> power_table(n_tasks=[26, 167], effect_pp=[5], k=[3])["mde_pp"].round(1).tolist()
     [23.3, 8.9]
     """
-    config = _paired.gate_config(config)
+    config = _checks.gate_config(config)
     k = config.k if k is None else k
     grid = pd.MultiIndex.from_product(
         [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
         names=["n_tasks", "effect_pp", "k"],
     ).to_frame(index=False)
     for name, values in (("n_tasks", n_tasks), ("effect_pp", effect_pp), ("k", k)):
-        _paired.check_finite(name, values)
+        _checks.check_finite(name, values)
     grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
     for kk in grid["k"].unique():
         _check_power_args(int(kk), config)
@@ -226,6 +226,6 @@ def _difference_sd(repeat_sd_pp, task_sd_pp, k):
 
 
 def _check_power_args(k, config) -> tuple[GateConfig, int]:
-    config = _paired.gate_config(config)
+    config = _checks.gate_config(config)
     k = config.k if k is None else k
-    return config, _paired.check_int("k", k, 1)
+    return config, _checks.check_int("k", k, 1)

@@ -9,7 +9,7 @@ read once, the first time a registry is asked:
 =======================  ===================  ======================================
 registry                 entry point group    object
 =======================  ===================  ======================================
-:data:`DESIGNS`          ``gsme.designs``     :class:`gsme.sequential.Design`
+:data:`DESIGNS`          ``gsme.designs``     :class:`gsme.designs.Design`
 :data:`POLICIES`         ``gsme.policies``    :class:`gsme.policy.Policy`
 :data:`FORMATS`          ``gsme.formats``     :class:`gsme.importers.Format`
 :data:`gsme.sim.MIXES`   ``gsme.mixes``       :class:`gsme.sim.catalogue.Mix`
@@ -169,10 +169,10 @@ def _made(where, *, make: bool):
 
 
 DESIGNS = Registry("design", "gsme.designs", {
-    "fixed": "gsme.sequential:Fixed",
-    "adaptive": "gsme.sequential:Adaptive",
+    "fixed": "gsme.designs.fixed:Fixed",
+    "adaptive": "gsme.designs.adaptive:Adaptive",
 })
-"""Gate designs (``GateConfig.design``): :class:`gsme.sequential.Design` objects."""
+"""Gate designs (``GateConfig.design``): :class:`gsme.designs.Design` objects."""
 
 POLICIES = Registry("policy", "gsme.policies", {
     "gated": "gsme.policy:Gated",

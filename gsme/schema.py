@@ -71,7 +71,7 @@ LOOK_COLUMNS = [
     "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "boundary", "level", "decision",
     "reason",
 ]
-"""One look of a gate design (:func:`gsme.sequential.looks`)."""
+"""One look of a gate design (:func:`gsme.designs.looks`)."""
 COMPARE_COLUMNS = [
     "parent", "child", "split", "design", "outcome", "n_tasks", "n_dropped", "n_changed", "n_up",
     "n_down", "n_tied", "k", "looks", "n_infra_parent", "n_infra_child", "rate_parent",

@@ -30,7 +30,7 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
-from gsme import _paired, envgate, schema
+from gsme import envgate, pairing, schema
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
 from gsme.executors.base import Snapshot
 from gsme.executors.pool import as_executor, crashed
@@ -250,7 +250,7 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     if unknown:
         raise KeyError(f"unknown candidate(s) {unknown}; the run has "
                        f"{list(candidates['candidate'])}")
-    slots = _paired.checked_slots(trials)
+    slots = pairing.checked_slots(trials)
     at = slots.locate(want["candidate"], want["split"], want["task_id"], want["repeat"])
     needs = np.zeros(len(at), dtype=bool)  # the validity gate's rule: re-run, or not yet
     needs[at >= 0] = slots.needs_rerun(config.gate.max_reruns)[at[at >= 0]]

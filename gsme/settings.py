@@ -56,7 +56,7 @@ MAX_K = 100
 a plan considers for ``k_needed`` (:func:`gsme.compare.plan`)."""
 MAX_EXACT_REPEATS = 40
 """Most valid repeats per task and side the exact sign-flip p handles
-(:func:`gsme._paired.exact_tails`); a gate that uses it (``exact_below`` > 0) asks for no
+(:func:`gsme.designs.exact.exact_tails`); a gate that uses it (``exact_below`` > 0) asks for no
 more (``k_max``)."""
 MAX_LOOKS = 16
 """Most looks of the adaptive design (1 + ⌈(k_max − k) / k_step⌉). Each look takes a scoring
@@ -135,7 +135,7 @@ class GateConfig(BaseModel):
     look. ``design="adaptive"`` scores ``k`` repeats first, then adds ``k_step`` repeats on
     both sides to the tasks whose pooled child and parent outcomes are mixed, up to
     ``k_max``, looking after each step with group-sequential boundaries (see
-    :mod:`gsme.sequential`). Both credit at one-sided level ``Φ(−z_crit)`` (2.5%) and cull
+    :mod:`gsme.designs`). Both credit at one-sided level ``Φ(−z_crit)`` (2.5%) and cull
     at the same level on the other side.
 
     The defaults come from the A/A and power simulation of ``benchmarks/aa_designs.py``

@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from gsme import _paired, schema, sequential
+from gsme import _checks, designs, pairing, schema
+from gsme.designs import significance
 from gsme.power import mde, power, power_table
 from gsme.settings import TARGET_POWER, GateConfig
 
@@ -76,15 +77,15 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     0.6666666666666666
     """
     if split is not None:
-        _paired.check_choice("split", split, schema.SPLITS)
-    slots = _paired.checked_slots(trials)
-    counts = _paired.count_tasks(slots)
-    out = _paired.decode_tasks(slots, counts.key)
+        _checks.check_choice("split", split, schema.SPLITS)
+    slots = pairing.checked_slots(trials)
+    counts = pairing.count_tasks(slots)
+    out = pairing.decode_tasks(slots, counts.key)
     out["n_slots"] = counts.n_slots.astype(np.int64)
     out["n_valid"] = counts.n_valid.astype(np.int64)
     out["n_passed"] = counts.n_passed.astype(np.int64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["rate"] = _paired.task_values(counts) / counts.n_valid
+        out["rate"] = pairing.task_values(counts) / counts.n_valid
     if split is not None:
         out = out[out["split"] == split].reset_index(drop=True)
     return out
@@ -126,8 +127,8 @@ def first_repeats(trials: pd.DataFrame, *, k: int) -> pd.DataFrame:
        n_valid   rate
     0        3  0.667
     """
-    k = _paired.check_int("k", k, 1)
-    trials = _paired.checked_trials(trials)
+    k = _checks.check_int("k", k, 1)
+    trials = pairing.checked_trials(trials)
     return trials[trials["repeat"].to_numpy() < k].reset_index(drop=True)
 
 
@@ -163,14 +164,14 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
       candidate  n_tasks   rate
     0         a        2  0.667
     """
-    _paired.check_choice("split", split, schema.SPLITS)
+    _checks.check_choice("split", split, schema.SPLITS)
     tasks = task_rates(trials, split=split)[["candidate", "task_id"]]
     rates = tasks.merge(task_rates(first_repeats(trials, k=k), split=split), how="left",
                         on=["candidate", "task_id"])
     valid = rates["n_valid"].fillna(0) > 0
     out = rates.assign(valid=valid).groupby("candidate", sort=False).agg(
         n_tasks=("valid", "sum"), n_all=("valid", "size"), rate=("rate", "mean")).reset_index()
-    out.insert(1, "split", _paired.text([split] * len(out)))
+    out.insert(1, "split", _checks.text([split] * len(out)))
     out["n_dropped"] = out.pop("n_all") - out["n_tasks"]
     return out[["candidate", "split", "n_tasks", "n_dropped", "rate"]].astype(
         {"n_tasks": np.int64, "n_dropped": np.int64})
@@ -196,12 +197,12 @@ def paired_test(
     ``config.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
     distribution of the d_i when fewer than ``config.exact_below`` tasks changed (for
     graded scores by enumerating the 2^m sign flips, m at most
-    :data:`gsme._paired.MAX_GRADED_FLIPS`). On per-task mean scores with the t reference
+    :data:`gsme.designs.exact.MAX_GRADED_FLIPS`). On per-task mean scores with the t reference
     and no exact p, z and ``p_one_sided`` are those of ``scipy.stats.ttest_rel``
     (``alternative="greater"``).
 
     This is always the one-look test over every repeat, whatever ``config.design``; the
-    adaptive design's look-by-look procedure is :func:`gsme.sequential.looks` and
+    adaptive design's look-by-look procedure is :func:`gsme.designs.looks` and
     :func:`gsme.gates.significance_gate`. On a run's trials under the adaptive design, test
     :func:`first_repeats` for a one-look test that the extensions do not bias.
 
@@ -249,11 +250,11 @@ def paired_test(
         delta_pp  p_one_sided      decision
     0  33.333333          0.5  inconclusive
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
     if parent == child:
         raise ValueError(f"parent and child must differ, both are {child!r}")
-    slots = _paired.checked_slots(trials)
+    slots = pairing.checked_slots(trials)
     on_split = slots.candidates[np.unique(
         slots.cand[slots.split == slots.splits.get_indexer([split])[0]])]
     for role, name in (("parent", parent), ("child", child)):
@@ -263,7 +264,7 @@ def paired_test(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    return _paired.compare(slots, pairs, split=split, config=config)
+    return significance.one_look(slots, pairs, split=split, config=config)
 
 
 def paired_tasks(
@@ -277,7 +278,7 @@ def paired_tasks(
     """The task-by-task pairing behind the decision of ``child`` against ``parent``.
 
     Per task and side it reads the repeats the decision of ``config.design`` read
-    (:func:`gsme.sequential.decided_repeats`): under the adaptive design those up to the
+    (:func:`gsme.designs.decided_repeats`): under the adaptive design those up to the
     look it stopped at (the extended tasks' extra repeats up to that look, the first ``k``
     of the others); under the fixed design every repeat. The mean of ``diff`` is the
     decision's ``delta_pp`` / 100, and the tasks are the ones it paired.
@@ -308,11 +309,11 @@ def paired_tasks(
     >>> paired_tasks(t, parent="p", child="c")[["task_id", "diff"]].to_dict("records")
     [{'task_id': 't1', 'diff': 1.0}]
     """
-    _paired.check_choice("split", split, schema.SPLITS)
-    config = _paired.gate_config(config)
-    trials = _paired.checked_trials(trials)
+    _checks.check_choice("split", split, schema.SPLITS)
+    config = _checks.gate_config(config)
+    trials = pairing.checked_trials(trials)
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    read = sequential.decided_repeats(trials, pairs, split=split, config=config)
+    read = designs.decided_repeats(trials, pairs, split=split, config=config)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
     rows = trials[(trials["split"] == split) & trials["candidate"].isin([parent, child])]
     rows = rows[rows["repeat"].to_numpy() < read.reindex(rows["task_id"].to_numpy()).to_numpy()]
@@ -363,7 +364,7 @@ def aa_test(
     >>> aa_test(t, candidate="base", rerun="base2")["decision"].item()
     'inconclusive'
     """
-    config = _paired.gate_config(config)
+    config = _checks.gate_config(config)
     out = paired_test(trials, parent=candidate, child=rerun, split=split, config=config)
     n = int(out["n_tasks"].iloc[0])
     out["sd_pp"] = out["se_pp"] * np.sqrt(n)
@@ -399,12 +400,12 @@ def p_value(z, *, reference: str = "normal", df=None, alternative: str = "two-si
     >>> round(p_value(2.13), 4), round(p_value(2.13, alternative="greater"), 4)
     (0.0332, 0.0166)
     """
-    _paired.check_choice("reference", reference, _paired.REFERENCES)
-    _paired.check_choice("alternative", alternative, ("two-sided", "greater"))
+    _checks.check_choice("reference", reference, significance.REFERENCES)
+    _checks.check_choice("alternative", alternative, ("two-sided", "greater"))
     if reference == "t" and df is None:
         raise ValueError("df is required when reference='t'")
     if alternative == "two-sided":
-        p = _paired.two_sided_p(z, df, reference)
+        p = significance.two_sided_p(z, df, reference)
     else:
         z = np.asarray(z, dtype=np.float64)
         p = sps.t.sf(z, df) if reference == "t" else sps.norm.sf(z)
@@ -447,7 +448,7 @@ def pass_at_k_estimate(n, c, k: int):
     >>> round(pass_at_k_estimate(3, 1, 2), 4)
     0.6667
     """
-    k = _paired.check_int("k", k, 1)
+    k = _checks.check_int("k", k, 1)
     n_arr, c_arr = np.broadcast_arrays(np.asarray(n), np.asarray(c))
     for name, values in (("n", n_arr), ("c", c_arr)):
         if not np.issubdtype(values.dtype, np.integer) and not np.all(np.mod(values, 1) == 0):
@@ -502,8 +503,8 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     >>> float(pass_at_k(t, k=3)["pass_at_k"].iloc[0])
     0.5
     """
-    k = _paired.check_int("k", k, 1)
-    trials = _paired.checked_trials(trials)
+    k = _checks.check_int("k", k, 1)
+    trials = pairing.checked_trials(trials)
     if schema.graded(trials):
         raise ValueError("pass@k needs pass/fail outcomes, but these trials carry graded "
                          "scores (not all 0 or 1); drop the 'score' column for pass@k of "

@@ -82,10 +82,12 @@ def test_no_import_cycle_even_through_function_level_imports():
 
 
 LAYERS = [  # a module may import only from its own layer or the layers below it
-    {"gsme.schema", "gsme.settings", "gsme.registry", "gsme.resources", "gsme._paired",
+    {"gsme.schema", "gsme.settings", "gsme.registry", "gsme.resources", "gsme.pairing",
+     "gsme._checks",
      "gsme.power", "gsme.envgate", "gsme.vocabulary", "gsme.credentials", "gsme._proc",
      "gsme.prices", "gsme.redact", "gsme.sandbox", "gsme._reaper"},
-    {"gsme.stats", "gsme.gates", "gsme.sequential", "gsme.parent_trials", "gsme.archive",
+    {"gsme.stats", "gsme.gates", "gsme.designs", "gsme.parent_trials", "gsme.archive",
+     "gsme.sequential", "gsme._paired",  # deprecated names of gsme.designs, gsme.pairing
      "gsme.patches", "gsme.gated", "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons",
      "gsme.suites", "gsme.agents.base", "gsme.evolvers.base", "gsme.executors.base"},
     {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
@@ -144,7 +146,7 @@ def test_every_registered_class_is_of_its_kind(kind, name):
         assert _layer(cls.__module__) <= _layer("gsme.plugins"), name
 
 
-@pytest.mark.parametrize("kind, user", [("DESIGNS", "gsme.sequential"),
+@pytest.mark.parametrize("kind, user", [("DESIGNS", "gsme.designs"),
                                         ("POLICIES", "gsme.policy"),
                                         ("FORMATS", "gsme.importers")])
 def test_every_registered_object_sits_where_its_user_can_reach_it(kind, user):

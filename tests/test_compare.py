@@ -16,7 +16,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower, TTestPower
 
-from gsme import compare, gates, importers, power, schema, sequential, stats
+from gsme import compare, designs, gates, importers, power, schema, stats
 from gsme.cli import main
 from gsme.settings import GateConfig
 
@@ -173,8 +173,8 @@ def test_simulated_decisions_are_the_gates():
     config = GateConfig(design="adaptive")
     rng = np.random.default_rng(3)
     draws = (rng.random((40, 20, config.k_max, 2)), rng.standard_normal((40, 20)))
-    trials, pairs = sequential._simulated_pairs(draws, 15.0, 70.0, 0.0)
-    last = sequential.looks(trials, pairs, config=config).groupby(
+    trials, pairs = designs.adaptive._simulated_pairs(draws, 15.0, 70.0, 0.0)
+    last = designs.looks(trials, pairs, config=config).groupby(
         "candidate", sort=False).tail(1)
     gate = gates.significance_gate(trials, pairs, config=config)
     assert last["decision"].tolist() == gate["decision"].tolist()

@@ -48,13 +48,13 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
                  "guarantees", "figures", "api/index"]:
         assert (out / f"{name}.html").is_file(), name
     api = page("api/index.html")
-    for name in ["gsme.stats", "gsme.gates", "gsme.sequential", "gsme.archive",
+    for name in ["gsme.stats", "gsme.gates", "gsme.designs", "gsme.archive",
                  "gsme.importers", "gsme.sim"]:
         assert name in api
     paired = page("api/generated/gsme.stats.paired_test.html")
     assert "p_one_sided" in paired
     assert "Chen" in page("api/generated/gsme.stats.pass_at_k_estimate.html")
-    assert "DeMets" in page("api/generated/gsme.sequential.spending_boundaries.html")
+    assert "DeMets" in page("api/generated/gsme.designs.spending_boundaries.html")
     assert "Mouret" in page("archive.html")
     assert "gsme.plot.z_forest" in page("api/gsme.plot.html")
     assert len(list((out / "_images").glob("figures-*.png"))) >= 7

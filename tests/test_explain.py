@@ -148,9 +148,9 @@ def test_keep_reasons_refit_the_mix_the_loop_read(learned):
 
 
 def test_each_decision_has_the_boundary_of_the_look_that_made_it(learned):
-    from gsme import sequential
+    from gsme import designs
 
-    bounds = sequential.boundaries(learned.config.gate).set_index("look")["boundary"]
+    bounds = designs.boundaries(learned.config.gate).set_index("look")["boundary"]
     reasons = explain.keep_reasons(learned)
     looked = reasons.dropna(subset=["look"])
     assert len(looked) and (looked["look"] == learned.decisions().loc[looked.index, "looks"]).all()

@@ -14,10 +14,10 @@ import pytest
 
 from gsme import registry, schema
 from gsme.cli import main
+from gsme.designs import Fixed
 from gsme.importers import Format, Imported
 from gsme.policy import Policy
 from gsme.run import Run
-from gsme.sequential import Fixed
 from gsme.settings import GateConfig, RunConfig, ValidationError
 
 
@@ -116,9 +116,9 @@ def test_unknown_names_list_the_registered_ones(toys):
 
 
 def test_gsme_s_own_names_resolve_to_their_kind():
+    from gsme.designs import Design
     from gsme.importers import Format as FormatBase
     from gsme.policy import Policy as PolicyBase
-    from gsme.sequential import Design
 
     for where, kind in ((registry.DESIGNS, Design), (registry.POLICIES, PolicyBase),
                         (registry.FORMATS, FormatBase)):
@@ -130,7 +130,7 @@ def test_gsme_s_own_names_resolve_to_their_kind():
 def test_a_package_registers_through_entry_points(tmp_path):
     (tmp_path / "toy_gsme.py").write_text(textwrap.dedent("""
         from gsme.policy import Gated
-        from gsme.sequential import Fixed
+        from gsme.designs import Fixed
 
         class Strict(Fixed):
             summary = "the fixed design (a packaged toy)"

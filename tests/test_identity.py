@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import experiments, gates, scoring, sequential, stats
+from gsme import designs, experiments, gates, scoring, stats
 from gsme.settings import GateConfig, RunConfig
 
 STORED = {"parent_trials": "stored"}  # the comparison these digests were pinned with
@@ -114,13 +114,13 @@ def gate_digests() -> dict[str, str]:
     pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
     out = {}
     for name, config in DESIGNS.items():
-        wanted = sequential.wanted(trials, pairs, tasks, split="train", config=config)
+        wanted = designs.wanted(trials, pairs, tasks, split="train", config=config)
         plan = scoring.plan(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
         specs = pd.DataFrame([vars(s) for s in plan.specs])
         out[name] = digest(
             gates.credit(trials, candidates, config=config).drop(columns=ADDED),
-            sequential.looks(trials, pairs, config=config),
-            sequential.decided_repeats(trials, pairs, config=config),
+            designs.looks(trials, pairs, config=config),
+            designs.decided_repeats(trials, pairs, config=config),
             gates.validity_gate(trials, config=config),
             stats.paired_test(trials, parent="baseline", child="m01", config=config),
             wanted, specs, plan.borrowed)

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import _paired, schema
+from gsme import pairing, schema
 from gsme.schema import FrameError
 
 
@@ -40,7 +40,7 @@ def _expected(trials: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.parametrize("seed", range(6))
 def test_each_slot_is_scored_by_its_first_valid_attempt(seed):
     trials = _random_trials(seed)
-    slots = _paired.encode_slots(_paired.checked_trials(trials))
+    slots = pairing.encode_slots(pairing.checked_trials(trials))
     index = pd.MultiIndex.from_arrays([
         slots.candidates.to_numpy()[slots.cand], slots.tasks.to_numpy()[slots.task],
         slots.splits.to_numpy()[slots.split], slots.repeat], names=schema.SLOT_KEY)
@@ -59,17 +59,17 @@ def test_checked_trials_returns_a_valid_frame_itself_and_refuses_a_repeated_key(
     trials = _random_trials(0)
     if text == "str":
         trials = trials.astype({c: "str" for c in ("candidate", "task_id", "split")})
-    assert _paired.checked_trials(trials) is trials  # no copy, nothing converted
+    assert pairing.checked_trials(trials) is trials  # no copy, nothing converted
     twice = pd.concat([trials, trials.iloc[[5]]], ignore_index=True)
     with pytest.raises(FrameError, match="must be unique"):
-        _paired.checked_trials(twice)
+        pairing.checked_trials(twice)
 
 
 def test_string_columns_encode_like_object_columns():
     trials = _random_trials(1)
     arrow = trials.astype({c: "str" for c in ("candidate", "task_id", "split",
                                               "borrowed_from")})
-    a, b = _paired.encode_slots(trials), _paired.encode_slots(arrow)
+    a, b = pairing.encode_slots(trials), pairing.encode_slots(arrow)
     for field in ("cand", "split", "task", "repeat", "attempts", "valid", "passed", "source"):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     assert list(a.candidates) == list(b.candidates) and b.candidates.dtype == object

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from gsme import gates, schema, sequential, stats
+from gsme import designs, gates, schema, stats
 from gsme.settings import GateConfig
 
 ADAPTIVE = GateConfig(design="adaptive")
@@ -63,7 +63,7 @@ def score_loop(parent, child, config, pairs=PAIRS, draws=None):
         grids = {name: np.where(np.arange(k_max)[None, :] < have[name][:, None],
                                 draws[name], np.nan) for name in have}
         trials = frame({name: g for name, g in grids.items() if have[name].any()})
-        want = sequential.wanted(trials, pairs, tasks_frame(n_tasks), split="train",
+        want = designs.wanted(trials, pairs, tasks_frame(n_tasks), split="train",
                                  config=config)
         new = {name: np.maximum(have[name], wanted_grid(want, name, n_tasks)) for name in have}
         if all((new[name] == have[name]).all() for name in have):
@@ -72,8 +72,21 @@ def score_loop(parent, child, config, pairs=PAIRS, draws=None):
     raise AssertionError("the scoring loop did not reach a fixed point")
 
 
-def test_docstring_examples_run():
-    assert doctest.testmod(sequential, raise_on_error=False).failed == 0
+@pytest.mark.parametrize("module", [designs.base, designs.fixed, designs.adaptive,
+                                    designs.spending, designs.significance, designs.exact])
+def test_docstring_examples_run(module):
+    assert doctest.testmod(module, raise_on_error=False).failed == 0
+
+
+def test_the_old_module_names_still_work_with_a_warning():
+    from gsme import sequential
+
+    with pytest.warns(DeprecationWarning, match="gsme.designs"):
+        assert sequential.looks is designs.looks
+    with pytest.warns(DeprecationWarning, match="gsme.designs.spending.planned"):
+        assert sequential.planned is designs.spending.planned
+    with pytest.raises(AttributeError, match="nope"):
+        sequential.nope  # noqa: B018
 
 
 # ------------------------------------------------------------------------------ boundaries
@@ -85,16 +98,16 @@ def test_docstring_examples_run():
 ])
 def test_boundaries_match_published_gsdesign_values(fractions, published):
     # gsDesign sfLDOF, one-sided alpha = 0.025, equally spaced looks
-    got = sequential.spending_boundaries(Z975, fractions)
+    got = designs.spending_boundaries(Z975, fractions)
     np.testing.assert_allclose(got, published, atol=5e-5)
 
 
 @pytest.mark.parametrize("fractions", [(1 / 3, 2 / 3, 1.0), (0.2, 0.7, 1.0), (3 / 8, 6 / 8, 1.0)])
 def test_boundaries_spend_the_obf_function_by_multivariate_normal(fractions):
-    bounds = np.array(sequential.spending_boundaries(Z975, fractions))
+    bounds = np.array(designs.spending_boundaries(Z975, fractions))
     t = np.array(fractions)
     corr = np.sqrt(np.minimum.outer(t, t) / np.maximum.outer(t, t))
-    spent = sequential.obf_spending(0.025, t)
+    spent = designs.obf_spending(0.025, t)
     for j in range(1, len(t) + 1):  # P(some Z_i >= b_i, i <= j) = alpha(t_j)
         mvn = sps.multivariate_normal(np.zeros(j), corr[:j, :j], seed=0, abseps=1e-8,
                                       releps=1e-8, maxpts=2_000_000)
@@ -104,22 +117,22 @@ def test_boundaries_spend_the_obf_function_by_multivariate_normal(fractions):
 
 
 def test_boundaries_frame_per_design():
-    fixed = sequential.boundaries(GateConfig(design="fixed"))
+    fixed = designs.boundaries(GateConfig(design="fixed"))
     assert fixed[["look", "repeats"]].values.tolist() == [[1, 3]]
     assert fixed["boundary"].item() == 1.96 and fixed["level"].item() == GateConfig().alpha
-    plan = sequential.boundaries(GateConfig(design="adaptive", k=2, k_step=3, k_max=7))
+    plan = designs.boundaries(GateConfig(design="adaptive", k=2, k_step=3, k_max=7))
     assert plan["repeats"].tolist() == [2, 5, 7]
     np.testing.assert_allclose(plan["fraction"], [2 / 7, 5 / 7, 1])
     assert plan["boundary"].is_monotonic_decreasing
     np.testing.assert_allclose(plan["level"], sps.norm.sf(plan["boundary"]))
     assert plan["alpha_spent"].iloc[-1] == pytest.approx(GateConfig().alpha)
-    single = sequential.boundaries(GateConfig(design="adaptive", k=3, k_max=3))
+    single = designs.boundaries(GateConfig(design="adaptive", k=3, k_max=3))
     assert len(single) == 1 and single["boundary"].item() == 1.96
 
 
 def test_far_tail_levels_give_finite_conservative_boundaries():
     for z_crit in (7.5, 30.0, 50.0):
-        bounds = sequential.spending_boundaries(z_crit, (1 / 3, 2 / 3, 1.0))
+        bounds = designs.spending_boundaries(z_crit, (1 / 3, 2 / 3, 1.0))
         assert np.all(np.isfinite(bounds)) and bounds[0] > bounds[1] > bounds[2] >= z_crit
 
 
@@ -128,7 +141,7 @@ def test_far_tail_levels_give_finite_conservative_boundaries():
 def test_fixed_design_wants_k_of_every_task_for_children_and_parents():
     pairs = pd.DataFrame({"candidate": ["baseline", "c1", "c2"],
                           "parent": [None, "baseline", "c1"]})
-    want = sequential.wanted(schema.empty("trials"), pairs, tasks_frame(4), split="train",
+    want = designs.wanted(schema.empty("trials"), pairs, tasks_frame(4), split="train",
                              config=GateConfig(k=2))
     assert want["candidate"].unique().tolist() == ["baseline", "c1", "c2"]
     assert (want["repeats"] == 2).all() and len(want) == 12
@@ -141,15 +154,15 @@ def test_adaptive_wants_k_until_look_one_is_complete_then_extends_mixed_tasks():
     parent = np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1], [0, 0, 0]], dtype=float)
     child = np.array([[1, 1, 0], [0, 0, 0], [1, 1, 1], [1, 0, nan]], dtype=float)
     tasks = tasks_frame(4)
-    want = sequential.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
+    want = designs.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
                              config=config)
     assert (want["repeats"] == 3).all()  # task 3's third child repeat is missing
     child[3, 2] = 0
-    want = sequential.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
+    want = designs.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
                              config=config)
     for name in ("c", "p"):  # mixed pooled: tasks 0 and 3; unanimous: 1 (fail), 2 (pass)
         assert wanted_grid(want, name, 4).tolist() == [6, 3, 3, 6]
-    sealed = sequential.wanted(frame({"p": parent, "c": child}, split="test"), PAIRS,
+    sealed = designs.wanted(frame({"p": parent, "c": child}, split="test"), PAIRS,
                                tasks_frame(4, split="test"), split="test", config=config)
     assert len(sealed) == 8 and (sealed["repeats"] == 3).all()  # the test split is not adaptive
 
@@ -161,11 +174,11 @@ def test_adaptive_waits_for_infrastructure_reruns_before_the_next_look():
     trials = frame({"p": parent, "c": child})
     failed = (trials["candidate"] == "c") & (trials["task_id"] == "t002") & (trials["repeat"] == 0)
     trials.loc[failed, ["infra_ok", "passed"]] = [False, False]
-    want = sequential.wanted(trials, PAIRS, tasks_frame(3), split="train", config=config)
+    want = designs.wanted(trials, PAIRS, tasks_frame(3), split="train", config=config)
     assert (want["repeats"] == 3).all()  # the failed slot may still be re-run
     rerun = trials[failed].assign(attempt=1)
     exhausted = schema.as_trials(pd.concat([trials, rerun], ignore_index=True))
-    want = sequential.wanted(exhausted, PAIRS, tasks_frame(3), split="train", config=config)
+    want = designs.wanted(exhausted, PAIRS, tasks_frame(3), split="train", config=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 6, 3]  # excluded now: look 2 goes ahead
 
 
@@ -174,18 +187,18 @@ def test_a_task_borrowed_from_the_parent_is_never_extended():
     parent = np.array([[1, 0, 0], [1, 0, 1], [0, 1, 0]], dtype=float)
     child = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float)
     lent = {"c": np.array([None, "p", None], dtype=object)}  # task 1: the parent's trials
-    want = sequential.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
+    want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
                              tasks_frame(3), split="train", config=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 3, 6]
     # the parent's trial was itself borrowed from the grandparent: still the same trial
     lent = {"c": np.array([None, "g", None], dtype=object),
             "p": np.array([None, "g", None], dtype=object)}
-    want = sequential.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
+    want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
                              tasks_frame(3), split="train", config=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 3, 6]
     # borrowed from someone else than the parent's source: not identical, extended
     lent = {"c": np.array([None, "g", None], dtype=object)}
-    want = sequential.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
+    want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
                              tasks_frame(3), split="train", config=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 6, 6]
 
@@ -196,7 +209,7 @@ def test_a_parent_shared_by_two_children_gets_the_most_either_wants():
     one = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 0]], dtype=float)  # task 0 mixed
     two = np.array([[1, 0, 0], [1, 1, 1], [0, 0, 1]], dtype=float)  # tasks 0 and 2 mixed
     pairs = pd.DataFrame({"candidate": ["c1", "c2"], "parent": ["p", "p"]})
-    want = sequential.wanted(frame({"p": parent, "c1": one, "c2": two}), pairs, tasks_frame(3),
+    want = designs.wanted(frame({"p": parent, "c1": one, "c2": two}), pairs, tasks_frame(3),
                              split="train", config=config)
     assert wanted_grid(want, "c1", 3).tolist() == [6, 3, 3]
     assert wanted_grid(want, "c2", 3).tolist() == [6, 3, 6]
@@ -211,11 +224,11 @@ def test_which_tasks_are_extended_is_blind_to_which_side_is_the_child(seed):
     a = (rng.random((12, 3)) < p[:, None]).astype(float)
     b = (rng.random((12, 3)) < p[:, None]).astype(float)
     config = GateConfig(design="adaptive", min_tasks=2, futility_z=None)
-    forward = sequential.wanted(frame({"p": a, "c": b}), PAIRS, tasks_frame(12),
+    forward = designs.wanted(frame({"p": a, "c": b}), PAIRS, tasks_frame(12),
                                 split="train", config=config)
-    swapped = sequential.wanted(frame({"p": b, "c": a}), PAIRS, tasks_frame(12),
+    swapped = designs.wanted(frame({"p": b, "c": a}), PAIRS, tasks_frame(12),
                                 split="train", config=config)
-    looks = sequential.looks(frame({"p": a, "c": b}), PAIRS, config=config)
+    looks = designs.looks(frame({"p": a, "c": b}), PAIRS, config=config)
     if looks["decision"].iloc[0] == "continue":  # neither side crossed at look 1
         np.testing.assert_array_equal(wanted_grid(forward, "c", 12),
                                       wanted_grid(swapped, "c", 12))
@@ -243,7 +256,7 @@ def test_scoring_loop_reaches_a_fixed_point_and_credit_replays_its_decision(seed
     parent, child = draws(rng, base, np.clip(base + shift * (base > 0.05), 0, 1))
     config = GateConfig(design="adaptive", futility_z=futility)
     trials, passes = score_loop(parent, child, config)
-    taken = sequential.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, config=config)
     decided = gates.significance_gate(trials, PAIRS, config=config).iloc[0]
     last = taken.iloc[-1]
     assert passes == len(taken) + 1  # one pass per look, one more to see nothing is new
@@ -269,13 +282,13 @@ def test_parent_repeats_made_for_another_child_do_not_leak_into_a_look():
     parent, child = draws(rng, base, base)
     config = GateConfig(design="adaptive", futility_z=None)
     trials, _ = score_loop(parent, child, config)
-    before = sequential.looks(trials, PAIRS, config=config)
+    before = designs.looks(trials, PAIRS, config=config)
     have = trials[trials["candidate"] == "p"].groupby("task_id").size().to_numpy()
     assert (have == 3).any()  # tasks this child never extended: another child may have
     extra = frame({"p": np.where((np.arange(9)[None, :] >= 3) & (have[:, None] == 3),
                                  1.0 - parent, np.nan)})
     leaky = schema.as_trials(pd.concat([trials, extra], ignore_index=True))
-    after = sequential.looks(leaky, PAIRS, config=config)
+    after = designs.looks(leaky, PAIRS, config=config)
     cols = ["look", "z", "delta_pp", "rate_parent", "decision"]
     pd.testing.assert_frame_equal(before[cols], after[cols])
 
@@ -296,7 +309,7 @@ def test_negative_look_one_stops_for_futility_and_harm_is_culled_at_look_one():
     base = rng.uniform(0.3, 0.7, 40)
     parent, child = draws(rng, base, base - 0.05)
     config = GateConfig(design="adaptive")
-    taken = sequential.looks(frame({"p": parent, "c": child}), PAIRS, config=config)
+    taken = designs.looks(frame({"p": parent, "c": child}), PAIRS, config=config)
     assert len(taken) == 1 and taken["z"].item() < 0
     assert taken["decision"].item() == "inconclusive"
     assert taken["reason"].item().startswith("stopped for futility at look 1 of 3")
@@ -315,7 +328,7 @@ def test_credit_on_a_look_not_yet_scored_is_inconclusive_and_says_so():
     trials = frame({"p": parent, "c": child})
     config = GateConfig(design="adaptive", futility_z=None)
     row = gates.significance_gate(trials, PAIRS, config=config).iloc[0]
-    taken = sequential.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, config=config)
     assert row["decision"] == "inconclusive" and row["looks"] == 1
     assert row["reason"].startswith("awaiting look 2 of 3")
     assert taken["decision"].tolist() == ["continue"]
@@ -327,16 +340,16 @@ def test_looks_lists_every_look_with_its_boundary():
     parent, child = draws(rng, base, base)
     config = GateConfig(design="adaptive", futility_z=None)
     trials, _ = score_loop(parent, child, config)
-    taken = sequential.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, config=config)
     assert list(taken.columns) == schema.LOOK_COLUMNS
     assert taken["look"].tolist() == [1, 2, 3] and taken["repeats"].tolist() == [3, 6, 9]
-    plan = sequential.boundaries(config)
+    plan = designs.boundaries(config)
     np.testing.assert_allclose(taken["boundary"], plan["boundary"])
     n_ext = taken["n_extended"].iloc[1]
     assert taken["n_extended"].iloc[0] == 0 and n_ext > 0
     assert taken["child_trials"].tolist() == [135, 135 + 3 * n_ext, 135 + 6 * n_ext]
     assert taken["parent_trials"].tolist() == taken["child_trials"].tolist()
-    fixed = sequential.looks(trials, PAIRS, config=GateConfig(design="fixed"))
+    fixed = designs.looks(trials, PAIRS, config=GateConfig(design="fixed"))
     one = stats.paired_test(trials, parent="p", child="c").iloc[0]
     assert len(fixed) == 1 and fixed["z"].item() == pytest.approx(one["z"])
     assert fixed["child_trials"].item() == len(trials[trials["candidate"] == "c"])
@@ -362,7 +375,7 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
     })
     stored = config.model_copy(update={"parent_trials": "stored"})  # scored here, no blocks
     decided = gates.credit(trials, candidates, config=stored).set_index("candidate")
-    taken = sequential.looks(trials, pairs, config=config).groupby("candidate").tail(1)
+    taken = designs.looks(trials, pairs, config=config).groupby("candidate").tail(1)
     for last in taken.itertuples():
         assert decided.loc[last.candidate, "looks"] == last.look
         assert decided.loc[last.candidate, "z"] == pytest.approx(last.z)
@@ -422,4 +435,4 @@ def test_wanted_refuses_a_task_listed_twice_on_the_split(design):
     trials = pd.DataFrame({"candidate": "p", "task_id": ["t1", "t2"], "split": "train",
                            "repeat": 0, "passed": True})
     with pytest.raises(schema.FrameError, match="repeats ids on split 'train'.*t1"):
-        sequential.wanted(trials, pairs, tasks, split="train", config=GateConfig(design=design))
+        designs.wanted(trials, pairs, tasks, split="train", config=GateConfig(design=design))

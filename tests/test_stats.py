@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from gsme import experiments, gates, parent_trials, schema, sequential, stats
+from gsme import designs, experiments, gates, parent_trials, schema, stats
 from gsme.settings import GateConfig
 
 NORMAL = GateConfig(reference="normal", exact_below=0)
@@ -416,11 +416,11 @@ def test_exact_p_needs_enough_changed_tasks_to_credit():
 @given(values=st.lists(st.integers(-6, 6).filter(bool), min_size=1, max_size=11),
        groups=st.integers(1, 3))
 def test_sign_flip_tails_equal_enumeration(values, groups):
-    from gsme import _paired
+    from gsme.designs import exact
 
     values = np.array(values)
     group = np.sort(np.arange(len(values)) % groups)
-    got = _paired.sign_flip_tails(group, values, groups)
+    got = exact.sign_flip_tails(group, values, groups)
     for g in range(groups):
         v = values[group == g]
         if not len(v):
@@ -442,7 +442,7 @@ ENUMERATED = GateConfig(design="adaptive", k=2, k_step=1, k_max=4, futility_z=No
 def enumerated_run():
     """Every outcome sequence of one task over ``k_max`` repeats of both arms (2^8), each
     as its own task of one child/parent pair, scored the way a run scores them: look 1's
-    ``k`` repeats, then whatever :func:`gsme.sequential.wanted` asks for, until nothing.
+    ``k`` repeats, then whatever :func:`gsme.designs.wanted` asks for, until nothing.
 
     The sequences are closed under swapping the arms, so every look's mean difference is 0
     and the procedure never stops early: every task mixed at look 1 gets ``k_max``."""
@@ -458,7 +458,7 @@ def enumerated_run():
     tasks = pd.DataFrame({"task_id": names, "split": "train"})
     scored = full[full["repeat"] < ENUMERATED.k]
     while True:
-        want = sequential.wanted(scored, pairs, tasks, split="train", config=ENUMERATED)
+        want = designs.wanted(scored, pairs, tasks, split="train", config=ENUMERATED)
         more = full.merge(want[["candidate", "task_id", "repeats"]])
         more = more[more["repeat"] < more["repeats"]].drop(columns="repeats")
         if len(more) == len(scored):
@@ -570,7 +570,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
         assert tasks["rate_child"].mean() == pytest.approx(row.rate_child, abs=1e-12)
         assert tasks["rate_parent"].mean() == pytest.approx(row.rate_parent, abs=1e-12)
-        looks = set(sequential.look_repeats(gate)[: row.looks]) | {gate.k}
+        looks = set(designs.look_repeats(gate)[: row.looks]) | {gate.k}
         assert set(tasks["repeats"]) <= looks
         assert (tasks[["n_parent", "n_child"]].max(axis=1) <= tasks["repeats"]).all()
         old = stats.paired_tasks(seen, parent=parent, child=row.candidate,
@@ -581,14 +581,14 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
 
 def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run):
     decisions, trials, gate, _ = adaptive_run
-    level = sequential.boundaries(gate)["level"].to_numpy()[decisions["looks"] - 1]
+    level = designs.boundaries(gate)["level"].to_numpy()[decisions["looks"] - 1]
     tested = decisions["gate_failed"].isna() | (decisions["gate_failed"] == "significance")
     tested &= decisions["n_tasks"] >= gate.min_tasks
     assert tested.any() and (decisions["decision"] == "credit").any()
     np.testing.assert_array_equal(
         (decisions["decision"] == "credit")[tested],
         (decisions["p_one_sided"] <= level * (1 + 1e-12))[tested])
-    taken = sequential.looks(trials, decisions[["candidate", "parent"]], config=gate)
+    taken = designs.looks(trials, decisions[["candidate", "parent"]], config=gate)
     final = taken[taken["decision"] != "continue"]
     np.testing.assert_array_equal(final["decision"] == "credit",
                                   final["p_one_sided"] <= final["level"] * (1 + 1e-12))

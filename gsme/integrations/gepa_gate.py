@@ -5,7 +5,7 @@
   ...})``). GEPA's own minibatch rule screens first; a proposal that passes it is run
   with its parent on a fixed gate slice of the train set (never the val set) under
   gsme's gate design (:class:`~gsme.settings.GateConfig`: the adaptive design by default,
-  :func:`gsme.sequential.wanted` and :func:`gsme.gates.credit`), every trial charged to
+  :func:`gsme.designs.wanted` and :func:`gsme.gates.credit`), every trial charged to
   GEPA's budget through ``state.increment_evals``. Only a ``credit`` is accepted; the
   decision's line is GEPA's ``reject_reason``. Decisions and trials are stored in
   ``path`` as they are made, so a resumed GEPA run replays them instead of re-running.
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import gates, io, schema, sequential
+from gsme import designs, gates, io, schema
 from gsme.integrations.gepa import items_of, run_trials, task_ids
 from gsme.settings import ConfigError, GateConfig
 
@@ -177,7 +177,7 @@ class GateAcceptance:
         before = 0 if self.trials is None else len(self.trials)
         self.trials = run_trials(
             self.adapter, texts, self.items,
-            lambda t: sequential.wanted(t, pairs, self.tasks, split="train", config=self.gate),
+            lambda t: designs.wanted(t, pairs, self.tasks, split="train", config=self.gate),
             trials=self.trials, gate=self.gate, threshold=self.threshold)
         candidates = pd.DataFrame({
             "candidate": [parent, child], "parents": ["", parent],

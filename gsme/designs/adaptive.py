@@ -1,0 +1,365 @@
+"""The group-sequential gate design: more repeats where they inform, boundaries per look.
+
+``design="adaptive"`` is group-sequential. Look 1 uses ``k`` repeats per task and side.
+After an interim look that does not stop, every task whose *pooled* child and parent
+outcomes at look 1 are mixed (neither all pass nor all fail; for graded scores, not all
+equal) gets ``k_step`` more repeats on both sides, up to ``k_max``; a task where the child's trials are the parent's own (borrowed:
+same source) is identical on both sides and is never extended. The pooled rule is blind to
+which arm is which, so under the null it cannot favour the child. Once mixed a task stays
+mixed, so look ℓ uses r_ℓ = min(k + (ℓ − 1)·k_step, k_max) repeats on the extended tasks and
+``k`` on the others; per task and side a look reads only the repeats below its count (a
+parent's extra repeats made for another child never leak in).
+
+* **Efficacy** — look ℓ credits when its statistic clears b_ℓ, the Lan–DeMets boundary with
+  the O'Brien–Fleming-type spending function α(t) = 2 − 2Φ(z_{α/2} / √t) at the planned
+  information fraction t_ℓ = r_ℓ / k_max, total one-sided level ``alpha``
+  (:func:`~gsme.designs.spending.boundaries`, computed by recursive numerical integration). With the t reference or
+  the exact sign-flip p, a look compares its one-sided p with the nominal level Φ(−b_ℓ).
+  The planned fractions are fixed in advance, hence blind to the labels. Under the null the
+  extended tasks were chosen for being mixed at look 1, which inflates their look-1
+  variance: look 1 holds more of the final information than r_1 / k_max, the looks are
+  more correlated than planned and the procedure is conservative. Simulated A/A false
+  credit (``benchmarks/aa_designs.py``): 1.05%, 1.6% and 2.05% at n = 26, 45 and 80.
+* **Cull** — at look 1 only, exactly as the fixed design culls: when the lower one-sided p
+  is at most ``alpha`` (z ≤ −z_crit with the normal reference). Its level is that of one
+  look, ``alpha``; later looks never cull (a harmful patch has almost always stopped for
+  futility at look 1, and extra repeats are spent to find gains, not harm). The credit and
+  the cull are each one-sided at ``alpha``, as in the fixed design.
+* **Futility** (non-binding, the boundaries ignore it) — stop at an interim look whose z is
+  below ``futility_z`` (None: never). The decision is ``inconclusive`` unless the look also
+  crossed a boundary.
+* The procedure also stops at look 1 when fewer than ``min_tasks`` tasks are paired or no
+  task is left to extend (then every task difference is 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import optimize
+
+from gsme._checks import text
+from gsme.designs.base import Design, Panel, panel_of
+from gsme.designs.significance import decide, paired_frame, significance
+from gsme.designs.spending import planned
+from gsme.pairing import Paired, Slots, checked_slots, describe
+from gsme.schema import LOOK_COLUMNS
+from gsme.settings import GateConfig
+
+__all__ = ["Adaptive"]
+
+
+class Adaptive(Design):
+    """Group-sequential: ``k`` repeats, then ``k_step`` more on the mixed tasks up to
+    ``k_max``, looking after each step (see the module's description).
+
+    See Also
+    --------
+    gsme.designs.fixed.Fixed : The paper's one-look design.
+    gsme.designs.spending.boundaries : The boundary of each look.
+
+    Examples
+    --------
+    >>> from gsme.settings import GateConfig
+    >>> Adaptive().look_repeats(GateConfig(design="adaptive", k=3, k_step=3, k_max=9)).tolist()
+    [3, 6, 9]
+    >>> from gsme.designs import design_of
+    >>> isinstance(design_of(GateConfig(design="adaptive")), Adaptive)
+    True
+    """
+
+    summary = ("group-sequential: k repeats, then k_step more on tasks with mixed outcomes "
+               "up to k_max, a look after each step")
+
+    def look_repeats(self, config):
+        if config.k_max == config.k:
+            return np.array([config.k], dtype=np.int64)
+        steps = np.arange(config.k, config.k_max, config.k_step, dtype=np.int64)
+        return np.r_[steps, config.k_max].astype(np.int64)
+
+    def decide(self, slots, pairs, *, split, config):
+        return _adaptive_decide(slots, pairs, split=split, config=config)
+
+    def looks(self, slots, pairs, *, split, config):
+        return _adaptive_looks(slots, pairs, split=split, config=config)
+
+    def decided_repeats(self, slots, child, parent, *, split, config):
+        panel = panel_of(slots, child, parent, split, config)
+        replay = _replay(panel, config)
+        stopped = _stopping_look(replay)[:, None]
+        return panel.tasks, replay.repeats[np.where(replay.extended, stopped, 0)]
+
+    def wanted(self, trials, child, parent, task_ids, *, config):
+        slots = checked_slots(trials)
+        replay = _replay(panel_of(slots, child, parent, "train", config, task_ids=task_ids),
+                         config)
+        look = np.argmax(~replay.complete | replay.stop, axis=1)
+        return replay.repeats[np.where(replay.extended, look[:, None], 0)]
+
+    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, config,
+             simulations, rng=None):
+        """Simulated through the gate: ``simulations`` comparisons of pass/fail outcomes
+        (see :func:`gsme.compare.plan`), the MDE solved with the same draws at every
+        effect."""
+        rng = np.random.default_rng(0 if rng is None else rng)
+        draws = (rng.random((simulations, n_tasks, config.k_max, 2)),
+                 rng.standard_normal((simulations, n_tasks)))
+        trials, pairs = _simulated_pairs(draws, effect_pp, repeat_sd_pp, task_sd_pp)
+        taken = self.looks(checked_slots(trials), pairs, split="train", config=config)
+        last = taken.groupby("candidate", sort=False).tail(1)
+        detected = float(last["decision"].isin(["credit", "cull"]).mean())
+        per_side = float(last["child_trials"].mean())
+
+        def gap(eff):  # the same draws at every effect, so power grows with it
+            trials, pairs = _simulated_pairs(draws, eff, repeat_sd_pp, task_sd_pp)
+            decided = self.decide(checked_slots(trials), pairs, split="train",
+                                  config=config)
+            return float(decided["decision"].isin(["credit", "cull"]).mean()) - power
+
+        mde = np.nan
+        if gap(100.0) >= 0:
+            mde = float(optimize.brentq(gap, 0.0, 100.0, xtol=0.5))
+        return {"method": "simulated", "power": detected, "mde_pp": mde, "k_needed": np.nan,
+                "n_tasks_needed": np.nan, "trials_per_side": per_side}
+
+
+@dataclass(frozen=True)
+class _Replay:
+    """Every planned look of every pair (arrays are (pairs, looks) unless noted)."""
+
+    tested: dict  # significance and decision columns, look-major: look * n_pairs + pair
+    extended: np.ndarray  # (pairs, tasks)
+    complete: np.ndarray  # all wanted slots present and settled (for wanted)
+    available: np.ndarray  # the look's extended repeats are all present (for credit)
+    stop: np.ndarray
+    futile: np.ndarray
+    child_trials: np.ndarray
+    parent_trials: np.ndarray
+    repeats: np.ndarray  # (looks,)
+    bounds: np.ndarray  # (looks,)
+
+
+class _Reader:
+    """Each pair's counts per task at a given look level, for the child or the parent."""
+
+    def __init__(self, panel: Panel):
+        n_tasks, n_looks = panel.counts["slots"].shape[1:]
+        self._flat = {name: a.reshape(-1) for name, a in panel.counts.items()}
+        cells = np.arange(n_tasks) * n_looks
+        self._first = {side: rows[:, None] * (n_tasks * n_looks) + cells
+                       for side, rows in (("child", panel.child), ("parent", panel.parent))}
+
+    def at(self, side: str, level) -> dict[str, np.ndarray]:
+        """(pairs, tasks) counts of ``side`` at look ``level`` (0-based, per pair and task)."""
+        index = self._first[side] + level
+        return {name: a[index] for name, a in self._flat.items()}
+
+
+def _replay(panel: Panel, config: GateConfig) -> _Replay:
+    """Replay every planned look of every pair from the panel.
+
+    A look whose counts equal look 1's on every task of a pair (none of its extended tasks
+    has more repeats yet) has look 1's statistics: they are computed once and only its
+    decision is taken at its own level.
+    """
+    repeats, bounds, levels = planned(config)
+    n_looks = len(repeats)
+    n_pairs, n_tasks = panel.identical.shape
+    reader = _Reader(panel)
+    first = reader.at("child", 0), reader.at("parent", 0)
+    c, p = first
+    extended = ((c["valid"] > 0) & (p["valid"] > 0) & _mixed(panel, c, p)
+                & ~panel.identical & (n_looks > 1))
+    parts, n_either = [], []
+    complete = np.zeros((n_pairs, n_looks), dtype=bool)
+    available = np.ones((n_pairs, n_looks), dtype=bool)
+    child_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
+    parent_trials = np.zeros((n_pairs, n_looks), dtype=np.int64)
+    tested_row = np.tile(np.arange(n_pairs), n_looks)  # each (look, pair): its test's row
+    n_tested = 0
+    for j in range(n_looks):  # a handful of looks; everything inside is vectorised
+        moved = np.ones(n_pairs, dtype=bool)
+        if j:
+            level = np.where(extended, j, 0)
+            c, p = reader.at("child", level), reader.at("parent", level)
+            moved = _moved(c, first[0]) | _moved(p, first[1])
+        need = repeats[j] if j == 0 else repeats[level]
+        present = (c["slots"] == need) & (p["slots"] == need)
+        complete[:, j] = (present & (c["pending"] + p["pending"] == 0)).all(axis=1)
+        if j:
+            available[:, j] = (~extended | present).all(axis=1)
+        child_trials[:, j] = c["slots"].sum(axis=1)
+        parent_trials[:, j] = p["slots"].sum(axis=1)
+        rank = n_tested + np.cumsum(moved) - 1  # the test row of each moved pair
+        tested_row[j * n_pairs + np.flatnonzero(moved)] = rank[moved]
+        n_tested += int(moved.sum())
+        n_either.append(((c["slots"] + p["slots"]) > 0).sum(axis=1)[moved])
+        at = np.flatnonzero((c["valid"] > 0) & (p["valid"] > 0) & moved[:, None])
+        parts.append((rank[at // max(n_tasks, 1)], c["valid"].ravel()[at],
+                      c["passed"].ravel()[at], p["valid"].ravel()[at], p["passed"].ravel()[at],
+                      *((c["total"].ravel()[at], p["total"].ravel()[at])
+                        if "total" in c else ())))
+    columns = [np.concatenate(a) for a in zip(*parts)]
+    paired = Paired(n_tested, *columns[:5],
+                            n_either=np.concatenate(n_either).astype(np.int64),
+                            **dict(zip(("child_total", "parent_total"), columns[5:])))
+    stats = significance(describe(paired), paired, config=config)
+    tested = {name: a[tested_row] for name, a in stats.items()}
+    cull_level = np.r_[np.full(n_pairs, config.alpha), np.zeros((n_looks - 1) * n_pairs)]
+    tested["decision"] = decide(tested, level=np.repeat(levels, n_pairs),
+                                        cull_level=cull_level, config=config)
+    tested["looks"] = np.repeat(np.arange(1, n_looks + 1), n_pairs).astype(np.int64)
+    z = tested["z"].reshape(n_looks, n_pairs).T
+    decided = (tested["decision"] != "inconclusive").reshape(n_looks, n_pairs).T
+    n = tested["n_tasks"].reshape(n_looks, n_pairs).T
+    last = np.arange(n_looks)[None, :] == n_looks - 1
+    final = last | ~extended.any(axis=1)[:, None] | (n < config.min_tasks)
+    futile = np.zeros_like(final)
+    if config.futility_z is not None:
+        with np.errstate(invalid="ignore"):
+            futile = ~final & (z < config.futility_z)
+    return _Replay(tested, extended, complete, available, decided | final | futile,
+                   futile & ~decided, child_trials, parent_trials, repeats, bounds)
+
+
+def _mixed(panel: Panel, child: dict, parent: dict) -> np.ndarray:
+    """(pairs, tasks): are the pooled child and parent values at look 1 not all equal?
+
+    For pass/fail values: some pass and some fail among the valid repeats (``child`` and
+    ``parent`` are look 1's counts); for graded scores: the least and greatest differ.
+    """
+    if panel.low is None:
+        pooled_passed = child["passed"] + parent["passed"]
+        return (pooled_passed > 0) & (pooled_passed < child["valid"] + parent["valid"])
+    low = np.minimum(panel.low[panel.child], panel.low[panel.parent])
+    high = np.maximum(panel.high[panel.child], panel.high[panel.parent])
+    return low < high
+
+
+def _moved(counts: dict, first: dict) -> np.ndarray:
+    """Per pair: do a side's slot, valid, passed counts (or score sums) differ from look 1's
+    on any task?"""
+    names = [name for name in ("slots", "valid", "passed", "total") if name in counts]
+    return np.logical_or.reduce([counts[name] != first[name] for name in names]).any(axis=1)
+
+
+def _stopping_look(replay: _Replay) -> np.ndarray:
+    """Per pair, the 0-based look the procedure decides at (or awaits data after)."""
+    awaiting = np.c_[~replay.available[:, 1:], np.zeros(len(replay.stop), dtype=bool)]
+    return np.argmax(replay.stop | awaiting, axis=1)
+
+
+def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
+                  config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Decision and reason of the given (pair, look) rows."""
+    n_pairs = len(replay.stop)
+    n_looks = len(replay.repeats)
+    row = look * n_pairs + pairs_index
+    decision = replay.tested["decision"][row]
+    stat_reason = replay.tested["reason"][row]
+    stopped = replay.stop[pairs_index, look]
+    futile = replay.futile[pairs_index, look]
+    of = (look + 1).astype(str).astype(object) + f" of {n_looks}"
+    what = np.select(
+        [decision == "credit", decision == "cull", futile, ~stopped,
+         look == n_looks - 1],
+        ["credited at look " + of, "culled at look " + of,
+         "stopped for futility at look " + of + f" (z < futility_z={config.futility_z})",
+         "awaiting look " + (look + 2).astype(str).astype(object) + f" of {n_looks}: "
+         "its repeats are not all scored",
+         "no boundary crossed by look " + of],
+        "stopped at look " + of,
+    ).astype(object)
+    decision[~stopped] = "inconclusive"
+    has = pd.notna(stat_reason)
+    reason = np.where(has, what + "; " + np.where(has, stat_reason, "").astype(object), what)
+    return decision, reason.astype(object)
+
+
+def _adaptive_decide(slots: Slots, pairs: pd.DataFrame, *, split: str,
+                     config: GateConfig) -> pd.DataFrame:
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    replay = _replay(panel_of(slots, child, parent, split, config), config)
+    look = _stopping_look(replay)
+    index = np.arange(len(child))
+    row = look * len(child) + index
+    tested = {name: a[row] for name, a in replay.tested.items()}
+    tested["decision"], tested["reason"] = _look_reasons(replay, look, index, config)
+    return paired_frame(child, parent, split, tested)
+
+
+def _adaptive_looks(slots: Slots, pairs: pd.DataFrame, *, split: str,
+                    config: GateConfig) -> pd.DataFrame:
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    replay = _replay(panel_of(slots, child, parent, split, config), config)
+    stop = _stopping_look(replay)
+    n_pairs = len(child)
+    index = np.repeat(np.arange(n_pairs), stop + 1)
+    look = np.arange(len(index)) - np.repeat(np.cumsum(stop + 1) - (stop + 1), stop + 1)
+    decision, reason = _look_reasons(replay, look, index, config)
+    last = look == stop[index]
+    decision = np.where(last & replay.stop[index, look], decision, "continue").astype(object)
+    reason = np.where(last, reason, None).astype(object)
+    row = look * n_pairs + index
+    out = pd.DataFrame({
+        "candidate": text(child[index]),
+        "parent": text(parent[index]),
+        "split": text([split] * len(index)),
+        "look": (look + 1).astype(np.int64),
+        "repeats": replay.repeats[look].astype(np.int64),
+        "n_extended": np.where(look > 0, replay.extended.sum(axis=1)[index], 0).astype(np.int64),
+        "child_trials": replay.child_trials[index, look],
+        "parent_trials": replay.parent_trials[index, look],
+    })
+    for name in LOOK_COLUMNS[8:LOOK_COLUMNS.index("boundary")]:
+        out[name] = replay.tested[name][row]
+    out["boundary"] = replay.bounds[look]
+    out["level"] = planned(config)[2][look]
+    out["decision"] = text(decision)
+    out["reason"] = text(reason)
+    return out[LOOK_COLUMNS]
+
+
+def _simulated_pairs(draws, effect, repeat_sd, task_sd):
+    """Every repeat (up to ``k_max``) of ``sims`` simulated parent/child pairs, as trials."""
+    uniforms, spread = draws
+    sims, n = uniforms.shape[:2]
+    p_parent = np.full((sims, n), _base_rate(effect / 100, repeat_sd / 100))
+    p_child = np.clip(p_parent + effect / 100 + task_sd / 100 * spread, 0, 1)
+    passed = uniforms < np.stack([p_parent, p_child], axis=-1)[:, :, None, :]
+    sim, task, repeat, side = (a.ravel() for a in np.indices(passed.shape))
+    names = np.array([f"p{i}" for i in range(sims)] + [f"c{i}" for i in range(sims)],
+                     dtype=object)
+    size = passed.size
+    trials = pd.DataFrame({
+        "candidate": names[side * sims + sim],
+        "task_id": np.array([f"t{i}" for i in range(n)], dtype=object)[task],
+        "split": np.full(size, "train", dtype=object), "repeat": repeat.astype(np.int64),
+        "attempt": np.zeros(size, np.int64), "passed": passed.ravel(),
+        "infra_ok": np.ones(size, bool), "activated": np.zeros(size, bool),
+        "beacons": np.full(size, "", dtype=object),
+        **{c: np.full(size, np.nan) for c in ("tokens", "cost_usd", "seconds")},
+        **{c: np.full(size, None, dtype=object)
+           for c in ("pathology", "trajectory", "error", "borrowed_from")},
+    })
+    pairs = pd.DataFrame({"candidate": names[sims:], "parent": names[:sims]})
+    return trials, pairs
+
+
+def _base_rate(effect: float, repeat_sd: float) -> float:
+    """Parent pass probability p with p(1−p) + q(1−q) = repeat_sd², q = p + effect."""
+    effect = min(max(effect, -1.0), 1.0)
+    low, high = max(0.0, -effect), min(1.0, 1.0 - effect)
+    centre = (low + high) / 2
+
+    def gap(p):
+        q = p + effect
+        return p * (1 - p) + q * (1 - q) - repeat_sd**2
+
+    if gap(centre) <= 0:  # the largest spread these rates allow
+        return centre
+    return float(optimize.brentq(gap, low, centre)) if gap(low) < 0 else low

@@ -1,0 +1,165 @@
+"""The significance test of one look, for many pairs at once.
+
+The statistic is the paired t of the per-task differences (:func:`significance`); its
+one-sided p-values come from the normal or t reference, or from the exact sign-flip
+distribution (:mod:`gsme.designs.exact`). The test of one look is one-sided at a nominal
+level on each side (:func:`decide`): ``credit`` when the upper p (``p_one_sided``, the p of
+a gain) is at most the level, ``cull`` when the lower p is. The fixed design has one look at
+level ``config.alpha`` (:func:`one_look`); the adaptive design
+(:mod:`gsme.designs.adaptive`) gives every look its own level from the group-sequential
+boundaries.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import special
+from scipy import stats as sps
+
+from gsme._checks import text
+from gsme.designs.exact import exact_tails
+from gsme.pairing import Paired, Slots, count_tasks, describe, pair_tasks
+from gsme.schema import PAIRED_COLUMNS
+from gsme.settings import GateConfig
+
+__all__ = ["REFERENCES", "decide", "one_look", "paired_frame", "significance", "two_sided_p"]
+
+REFERENCES = ("normal", "t")
+
+
+def two_sided_p(z, df=None, reference: str = "normal"):
+    """Two-sided p of ``z`` against the standard normal, or Student t with ``df``."""
+    z = np.abs(np.asarray(z, dtype=np.float64))
+    if reference == "t":
+        return 2.0 * sps.t.sf(z, df)
+    return 2.0 * sps.norm.sf(z)
+
+
+def significance(described: dict[str, np.ndarray], paired: Paired, *,
+                 config: GateConfig) -> dict[str, np.ndarray]:
+    """The one-look significance test of every pair of :func:`describe` output.
+
+    The statistic is z = mean(d) / (sd(d) / √n) (Student's paired t). Its one-sided p-values
+    come from the reference of ``config`` (normal, or t with n − 1 df), or from the exact
+    sign-flip distribution of the task differences when fewer than ``config.exact_below``
+    tasks changed (also, whatever ``exact_below``, when every difference is equal and
+    non-zero, sd = 0: only the all-plus and all-minus flips reach the observed sum).
+    :func:`decide` compares these p-values with the levels of each pair's look.
+
+    Parameters
+    ----------
+    described : dict of ndarray
+        :func:`describe` of ``paired``.
+    paired : Paired
+    config : GateConfig
+
+    Returns
+    -------
+    dict of ndarray
+        The input's columns except ``mean_d, sd_d``, with ``delta_pp``, ``se_pp``, ``z``,
+        ``p_value`` (two-sided), ``p_one_sided`` (upper: the p of a gain), ``p_lower``,
+        ``exact`` (bool) and ``reason``.
+    """
+    n = described["n_tasks"].astype(np.float64)
+    changed = described["n_changed"]
+    mean, sd = described["mean_d"], described["sd_d"]
+    df = np.where(n >= 2, n - 1, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        se = sd / np.sqrt(n)
+        z = mean / se
+        if config.reference == "t":
+            p_up, p_low = sps.t.sf(z, df), sps.t.cdf(z, df)
+        else:
+            p_up, p_low = sps.norm.sf(z), sps.norm.cdf(z)
+        p = two_sided_p(z, df, config.reference)
+        unchanged = (n >= 1) & (changed == 0)
+        flipped = (n >= 2) & (sd == 0) & (mean != 0)
+        exact = (changed > 0) & (changed < config.exact_below) & ~flipped
+        # all |d_i| equal: only the all-plus and all-minus sign flips reach |sum d|
+        tail = np.exp2(-n)
+        z = np.where(flipped, np.sign(mean) * -special.ndtri_exp((-n) * np.log(2.0)), z)
+        p_up = np.where(flipped, np.where(mean > 0, tail, 1.0), p_up)
+        p_low = np.where(flipped, np.where(mean < 0, tail, 1.0), p_low)
+        p = np.where(flipped, 2.0 * tail, p)
+    if exact.any():
+        e_up, e_low, e_two = exact_tails(paired, np.flatnonzero(exact))
+        p_up[exact], p_low[exact], p[exact] = e_up, e_low, e_two
+    z = np.where(unchanged, 0.0, z)
+    p, p_up, p_low = (np.where(unchanged, 1.0, a) for a in (p, p_up, p_low))
+    out = {name: a for name, a in described.items() if name not in ("mean_d", "sd_d")}
+    out.update(delta_pp=100.0 * mean, se_pp=100.0 * se, z=z, p_value=p, p_one_sided=p_up,
+               p_lower=p_low, exact=exact | flipped,
+               reason=_reasons(n, changed, config, unchanged, flipped, exact))
+    return out
+
+
+def decide(tested: dict[str, np.ndarray], *, level, cull_level=None,
+           config: GateConfig) -> np.ndarray:
+    """Each pair's decision at its look, from :func:`significance` output.
+
+    ``credit`` exactly when n ≥ ``config.min_tasks``, some task changed and ``p_one_sided``
+    is at most ``level``; else ``cull`` when ``p_lower`` is at most ``cull_level`` (default
+    ``level``; 0: never cull); else ``inconclusive``. Levels are nominal one-sided levels,
+    one per pair or one for all, whichever reference gave the p-values.
+
+    Returns
+    -------
+    ndarray of object
+        ``credit``, ``cull`` or ``inconclusive``, one per pair.
+    """
+    n = tested["n_tasks"]
+    level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
+    cull_level = level if cull_level is None else np.broadcast_to(
+        np.asarray(cull_level, dtype=np.float64), n.shape)
+    unchanged = (n >= 1) & (tested["n_changed"] == 0)
+    tolerance = 1.0 + 1e-12  # exact p-values are dyadic; a level equal to one still passes
+    up = (tested["p_one_sided"] <= level * tolerance) & ~unchanged
+    down = (tested["p_lower"] <= cull_level * tolerance) & ~unchanged
+    enough = n >= config.min_tasks
+    decision = np.where(enough & up, "credit", np.where(enough & down, "cull", "inconclusive"))
+    return decision.astype(object)
+
+
+def _reasons(n, changed, config: GateConfig, unchanged, flipped, exact) -> np.ndarray:
+    reason = np.full(len(n), None, dtype=object)
+    count = n.astype(np.int64).astype(str).astype(object)
+    moved = changed.astype(str).astype(object)
+    reason[exact] = ("exact sign-flip p: only " + moved[exact] + " of " + count[exact]
+                     + f" paired tasks changed (exact_below={config.exact_below})")
+    reason[flipped] = "all " + count[flipped] + " task differences are equal: exact sign-flip p"
+    reason[unchanged] = "no paired task changed its pass rate"
+    few = (n < config.min_tasks) & (n > 0)
+    reason[few] = (
+        "only " + count[few] + f" paired task(s), fewer than min_tasks={config.min_tasks}"
+    )
+    reason[n == 0] = "no task has a valid repeat on both sides"
+    return reason
+
+
+
+def one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
+             config: GateConfig) -> pd.DataFrame:
+    """The one-look paired test for every (candidate, parent) row of ``pairs``.
+
+    Returns
+    -------
+    DataFrame
+        :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair, in the order of ``pairs``.
+    """
+    child = pairs["candidate"].to_numpy(dtype=object)
+    parent = pairs["parent"].to_numpy(dtype=object)
+    paired = pair_tasks(slots, count_tasks(slots), child, parent, split)
+    tested = significance(describe(paired), paired, config=config)
+    tested["decision"] = decide(tested, level=config.alpha, config=config)
+    return paired_frame(child, parent, split, tested)
+
+
+def paired_frame(child, parent, split: str, tested: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The :data:`gsme.schema.PAIRED_COLUMNS` frame of tested pairs: one row per ``child, parent``, the
+    statistics from :func:`significance` columns and a ``decision`` (:func:`decide`)."""
+    columns = {"candidate": text(child), "parent": text(parent),
+               "split": text([split] * len(child))}
+    for name in PAIRED_COLUMNS[3:]:
+        columns[name] = text(tested[name]) if name in ("decision", "reason") else tested[name]
+    return pd.DataFrame(columns)

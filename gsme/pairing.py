@@ -1,0 +1,439 @@
+"""The checked, encoded trials every gate design and statistic reads.
+
+A trials frame is checked against its contract (:func:`checked_trials`) and reduced to
+integer-coded *slots* (:class:`Slots`: one per candidate, split, task and ``repeat``), then to per-task counts (:class:`TaskCounts`), then paired
+child-versus-parent task by task (:class:`Paired`: one entry per paired task of every
+pair) and summarised per pair (:func:`describe`). What is averaged is each trial's value
+(:func:`gsme.schema.trial_values`): ``passed`` as integer counts, or, when the trials carry
+graded scores, their sums. Every step is a NumPy array operation: no Python loop runs per
+trial, per task or per pair.
+
+A gate design (:class:`gsme.designs.Design`) receives :class:`Slots` and tests the pairs
+with :func:`gsme.designs.significance.significance`; a third-party design needs these
+public types only.
+
+Examples
+--------
+>>> t = pd.DataFrame({"candidate": ["p", "p", "c", "c"], "task_id": ["t1", "t2"] * 2,
+...                   "split": "train", "repeat": 0, "passed": [0, 1, 1, 1]})
+>>> slots = checked_slots(t)
+>>> list(slots.candidates), slots.passed.tolist()
+(['p', 'c'], [True, True, False, True])
+>>> paired = pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train")
+>>> describe(paired)["mean_d"].tolist()
+[0.5]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from gsme import schema
+from gsme._checks import text
+
+__all__ = ["Paired", "Slots", "TaskCounts", "checked_slots",
+           "checked_trials", "count_tasks", "decode_tasks", "describe", "encode_slots",
+           "pair_tasks", "paired_rates", "task_key", "task_values"]
+
+
+def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Validate ``trials`` at a public boundary, normalising it only when it must.
+
+    A frame already in the contracted dtypes (text as object or a pandas string dtype) is
+    checked on the codes of its key's text columns, no column converted, and returned as
+    is (no copy); anything else goes through :func:`gsme.schema.as_trials` (defaults,
+    dtype coercion).
+    """
+    return _checked(trials)[0]
+
+
+def checked_slots(trials: pd.DataFrame) -> Slots:
+    """Validate ``trials`` at a public boundary (:func:`checked_trials`) and reduce it to its
+    slots (:func:`encode_slots`), factorizing the key's text columns once for both."""
+    return _encode(*_checked(trials))
+
+
+def _checked(trials: pd.DataFrame):
+    """The checked frame of :func:`checked_trials` and the codes of its key's text columns."""
+    if isinstance(trials, pd.DataFrame) and _in_contract_dtypes(trials):
+        codes = _text_codes(trials)
+        if schema.conforms(trials, "trials", codes=codes):
+            return trials, codes
+        trials = schema.validate(trials, "trials")
+    else:
+        trials = schema.as_trials(trials)
+    return trials, _text_codes(trials)
+
+
+def _text_codes(trials: pd.DataFrame) -> dict[str, tuple[np.ndarray, pd.Index]]:
+    """``pandas.factorize`` of the key's text columns, as they are (no conversion)."""
+    return {name: _factorize(trials[name]) for name in ("candidate", "split", "task_id")}
+
+
+def _factorize(values: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pandas.factorize`` of a text column (codes in order of first appearance, -1 for a
+    missing value), unique values as an object Index; a column holding one string
+    throughout (the split of a frame read for one split) is not hashed."""
+    if values.dtype != object:
+        code, uniques = pd.factorize(values)
+    else:
+        array = values.to_numpy()
+        if (len(array) and isinstance(array[0], str) and array[-1] == array[0]
+                and (array == array[0]).all()):
+            return np.zeros(len(array), dtype=np.intp), pd.Index(array[:1], dtype=object)
+        code, uniques = pd.factorize(array)
+    return code, pd.Index(np.asarray(uniques, dtype=object), dtype=object)
+
+
+_CONTRACT_DTYPES = {"int": np.dtype("int64"), "float": np.dtype("float64"),
+                    "bool": np.dtype("bool")}
+
+
+def _in_contract_dtypes(frame: pd.DataFrame) -> bool:
+    dtypes = frame.dtypes
+    if not dtypes.index.is_unique:
+        return False
+    dtypes = dtypes.to_dict()
+    for column in schema.FRAMES["trials"].columns:
+        dtype = dtypes.get(column.name)
+        if dtype is None:
+            return False
+        if column.kind == "text":
+            if not (dtype == object or pd.api.types.is_string_dtype(dtype)):
+                return False
+        elif dtype != _CONTRACT_DTYPES[column.kind]:
+            return False
+    return all(dtypes.get(column.name, _CONTRACT_DTYPES["float"]) == _CONTRACT_DTYPES["float"]
+               for column in schema.FRAMES["trials"].optional)
+
+
+
+# ------------------------------------------------------------------------------ slots
+
+@dataclass(frozen=True)
+class Slots:
+    """One entry per (candidate, split, task, repeat) slot, sorted by that key.
+
+    ``attempts`` counts a slot's attempts and ``last_attempt`` is the highest attempt
+    number; ``valid`` says an attempt with ``infra_ok`` exists; ``passed`` and ``activated`` are
+    those of the slot's scoring attempt (its first valid one) and False when not valid;
+    when the trials carry scores that are all 0 or 1, ``passed`` is the score's. ``score``
+    is the scoring attempt's score (0 when not valid) when the trials carry graded scores
+    (:func:`gsme.schema.graded`), else None: the values are ``passed``.
+    ``source`` codes (into ``sources``, which starts with ``candidates``) the candidate that
+    really ran the scoring attempt: ``borrowed_from`` when the row was borrowed, else the
+    slot's own candidate. Two slots with the same source and repeat are the same trial.
+    ``row`` is the position in the trials frame of the row shown (the scoring attempt).
+    """
+
+    candidates: pd.Index
+    splits: pd.Index
+    tasks: pd.Index
+    sources: pd.Index
+    cand: np.ndarray
+    split: np.ndarray
+    task: np.ndarray
+    repeat: np.ndarray
+    attempts: np.ndarray
+    last_attempt: np.ndarray
+    valid: np.ndarray
+    passed: np.ndarray
+    activated: np.ndarray
+    source: np.ndarray
+    row: np.ndarray
+    score: np.ndarray | None = None
+
+    def needs_rerun(self, max_reruns: int) -> np.ndarray:
+        """Slots without a valid attempt that may still be re-run (the validity gate's rule)."""
+        return ~self.valid & (self.attempts <= max_reruns)
+
+    def locate(self, candidate, split, task_id, repeat) -> np.ndarray:
+        """Index of the slot of each (candidate, split, task_id, repeat) given by name (arrays
+        of one length), -1 where the trials have none."""
+        codes = [names.get_indexer(pd.Index(np.asarray(values, dtype=object), dtype=object))
+                 for names, values in ((self.candidates, candidate), (self.splits, split),
+                                       (self.tasks, task_id))]
+        repeat = np.asarray(repeat, dtype=np.int64)
+        dims = (len(self.candidates), len(self.splits), len(self.tasks),
+                int(self.repeat.max(initial=-1)) + 1)
+        known = np.flatnonzero(np.logical_and.reduce([c >= 0 for c in codes])
+                               & (repeat >= 0) & (repeat < dims[3]))
+        keys = np.ravel_multi_index((self.cand, self.split, self.task, self.repeat), dims)
+        wanted = np.ravel_multi_index((*(c[known] for c in codes), repeat[known]), dims)
+        at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
+        out = np.full(len(repeat), -1, dtype=np.int64)
+        if len(keys):  # slots are sorted by their key
+            out[known] = np.where(keys[at] == wanted, at, -1)
+        return out
+
+
+def encode_slots(trials: pd.DataFrame) -> Slots:
+    """Reduce a validated trials frame to its slots (see :class:`Slots`)."""
+    return _encode(trials, _text_codes(trials))
+
+
+def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) -> Slots:
+    (cand, candidates), (split, splits), (task, tasks) = (
+        text[name] for name in ("candidate", "split", "task_id"))
+    repeat = trials["repeat"].to_numpy(np.int64)
+    attempt = trials["attempt"].to_numpy(np.int64)
+    infra_ok = trials["infra_ok"].to_numpy(bool)
+    dims = (len(candidates), len(splits), len(tasks), int(repeat.max(initial=-1)) + 1)
+    key = np.ravel_multi_index((cand, split, task, repeat), dims) if len(repeat) else repeat
+    order = _by_slot_and_attempt(key, attempt, math.prod(dims))
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]]) if len(key) else key
+    ends = np.r_[starts, len(key)][1:]
+    first_valid = _first_valid(infra_ok[order], starts)
+    valid = first_valid < ends
+    rows = order[np.where(valid, first_valid, starts)]
+    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object), rows, cand,
+                               candidates)
+    passed, score = _values(trials, rows, valid)
+    return Slots(
+        candidates=candidates,
+        splits=splits,
+        tasks=tasks,
+        sources=sources,
+        cand=cand[rows],
+        split=split[rows],
+        task=task[rows],
+        repeat=repeat[rows],
+        attempts=ends - starts,
+        last_attempt=attempt[order[ends - 1]],
+        valid=valid,
+        passed=passed,
+        activated=trials["activated"].to_numpy(bool)[rows] & valid,
+        source=source,
+        row=rows,
+        score=score,
+    )
+
+
+def _values(trials: pd.DataFrame, rows: np.ndarray, valid: np.ndarray):
+    """The slots' ``passed`` and ``score`` (see :class:`Slots`) from their scoring ``rows``."""
+    passed = trials["passed"].to_numpy(bool)[rows] & valid
+    if not schema.carries_scores(trials):
+        return passed, None
+    value = schema.trial_values(trials)[rows]
+    missing = valid & ~np.isfinite(value)
+    if missing.any():
+        raise schema.FrameError(
+            f"trials carry scores, but {int(missing.sum())} scored trial(s) that passed have "
+            "none (or a non-finite one); give every valid trial that passed a score, or drop "
+            f"the 'score' column to judge 'passed':\n{trials.iloc[rows[missing][:10]]}")
+    value = np.where(valid, value, 0.0)
+    if not ((value == 0.0) | (value == 1.0)).all():
+        return passed, value
+    return value == 1.0, None
+
+
+def _first_valid(ok: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Position of each slot's first valid attempt in rows sorted by slot and attempt (``ok``:
+    the sorted rows' ``infra_ok``; ``starts``: each slot's first row), past the end when
+    none is. A slot is scored by it; one without shows its first attempt."""
+    first = starts.copy()
+    late = ~ok[starts]  # the first attempt failed: look further (rare)
+    if late.any():
+        valid_at = np.flatnonzero(ok)
+        first[late] = np.r_[valid_at, len(ok)][np.searchsorted(valid_at, starts[late])]
+    return first
+
+
+def _by_slot_and_attempt(key: np.ndarray, attempt: np.ndarray, n_keys: int) -> np.ndarray:
+    """The order of rows by slot ``key``, then by attempt (one stable sort when it fits)."""
+    n_attempts = int(attempt.max(initial=0)) + 1
+    if n_keys * n_attempts < 2**62:
+        return np.argsort(key * n_attempts + attempt, kind="stable")
+    return np.lexsort((attempt, key))
+
+
+def _sources(borrowed: np.ndarray, rows: np.ndarray, cand: np.ndarray, candidates: pd.Index):
+    """Codes of the candidate that ran the trial of each slot (``rows``: the slots' rows of
+    the ``borrowed_from`` column and the candidate codes); names outside ``candidates``
+    appended."""
+    source = cand[rows].astype(np.int64)
+    lent = pd.notna(borrowed)[rows]
+    if not lent.any():
+        return source, candidates
+    lenders = borrowed[rows[lent]]
+    code = candidates.get_indexer(pd.Index(lenders, dtype=object))
+    source[lent] = code
+    if (code >= 0).all():
+        return source, candidates
+    extra, others = pd.factorize(lenders[code < 0])
+    source[np.flatnonzero(lent)[code < 0]] = len(candidates) + extra
+    return source, candidates.append(pd.Index(others, dtype=object))
+
+
+@dataclass(frozen=True)
+class TaskCounts:
+    """Per (candidate, split, task): repeats scored, valid and passed; sorted by ``key``.
+
+    ``total`` sums the valid repeats' scores when the trials carry graded scores, else None.
+    """
+
+    key: np.ndarray
+    n_slots: np.ndarray
+    n_valid: np.ndarray
+    n_passed: np.ndarray
+    total: np.ndarray | None = None
+
+
+def count_tasks(slots: Slots) -> TaskCounts:
+    """Aggregate slots per (candidate, split, task), keyed by :func:`task_key`."""
+    key = task_key(slots, slots.cand, slots.split, slots.task)
+    if not len(key):
+        return TaskCounts(key, key, key, key, None if slots.score is None else key * 0.0)
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    return TaskCounts(
+        key=key[starts],
+        n_slots=np.diff(np.r_[starts, len(key)]),
+        n_valid=np.add.reduceat(slots.valid.astype(np.int64), starts),
+        n_passed=np.add.reduceat(slots.passed.astype(np.int64), starts),
+        total=None if slots.score is None else np.add.reduceat(slots.score, starts),
+    )
+
+
+def task_values(counts: TaskCounts) -> np.ndarray:
+    """Each task's summed values: the graded scores' ``total``, else ``n_passed``."""
+    return counts.n_passed if counts.total is None else counts.total
+
+
+def task_key(slots: Slots, cand, split, task) -> np.ndarray:
+    """Integer key ordering (candidate, split, task) codes as :func:`count_tasks` does."""
+    cand, split, task = (np.asarray(a, dtype=np.int64) for a in (cand, split, task))
+    return (cand * len(slots.splits) + split) * len(slots.tasks) + task
+
+
+def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
+    """The ``candidate, task_id, split`` names behind :func:`task_key` keys."""
+    n_tasks, n_splits = len(slots.tasks), len(slots.splits)
+    return pd.DataFrame(
+        {
+            "candidate": text(slots.candidates.to_numpy()[key // (n_splits * n_tasks)]),
+            "task_id": text(slots.tasks.to_numpy()[key % n_tasks]),
+            "split": text(slots.splits.to_numpy()[(key // n_tasks) % n_splits]),
+        }
+    )
+
+
+# ------------------------------------------------------------------------------ pairing
+
+@dataclass(frozen=True)
+class Paired:
+    """The paired tasks of many pairs: one entry per (pair, paired task), sorted by pair.
+
+    ``n_either`` (one per pair) counts the tasks with trials on either side, paired or not.
+    ``child_total`` and ``parent_total`` sum the valid repeats' graded scores (None when
+    the values are ``passed``: then the ``*_passed`` counts are summed).
+    """
+
+    n_pairs: int
+    pair: np.ndarray
+    child_valid: np.ndarray
+    child_passed: np.ndarray
+    parent_valid: np.ndarray
+    parent_passed: np.ndarray
+    n_either: np.ndarray
+    child_total: np.ndarray | None = None
+    parent_total: np.ndarray | None = None
+
+    @property
+    def graded(self) -> bool:
+        return self.child_total is not None
+
+
+def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> Paired:
+    """Pair child and parent per task on ``split`` over all their repeats, for many pairs."""
+    n_pairs = len(child)
+    split_code = slots.splits.get_indexer([split])[0]
+    child_code = slots.candidates.get_indexer(pd.Index(child, dtype=object))
+    parent_code = slots.candidates.get_indexer(pd.Index(parent, dtype=object))
+    child_lo, child_hi = _task_block(slots, counts, child_code, split_code)
+    parent_lo, parent_hi = _task_block(slots, counts, parent_code, split_code)
+
+    lengths = child_hi - child_lo
+    pair = np.repeat(np.arange(n_pairs), lengths)
+    row = np.repeat(child_lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(pair))
+    task = counts.key[row] % max(len(slots.tasks), 1)
+    wanted = task_key(slots, parent_code[pair], split_code, task)
+    pos = np.minimum(np.searchsorted(counts.key, wanted), max(len(counts.key) - 1, 0))
+    found = np.zeros(len(pair), dtype=bool)
+    if len(counts.key):
+        found = (parent_code[pair] >= 0) & (counts.key[pos] == wanted)
+    paired = found & (counts.n_valid[row] > 0) & (counts.n_valid[pos] > 0)
+    n_either = lengths + (parent_hi - parent_lo) - np.bincount(pair[found], minlength=n_pairs)
+    pair, row, pos = pair[paired], row[paired], pos[paired]
+    totals = {} if counts.total is None else {"child_total": counts.total[row],
+                                               "parent_total": counts.total[pos]}
+    return Paired(n_pairs, pair, counts.n_valid[row], counts.n_passed[row],
+                  counts.n_valid[pos], counts.n_passed[pos], n_either.astype(np.int64),
+                  **totals)
+
+
+def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code: int):
+    """Row range [lo, hi) of ``counts`` holding each candidate's tasks on the split."""
+    first = task_key(slots, codes, split_code, 0)
+    lo = np.searchsorted(counts.key, first)
+    hi = np.searchsorted(counts.key, first + len(slots.tasks))
+    absent = (codes < 0) | (split_code < 0)
+    return np.where(absent, 0, lo), np.where(absent, 0, hi)
+
+
+def describe(paired: Paired) -> dict[str, np.ndarray]:
+    """Per pair: the paired-task summary the significance test needs.
+
+    Returns
+    -------
+    dict of ndarray
+        Columns by name, one entry per pair: ``n_tasks`` (tasks with a valid repeat on both
+        sides), ``n_dropped`` (tasks with trials on either side that could not be paired),
+        ``n_changed`` (paired tasks whose rate differs), ``k`` (most valid repeats of any
+        paired task), ``looks`` (1), ``rate_parent``, ``rate_child`` (mean per-task rates,
+        fractions; mean per-task scores when graded), ``mean_d`` and ``sd_d`` (mean and
+        ddof=1 sd of the per-task differences, rounded to 12 decimals so that equal ones
+        compare equal; sd is exactly 0 when all differences are equal).
+    """
+    n_pairs, pair = paired.n_pairs, paired.pair
+    rate_child, rate_parent = paired_rates(paired)
+    diff = np.round(rate_child - rate_parent, 12)  # equal differences compare equal
+    n = np.bincount(pair, minlength=n_pairs)
+    equal = np.zeros(n_pairs, dtype=bool)  # all of a pair's differences are equal
+    k = np.zeros(n_pairs, dtype=np.int64)
+    if len(pair):  # ``pair`` is sorted: each pair's entries are one block
+        starts = np.flatnonzero(np.r_[True, pair[1:] != pair[:-1]])
+        present = pair[starts]
+        equal[present] = np.minimum.reduceat(diff, starts) == np.maximum.reduceat(diff, starts)
+        k[present] = np.maximum.reduceat(np.maximum(paired.child_valid, paired.parent_valid),
+                                         starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_d = np.bincount(pair, diff, minlength=n_pairs) / n
+        squares = np.bincount(pair, (diff - mean_d[pair]) ** 2, minlength=n_pairs)
+        sd_d = np.where(n >= 2, np.sqrt(squares / (n - 1)), np.nan)
+        sd_d = np.where((n >= 2) & equal, 0.0, sd_d)
+        return {
+            "n_tasks": n.astype(np.int64),
+            "n_dropped": (paired.n_either - n).astype(np.int64),
+            "n_changed": np.bincount(pair, diff != 0, minlength=n_pairs).astype(np.int64),
+            "k": k,
+            "looks": np.ones(n_pairs, dtype=np.int64),
+            "rate_parent": np.bincount(pair, rate_parent, minlength=n_pairs) / n,
+            "rate_child": np.bincount(pair, rate_child, minlength=n_pairs) / n,
+            "mean_d": mean_d,
+            "sd_d": sd_d,
+        }
+
+
+def paired_rates(paired: Paired) -> tuple[np.ndarray, np.ndarray]:
+    """Per paired task: the child's and the parent's mean value over their valid repeats."""
+    if paired.graded:
+        return (paired.child_total / paired.child_valid,
+                paired.parent_total / paired.parent_valid)
+    return (paired.child_passed / paired.child_valid,
+            paired.parent_passed / paired.parent_valid)
+
