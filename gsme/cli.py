@@ -143,7 +143,7 @@ def _demo_arguments(demo) -> None:
                            f"{gate.design})")
     demo.add_argument("--out", type=Path, default=None,
                       help="run directory to create (default: a new temporary folder)")
-    demo.add_argument("--quiet", action="store_true", help="no progress bars")
+    _output_flags(demo, silent=True)
     demo.add_argument("--json", action="store_true", help="print the run table as JSON")
     _executor_flags(demo)
     demo.set_defaults(func=_demo)
@@ -151,7 +151,7 @@ def _demo_arguments(demo) -> None:
 
 def _run_arguments(run) -> None:
     run.add_argument("config", type=Path, help="the config file (see README)")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    _output_flags(run, silent=True)
     run.add_argument("--json", action="store_true", help="print the run table as JSON")
     _executor_flags(run)
     run.set_defaults(func=_run)
@@ -159,7 +159,7 @@ def _run_arguments(run) -> None:
 
 def _resume_arguments(resume) -> None:
     resume.add_argument("dir", type=Path, help="the run directory")
-    resume.add_argument("--quiet", action="store_true", help="no progress bars")
+    _output_flags(resume, silent=True)
     resume.add_argument("--json", action="store_true", help="print the run table as JSON")
     _executor_flags(resume, stored=True)
     resume.set_defaults(func=_resume)
@@ -186,6 +186,7 @@ def _view_arguments(show) -> None:
     show.add_argument("dir", type=Path, help="the run directory")
     show.add_argument("--out", type=Path, default=None, metavar="HTML",
                       help="the page to write (default: <run directory name>.html here)")
+    _output_flags(show)
     show.set_defaults(func=_view)
 
 
@@ -220,8 +221,7 @@ def _compare_arguments(compare) -> None:
     compare.add_argument("--split", default=None, choices=["train", "test"],
                          help="the split to compare on (default: the one the logs hold; "
                               "train when they hold both)")
-    compare.add_argument("--quiet", action="store_true",
-                         help="no progress bar (shown on a terminal)")
+    _output_flags(compare)
     compare.add_argument("--json", action="store_true", help="print the row as one JSON object")
     compare.set_defaults(func=_compare)
 
@@ -289,7 +289,7 @@ def _grow_arguments(grow) -> None:
                       help="change a key of the run's stored [agent] spec so the agent knows "
                            "the new tasks, e.g. --agent grown=20 for a simulated suite "
                            "(repeatable; the value is read as JSON, else as text)")
-    grow.add_argument("--quiet", action="store_true", help="no progress bars")
+    _output_flags(grow)
     grow.add_argument("--json", action="store_true",
                       help="print the re-gated decisions as JSON records")
     _executor_flags(grow, stored=True)
@@ -297,15 +297,17 @@ def _grow_arguments(grow) -> None:
 
 
 def _export_arguments(export) -> None:
-    from gsme.integrations.mlflow import EXPERIMENT, RUN_ID_TAG
+    from gsme.integrations.mlflow import EXPERIMENT, RUN_ID_TAG, TRACKING_URI_ENV
 
     export.add_argument("dir", type=Path, help="the run directory (live or sealed)")
-    export.add_argument("--mlflow", required=True, metavar="URI",
-                        help="MLflow's tracking URI (http://..., sqlite:///..., file:...); "
-                             f"the earlier export of the run (tag {RUN_ID_TAG}) is replaced")
+    export.add_argument("--mlflow", required=True, nargs="?", const=None, metavar="URI",
+                        help="MLflow's tracking URI (http://..., sqlite:///..., file:...; "
+                             f"--mlflow alone: ${TRACKING_URI_ENV}); the earlier export of "
+                             f"the run (tag {RUN_ID_TAG}) is replaced")
     export.add_argument("--experiment", default=None, metavar="NAME",
                         help=f"the MLflow experiment (default: {EXPERIMENT}; created when "
                              "missing)")
+    _output_flags(export)
     export.set_defaults(func=_export)
 
 
@@ -333,6 +335,24 @@ _COMMANDS = {  # name: (its line in `gsme --help`, what adds its arguments)
 }
 """Every command, in the order ``gsme --help`` lists them; a command's arguments are added
 only when it is chosen (:func:`_parser`), so ``gsme --help`` imports nothing it needs."""
+
+
+def _output_flags(parser, *, silent: bool = False) -> None:
+    """``--quiet`` (no progress bars) and, for a command that prints more than its answer,
+    ``--silent``: the one place both are defined. Read them with :func:`_bars`."""
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (shown on a terminal only); every line stays")
+    if silent:
+        parser.add_argument("--silent", action="store_true",
+                            help="print only the ship line (with --json: the run table's "
+                                 "JSON object) and errors: no progress bars, banner, round "
+                                 "lines, run table or run directory")
+    parser.set_defaults(silent=False)
+
+
+def _bars(args) -> bool:
+    """Whether progress bars may show (on a terminal): neither ``--quiet`` nor ``--silent``."""
+    return not (args.quiet or args.silent)
 
 
 def _executor_flags(parser, *, stored: bool = False) -> None:
@@ -434,7 +454,7 @@ def _start(spec, args, *, banner: str | None = None) -> int:
                     evolver=plugins.build_evolver(spec.evolver), config=spec.config,
                     schedule=spec.schedule, agent_spec=spec.agent,
                     evolver_spec=spec.evolver, executor_spec=spec.executor) as run:
-        if banner and not args.json:
+        if banner and not (args.json or args.silent):
             print(banner)
         return _drive(run, args, executor)
 
@@ -461,21 +481,25 @@ def _drive(run, args, executor=None) -> int:
 
     try:
         if not run.sealed:
-            evolve.evolve(run, executor=executor, progress=not args.quiet,
+            evolve.evolve(run, executor=executor, progress=_bars(args),
                           on_round=lambda result: _print_round(
                               evolve.round_summary(run, result), args))
             stops = [p["reason"] for p in run.events("budget_reached")["payload"]
                      if "reason" in p]
-            if stops and not args.json:
+            said = not (args.json or args.silent)
+            if stops and said:
                 print(f"evolution stopped by its budget: {stops[-1]}", flush=True)
             empty = evolve.empty_stop(run)
-            if empty is not None and not args.json:
+            if empty is not None and said:
                 print(f"evolution stopped: {empty}; on to the sealed test", flush=True)
-        measure.finalize(run, executor=executor, progress=not args.quiet)
+        measure.finalize(run, executor=executor, progress=_bars(args))
     finally:
         if executor is not None:
             executor.close()
     table = report.run_table(run)
+    if args.silent and not args.json:
+        print(report.ship_line(report.recommendation(table)))
+        return 0
     if _print_report(table, as_json=args.json):
         return 0
     print(f"run directory: {run.path}")
@@ -486,15 +510,15 @@ def _drive(run, args, executor=None) -> int:
 
 
 def _print_round(summary: dict, args) -> None:
-    """One line per round: JSON with ``--json``, nothing with ``--quiet``."""
+    """One line per round: JSON with ``--json``, nothing with ``--silent``."""
     from tqdm.auto import tqdm
 
+    if args.silent:
+        return
     if args.json:
         plain = {k: None if isinstance(v, float) and math.isnan(v) else v
                  for k, v in summary.items()}
         print(json.dumps(plain, default=str), flush=True)
-        return
-    if args.quiet:
         return
     budget = "" if summary["trial_budget"] is None else f" of {summary['trial_budget']}"
     best = ("best: baseline" if summary["best"] is None else
@@ -625,7 +649,7 @@ def _compare(args) -> int:
 
     config = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
     with tqdm(total=2, desc="gsme compare: reading the logs", unit="step", leave=False,
-              disable=True if args.quiet else None, file=sys.stderr) as bar:  # a terminal's
+              disable=None if _bars(args) else True, file=sys.stderr) as bar:  # a terminal's
         imported = importers.read_pair(args.baseline, args.child, format=args.format,
                                        candidate_from=args.candidate_from, scorer=args.scorer,
                                        score_key=args.score_key, threshold=args.threshold)
@@ -787,7 +811,7 @@ def _grow(args) -> int:
         before = _grown_so_far(run)
         executor = _executor(_executor_spec(run.executor_spec, args))
         try:
-            table = grow(run, tasks, agent_spec=spec, executor=executor, progress=not args.quiet)
+            table = grow(run, tasks, agent_spec=spec, executor=executor, progress=_bars(args))
         finally:
             if executor is not None:
                 executor.close()
@@ -822,14 +846,15 @@ def _export(args) -> int:
 
     try:
         with Run.open(args.dir, read_only=True) as run:
-            done = mlflow.export(run, args.mlflow, experiment=args.experiment)
+            done = mlflow.export(run, args.mlflow, experiment=args.experiment,
+                                 progress=_bars(args))
     except (ImportError, mlflow.ExportError) as err:
         print(f"gsme: error: {_one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     replaced = f"; replaced {len(done.replaced)} runs of the earlier export" if done.replaced \
         else ""
-    print(f"gsme export: {args.dir} -> {args.mlflow} experiment {done.experiment_id}: parent "
-          f"run {done.parent_run_id}, {len(done.runs) - 1} candidate runs{replaced}")
+    print(f"gsme export: {args.dir} -> {done.tracking_uri} experiment {done.experiment_id}: "
+          f"parent run {done.parent_run_id}, {len(done.runs) - 1} candidate runs{replaced}")
     return 0
 
 

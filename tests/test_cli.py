@@ -1,5 +1,6 @@
 """The gsme command: demo, run/resume after kill -9, status, report, clean errors."""
 
+import json
 import os
 import signal
 import sqlite3
@@ -192,3 +193,71 @@ def test_a_run_whose_baseline_fails_nothing_says_so_and_seals(tmp_path, monkeypa
     assert "round 2" not in out and "sealed_decision" in out
     assert "keep the baseline: the run kept no child that beat the baseline" in out
     assert main(["resume", "run"]) == 0  # sealed: nothing more to do
+
+
+def _on_a_terminal(monkeypatch):
+    """Progress bars show as on a terminal: tqdm draws on stderr when it is a tty."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+
+
+def _demo(tmp_path, name, *flags):
+    return main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1",
+                 "--out", str(tmp_path / name), *flags])
+
+
+def test_quiet_hides_the_progress_bars_and_keeps_every_line(tmp_path, capsys, monkeypatch):
+    _on_a_terminal(monkeypatch)
+    assert _demo(tmp_path, "shown") == 0
+    shown = capsys.readouterr()
+    assert "rounds" in shown.err and "%|" in shown.err  # the bars a terminal shows
+    assert _demo(tmp_path, "quiet", "--quiet") == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == ""
+    same = quiet.out.replace(str(tmp_path / "quiet"), str(tmp_path / "shown"))
+    assert same == shown.out  # the same lines, bars aside
+    assert "gsme demo: SIMULATED" in quiet.out and "round 1:" in quiet.out
+    assert "sealed_delta_pp" in quiet.out and f"run directory: {tmp_path / 'quiet'}" in quiet.out
+
+
+def test_silent_prints_only_the_ship_line(tmp_path, capsys, monkeypatch):
+    from gsme import report
+
+    _on_a_terminal(monkeypatch)
+    assert _demo(tmp_path, "silent", "--silent") == 0
+    out, err = capsys.readouterr()
+    with Run.open(tmp_path / "silent", read_only=True) as run:
+        line = report.run_ship_line(run)
+    assert line.startswith(("ship ", "keep the baseline")) and out == f"{line}\n" and err == ""
+    cfg = _config(tmp_path / "c.toml", tmp_path / "run", rounds=1, preset="tiny")
+    assert main(["run", str(cfg), "--silent", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert len(out.splitlines()) == 1 and json.loads(out)["ship"].startswith(("ship ", "keep"))
+    assert err == ""
+
+
+def test_compare_shows_a_progress_bar_on_a_terminal_and_none_with_quiet(capsys, monkeypatch):
+    from pathlib import Path
+
+    logs = Path(__file__).parent / "data" / "importers" / "tb"
+    _on_a_terminal(monkeypatch)
+    assert main(["compare", str(logs / "baseline"), str(logs / "child")]) == 0
+    shown = capsys.readouterr()
+    assert "gsme compare: reading the logs" in shown.err and "gating" in shown.err
+    assert main(["compare", str(logs / "baseline"), str(logs / "child"), "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and quiet.out == shown.out
+
+
+def test_every_quiet_flag_says_it_hides_only_progress_bars():
+    from gsme.cli import _parser
+
+    commands = _parser("0")._subparsers._group_actions[0].choices
+    quiet = {name: next((a.help for a in p._actions if "--quiet" in a.option_strings), None)
+             for name, p in commands.items()}
+    silent = {name for name, p in commands.items()
+              if any("--silent" in a.option_strings for a in p._actions)}
+    assert {name for name, text in quiet.items() if text} == {
+        "demo", "run", "resume", "view", "compare", "grow", "export"}
+    assert {text for text in quiet.values() if text} == {
+        "no progress bars (shown on a terminal only); every line stays"}
+    assert silent == {"demo", "run", "resume"}

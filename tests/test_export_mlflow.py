@@ -173,3 +173,67 @@ def test_a_store_mlflow_refuses_is_one_line_and_exit_2(sealed, capsys):
     assert main(["export", str(sealed), "--mlflow", "nope://nowhere"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("gsme: error: MLflow at nope://nowhere") and err.count("\n") == 1
+
+
+def test_the_tracking_uri_defaults_to_mlflow_tracking_uri(sealed, uri, tmp_path, monkeypatch,
+                                                          capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert main(["export", str(sealed), "--mlflow"]) == 0
+    out = capsys.readouterr().out
+    experiment = mlflow.MlflowClient(uri).get_experiment_by_name("gsme")
+    assert f"-> {uri} experiment {experiment.experiment_id}" in out
+    done = _exported(sealed, None)
+    assert done.tracking_uri == uri and len(done.replaced) == 5
+    elsewhere = (tmp_path / "given").as_uri()  # a URI given wins over the variable
+    assert main(["export", str(sealed), "--mlflow", elsewhere]) == 0
+    assert mlflow.MlflowClient(elsewhere).get_experiment_by_name("gsme") is not None
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert main(["export", str(sealed), "--mlflow"]) == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "gsme: error: no MLflow tracking URI: give one or set MLFLOW_TRACKING_URI\n")
+
+
+def test_a_database_store_without_sqlalchemy_names_the_package_to_install(
+        sealed, tmp_path, monkeypatch, capsys):
+    from mlflow.store.db.db_types import DATABASE_ENGINES
+    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+    for scheme in DATABASE_ENGINES:  # as mlflow-skinny without SQLAlchemy registers them
+        monkeypatch.delitem(_tracking_store_registry._registry, scheme, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(sealed), "--mlflow", "sqlite:///mlflow.db"]) == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        "gsme: error: MLflow at sqlite:///mlflow.db: the installed MLflow cannot write a sqlite "
+        "store: pip install mlflow (mlflow-skinny lacks SQLAlchemy)\n")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "postgresql+psycopg2://db/mlflow")
+    assert main(["export", str(sealed), "--mlflow"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "a postgresql store: pip install mlflow" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("full, install", [
+    (True, "psycopg2"),  # the full package lacks only the database's driver
+    (False, "mlflow (mlflow-skinny lacks SQLAlchemy)")])
+def test_a_module_a_database_store_lacks_is_named(sealed, monkeypatch, capsys, full, install):
+    from gsme.integrations import mlflow as exporter
+
+    def missing(**_):
+        raise ModuleNotFoundError("No module named 'psycopg2'", name="psycopg2")
+
+    monkeypatch.setattr(mlflow, "MlflowClient", missing)
+    monkeypatch.setattr(exporter, "_full_mlflow", lambda: full)
+    assert main(["export", str(sealed), "--mlflow", "postgresql://db/mlflow"]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err == ("gsme: error: MLflow at postgresql://db/mlflow: the installed MLflow cannot "
+                   f"write a postgresql store: pip install {install}\n")
+
+
+def test_export_shows_a_progress_bar_on_a_terminal_and_none_with_quiet(sealed, uri,
+                                                                        monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert main(["export", str(sealed), "--mlflow", uri]) == 0
+    shown = capsys.readouterr()
+    assert "gsme export: writing 5 MLflow runs" in shown.err and "%|" in shown.err
+    assert main(["export", str(sealed), "--mlflow", uri, "--quiet"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and "replaced 5 runs" in quiet.out

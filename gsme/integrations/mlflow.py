@@ -35,22 +35,28 @@ to its trash, ``mlflow gc`` removes them for good). The experiment therefore hol
 parent per gsme run, with the candidates as they are now; a failed export leaves the
 earlier one in place and is itself replaced by the next.
 
-MLflow is an optional extra (``pip install "gsme[mlflow]"``, ``mlflow-skinny`` suffices);
-it is imported when :func:`export` is called, and so are the modules that read the run
+The tracking URI is the one given, else ``MLFLOW_TRACKING_URI`` (:data:`TRACKING_URI_ENV`).
+MLflow is an optional extra (``pip install "gsme[mlflow]"``, ``mlflow-skinny`` suffices for
+a tracking server or a ``file:`` folder; a database store such as ``sqlite:`` needs the full
+``mlflow`` package, and an export to one without it fails in one line saying so); it is
+imported when :func:`export` is called, and so are the modules that read the run
 (importing this one for its names stays light).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import math
+import os
+import sys
 import time
 from typing import NamedTuple
 
 import pandas as pd
 
-__all__ = ["AGENT_PARAMS", "CANDIDATE_TAG", "EXPERIMENT", "MISSING", "RUN_ID_TAG", "Export",
-           "ExportError", "export"]
+__all__ = ["AGENT_PARAMS", "CANDIDATE_TAG", "EXPERIMENT", "MISSING", "RUN_ID_TAG",
+           "TRACKING_URI_ENV", "Export", "ExportError", "export"]
 
 EXPERIMENT = "gsme"
 """The MLflow experiment an export goes to unless another is named."""
@@ -61,6 +67,10 @@ CANDIDATE_TAG = "gsme.candidate"
 AGENT_PARAMS = ("kind", "preset", "profile", "mix", "suite_seed", "model", "isolation")
 """The agent spec's keys exported as ``agent.<key>`` params; no other key is."""
 MISSING = 'exporting to MLflow needs mlflow: pip install "gsme[mlflow]"'
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+"""The environment variable read for the tracking URI when none is given (MLflow's own)."""
+_DATABASES = ("sqlite", "postgresql", "mysql", "mssql")
+"""MLflow's database stores: SQLAlchemy's, which only the full ``mlflow`` package brings."""
 _CANDIDATE_TAGS = ("kind", "where", "why", "patch_id", "env_gate", "beacon")
 _BATCH = 100  # MLflow takes at most 100 params or tags per batch
 
@@ -91,7 +101,8 @@ class Export(NamedTuple):
     """What :func:`export` wrote: the experiment, the parent run, the runs it replaced.
 
     ``runs`` has one row per MLflow run written: ``candidate`` (missing for the parent),
-    ``mlflow_run_id``.
+    ``mlflow_run_id``. ``tracking_uri`` is the store written to (given or read from
+    :data:`TRACKING_URI_ENV`).
 
     Examples
     --------
@@ -116,9 +127,11 @@ class Export(NamedTuple):
     parent_run_id: str
     runs: pd.DataFrame
     replaced: list[str]
+    tracking_uri: str
 
 
-def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
+def export(run, tracking_uri: str | None = None, *, experiment: str | None = None,
+           progress: bool = False) -> Export:
     """Write ``run`` to the MLflow tracking store at ``tracking_uri``, replacing its last
     export.
 
@@ -126,27 +139,31 @@ def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
     ----------
     run : gsme.run.Run
         A run, live or sealed (open it read-only: ``Run.open(path, read_only=True)``).
-    tracking_uri : str
+    tracking_uri : str, optional
         MLflow's tracking URI: a tracking server (``http://...``), a folder (``file:...``;
         MLflow 3 writes one only with ``MLFLOW_ALLOW_FILE_STORE=true`` set) or, with the
         full ``mlflow`` package rather than ``mlflow-skinny``, a database
-        (``sqlite:///mlflow.db``).
+        (``sqlite:///mlflow.db``). Default: ``MLFLOW_TRACKING_URI``.
     experiment : str, optional
         The experiment's name (default :data:`EXPERIMENT`); created when missing.
+    progress : bool
+        Show a progress bar on stderr (on a terminal only).
 
     Returns
     -------
     Export
         ``experiment_id, parent_run_id``, ``runs`` (one row per MLflow run written:
-        ``candidate`` (missing for the parent), ``mlflow_run_id``) and ``replaced`` (the ids
-        of the earlier export's runs, now deleted).
+        ``candidate`` (missing for the parent), ``mlflow_run_id``), ``replaced`` (the ids
+        of the earlier export's runs, now deleted) and ``tracking_uri``.
 
     Raises
     ------
     ImportError
         mlflow is not installed (:data:`MISSING`).
     ExportError
-        MLflow refused a step; the message is MLflow's.
+        No tracking URI was given or set; the installed MLflow cannot write the store (the
+        message names the package to install); MLflow refused a step (the message is
+        MLflow's).
 
     Examples
     --------
@@ -154,9 +171,13 @@ def export(run, tracking_uri: str, *, experiment: str | None = None) -> Export:
     >>> done.runs["candidate"].dropna().tolist()  # doctest: +SKIP
     ['baseline', 'c0001', 'c0002', 'c0003']
     """
+    tracking_uri = tracking_uri or os.environ.get(TRACKING_URI_ENV)
+    if not tracking_uri:
+        raise ExportError(f"no MLflow tracking URI: give one or set {TRACKING_URI_ENV}")
     mlflow = _mlflow()
     try:
-        return _export(mlflow, run, tracking_uri, experiment or EXPERIMENT)
+        client = _client(mlflow, tracking_uri)
+        return _export(client, run, tracking_uri, experiment or EXPERIMENT, progress)
     except mlflow.exceptions.MlflowException as err:
         message = str(err.message).strip()
         raise ExportError(f"MLflow at {tracking_uri}: {message}") from None
@@ -170,21 +191,58 @@ def _mlflow():
     return mlflow
 
 
-def _export(mlflow, run, tracking_uri: str, experiment: str) -> Export:
-    client = mlflow.MlflowClient(tracking_uri=tracking_uri)
+def _client(mlflow, tracking_uri: str):
+    """MLflow's client of the store at ``tracking_uri``; an :class:`ExportError` naming the
+    package to install when the installed MLflow has no store for a database URI (without
+    SQLAlchemy, mlflow-skinny registers none and raises MlflowException; with only some of
+    the full package's modules, or without a database driver, an ImportError)."""
+    try:
+        return mlflow.MlflowClient(tracking_uri=tracking_uri)
+    except (mlflow.exceptions.MlflowException, ImportError) as err:
+        scheme = tracking_uri.partition(":")[0].partition("+")[0].lower()
+        if scheme not in _DATABASES:
+            raise
+        if isinstance(err, ImportError) and _full_mlflow():
+            install = err.name or "its database driver"
+        else:
+            install = "mlflow (mlflow-skinny lacks SQLAlchemy)"
+        raise ExportError(f"MLflow at {tracking_uri}: the installed MLflow cannot write a "
+                          f"{scheme} store: pip install {install}") from None
+
+
+def _full_mlflow() -> bool:
+    """True when the full ``mlflow`` package is installed, not only ``mlflow-skinny``."""
+    try:
+        importlib.metadata.distribution("mlflow")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _export(client, run, tracking_uri: str, experiment: str, progress: bool) -> Export:
+    from tqdm.auto import tqdm
+
     found = client.get_experiment_by_name(experiment)
     experiment_id = (found.experiment_id if found is not None
                      else client.create_experiment(experiment))
     earlier = _tagged(client, experiment_id, run.run_id)
     into = (client, experiment_id, run.run_id, int(time.time() * 1000))
-    parent = _write(into, run.path.name, _parent(run))
-    written = [(None, parent)] + [(name, _write(into, name, fields, parent=parent))
-                                  for name, fields in _candidates(run).items()]
+    with tqdm(desc="gsme export: reading the run", unit="run", leave=False, file=sys.stderr,
+              disable=None if progress else True) as bar:  # None: a terminal's only
+        fields, candidates = _parent(run), _candidates(run)
+        bar.reset(total=1 + len(candidates))
+        bar.set_description(f"gsme export: writing {1 + len(candidates)} MLflow runs")
+        parent = _write(into, run.path.name, fields)
+        written = [(None, parent)]
+        for name, candidate in candidates.items():
+            bar.update()
+            written.append((name, _write(into, name, candidate, parent=parent)))
+        bar.update()
     replaced = sorted(earlier - {run_id for _, run_id in written})
     for run_id in replaced:
         client.delete_run(run_id)
     runs = pd.DataFrame(written, columns=["candidate", "mlflow_run_id"])
-    return Export(experiment_id, parent, runs, replaced)
+    return Export(experiment_id, parent, runs, replaced, tracking_uri)
 
 
 def _write(into: tuple, name: str, fields: dict, *, parent: str | None = None) -> str:
