@@ -17,6 +17,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -184,8 +185,13 @@ def _verify_arguments(verify) -> None:
 
 def _view_arguments(show) -> None:
     show.add_argument("dir", type=Path, help="the run directory")
-    show.add_argument("--out", type=Path, default=None, metavar="HTML",
-                      help="the page to write (default: <run directory name>.html here)")
+    show.add_argument("--out", type=Path, default=None, metavar="FOLDER",
+                      help="the folder to write: index.html and the data it loads on "
+                           "demand (default: <run directory name>-view here)")
+    show.add_argument("--watch", type=float, nargs="?", const=10.0, default=None,
+                      metavar="SECONDS",
+                      help="rewrite the page whenever the run changes (checked every SECONDS, "
+                           "default 10; an open page reloads itself) until the run is sealed")
     _output_flags(show)
     show.set_defaults(func=_view)
 
@@ -629,12 +635,35 @@ def _view(args) -> int:
     from gsme import report, view
     from gsme.run import Run
 
-    with Run.open(args.dir, read_only=True) as run:
-        out = view.write(run, args.out or Path(f"{run.path.resolve().name}.html"))
-        line = report.run_ship_line(run)
-    print(f"gsme view: wrote {out}")
-    print(_printable(line))
-    return 0
+    out = args.out or Path(f"{Path(args.dir).resolve().name}-view")
+    seen = None
+    while True:
+        with Run.open(args.dir, read_only=True) as run:
+            sealed = run.sealed_result is not None  # a sealed run's page does not change
+            page = view.write(run, out, refresh=None if sealed else args.watch,
+                              progress=_bars(args))
+            line = report.run_ship_line(run)
+        print(f"gsme view: wrote {page} (open it in a browser)")
+        print(_printable(line))
+        if args.watch is None or sealed:
+            return 0
+        seen = _ledger_changed(Path(args.dir), seen, every=args.watch)
+
+
+def _ledger_changed(folder: Path, seen, *, every: float):
+    """Wait until the run's ledger changes from ``seen`` (its size and time; None: as it is
+    now); return what it is then. Ctrl-C ends ``gsme view --watch`` here."""
+    def stamp():
+        found = [folder / n for n in ("ledger.sqlite", "ledger.sqlite-wal") if (folder / n).exists()]
+        return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in found)
+
+    seen = stamp() if seen is None else seen
+    try:
+        while (now := stamp()) == seen:
+            time.sleep(every)
+    except KeyboardInterrupt:
+        raise SystemExit(0) from None
+    return now
 
 
 _IDS_SHOWN = 20

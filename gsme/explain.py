@@ -292,17 +292,19 @@ def why_levels(run) -> list[str]:
     return labels + sorted(set(found) - set(labels))
 
 
-def transcripts(run) -> pd.DataFrame:
+def transcripts(run, *, text: bool = True) -> pd.DataFrame:
     """Every stored transcript once, with the trial that wrote it.
 
     A borrowed trial reuses its source's transcript, which is listed under the source.
+    With ``text=False`` the texts are not read (a large run's index; read each with
+    ``run.transcript(ref)`` when needed).
 
     Returns
     -------
     DataFrame
         One row per transcript, sorted by ``split, candidate, task_id, repeat, attempt``:
         ``candidate, task_id, split, repeat, attempt, passed, infra_ok, pathology,
-        trajectory`` (its reference) and ``text``.
+        trajectory`` (its reference) and, with ``text``, ``text``.
 
     Examples
     --------
@@ -320,7 +322,8 @@ def transcripts(run) -> pd.DataFrame:
         ignore_index=True)
     out = own[["candidate", "task_id", "split", "repeat", "attempt", "passed", "infra_ok",
                "pathology", "trajectory"]].copy()
-    out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
+    if text:
+        out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
     return out
 
 

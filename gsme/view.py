@@ -1,10 +1,12 @@
-"""A run as one self-contained HTML page: ``gsme view DIR`` writes it.
+"""A run as a page in one folder: ``gsme view DIR`` writes it.
 
 The page needs no server and no network: figures are embedded as base64 PNG, the styles
-and the one small script (the transcript search box) are inline. Every text from the run
-(transcripts, rationales, diffs, ids) is HTML-escaped: a transcript holding ``<script>``
-shows as text. The patch and side-by-side fragments are shared with the explorer
-(:mod:`gsme.widgets`), so both show a candidate the same way.
+and the script are inline, and the transcripts wait in compressed chunks beside it
+(:mod:`gsme.view_data`) that the page loads when asked, so its first load and its build's
+memory do not grow with the run. Every text from the run (transcripts, rationales, diffs,
+ids) is HTML-escaped or set as text: a transcript holding ``<script>`` shows as text. The
+patch and side-by-side fragments are shared with the explorer (:mod:`gsme.widgets`), so
+both show a candidate the same way.
 """
 
 from __future__ import annotations
@@ -12,16 +14,26 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
+import os
+import shutil
+import sys
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from tqdm.auto import tqdm
 
-from gsme import archive, explain, plot, report
+from gsme import archive, explain, plot, report, view_data
 
-__all__ = ["diff_html", "pair_html", "patch_html", "render", "write"]
+__all__ = ["ViewError", "diff_html", "pair_html", "patch_html", "write"]
+
+
+class ViewError(FileExistsError):
+    """The folder asked for holds something else than a page ``gsme view`` wrote."""
 
 #: Inline styles of the fragments (inline, so that notebook front ends that drop
 #: ``<style>`` blocks still show them).
@@ -42,48 +54,65 @@ _CHANGE_WORDS = {"fixed": "fixed (parent failed, child passed)",
                  "invalid": "environment failure", "unpaired": "one side only"}
 
 
-def write(run, path, *, split: str = "train") -> Path:
-    """Write :func:`render`'s page to ``path`` (UTF-8); return the path.
+def write(run, folder, *, split: str = "train", refresh: float | None = None,
+          progress: bool = False) -> Path:
+    """Write the run's page into ``folder`` (made if missing); return its ``index.html``.
 
-    Examples
-    --------
-    >>> from gsme.experiments import simulated_run
-    >>> run = simulated_run("tiny", rounds=1)
-    >>> page = write(run, "run.html")
-    >>> page.name, page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
-    ('run.html', True)
-    >>> run.close()
-    """
-    path = Path(path)
-    path.write_text(render(run, split=split), encoding="utf-8")
-    return path
-
-
-def render(run, *, split: str = "train") -> str:
-    """The run as one HTML page: run table, figures, decisions, archive, lineage, every
-    candidate's patch and changed trials, and every transcript behind a search box.
+    The folder holds the page and one data folder of chunks it loads on demand (the
+    transcripts, their index, each candidate's changed trials: see :mod:`gsme.view_data`),
+    so the page opens as fast for a million trials as for a thousand, from disk, offline.
+    Writing again replaces the page at once (a browser never sees half of one) and removes
+    the data of the page it replaced.
 
     Parameters
     ----------
     run : gsme.run.Run
         A live (open read-only) or sealed run.
+    folder : path-like
+        Where to write; a folder that holds anything but an earlier page is refused.
     split : {"train", "test"}
         The split whose decisions and paired trials are shown.
-
-    Returns
-    -------
-    str
-        The page, self-contained.
+    refresh : float, optional
+        Seconds after which an open page reloads itself (``gsme view --watch``).
+    progress : bool
+        Show a progress bar (on stderr) while the transcripts are written.
 
     Examples
     --------
-    >>> from gsme import experiments
-    >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
-    >>> page = render(run)
-    >>> page.startswith("<!DOCTYPE html>"), "c0001" in page
-    (True, True)
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1)  # SIMULATED
+    >>> page = write(run, "run-view")
+    >>> page.name, page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    ('index.html', True)
     >>> run.close()
     """
+    folder = _page_folder(Path(folder))
+    done = sorted(folder.glob("data-*"))
+    data = folder / f"data-{1 + max((_build(d) for d in done), default=0)}"
+    data.mkdir()
+    index = explain.transcripts(run, text=False)
+    books = view_data.Dictionaries(index)
+    with tqdm(total=len(index), desc="gsme view: transcripts", unit="transcript",
+              disable=not progress, file=sys.stderr, leave=False) as bar:
+        index_chunks = view_data.write_transcripts(run, index, data, books, bar=bar)
+    rows = pd.Series(np.arange(len(index)), index=index["trajectory"].to_numpy())
+    manifest = {"dir": data.name, "rows": len(index), "indexChunks": index_chunks,
+                "indexRows": view_data.INDEX_ROWS, "textRows": view_data.TEXT_ROWS,
+                "books": books.values}
+    page = _render(run, split=split, rows=rows, data=data, manifest=manifest,
+                   refresh=refresh)
+    partial = folder / "index.html.part"
+    partial.write_text(page, encoding="utf-8")
+    os.replace(partial, folder / "index.html")
+    for old in done:
+        shutil.rmtree(old, ignore_errors=True)
+    return folder / "index.html"
+
+
+def _render(run, *, split: str, rows: pd.Series, data: Path, manifest: dict,
+            refresh: float | None) -> str:
+    """The page: run table, figures, decisions, archive, lineage, every candidate's patch
+    (its changed trials written to ``data``) and the transcript table."""
     details = explain.patch_details(run, split=split)
     chosen = explain.selected(run)
     sealed = run.sealed_result is not None
@@ -116,18 +145,22 @@ def render(run, *, split: str = "train") -> str:
         "<h2 id='decisions'>Decisions</h2>",
         f"<p>Policy {_e(run.config.policy)}: each child against its parent, Δ on the repeats "
         "its decision read; expected Δ: its true effect under the proposal mix learned "
-        f"then ({int(explain.INTERVAL * 100)}% interval), set against worth_pp.</p>",
+        f"then ({int(explain.INTERVAL * 100)}% interval), set against worth_pp. "
+        "Click a column to sort.</p>",
+        "<p class='controls'><input type='search' data-filters='decisions-table' "
+        "placeholder='filter decisions' aria-label='filter decisions'></p>",
         _frame_table(decisions[list(_DECISION_LABELS)].rename(columns=_DECISION_LABELS),
-                     cls="decisions"),
+                     cls="decisions", id="decisions-table"),
         "<h2 id='archive'>Archive</h2>",
         _frame_table(explain.archive_table(run).rename(columns=_archive_labels(
             run.config.gate.k)), cls="archive"),
         "<h2 id='candidates'>Candidates</h2>",
-        *(_candidate_section(row, trials, split, chosen) for row in details.itertuples()),
+        *(_candidate_section(number, row, trials, split, chosen, rows, data)
+          for number, row in enumerate(details.itertuples())),
         "<h2 id='transcripts'>Transcripts</h2>",
-        _transcripts(explain.transcripts(run)),
+        _transcripts(manifest),
     ]
-    return _page(title, "\n".join(p for p in parts if p))
+    return _page(title, "\n".join(p for p in parts if p), manifest, refresh)
 
 
 def patch_html(row) -> str:
@@ -228,55 +261,57 @@ def pair_html(row, *, parent: str, child: str, texts) -> str:
 
 # ---------------------------------------------------------------------- the page's parts
 
-def _candidate_section(row, trials: pd.DataFrame, split: str, chosen: str) -> str:
+def _candidate_section(number: int, row, trials: pd.DataFrame, split: str, chosen: str,
+                       rows: pd.Series, data: Path) -> str:
     mark = " <span class='badge'>selected harness</span>" if row.candidate == chosen else ""
     parts = [f"<section class='candidate' id='candidate-{_e(row.candidate)}'>",
              f"<h3>{_e(row.candidate)}{mark}</h3>", patch_html(row)]
     if row.parent is not None and not pd.isna(row.parent):
-        pairs = explain.paired_trials(trials, parent=row.parent, child=row.candidate,
+        both = trials[trials["candidate"].isin([row.parent, row.candidate])]
+        pairs = explain.paired_trials(both, parent=row.parent, child=row.candidate,
                                       split=split, change=["fixed", "broken"])
-        parts.append(f"<details class='changed'><summary>{len(pairs)} repeat(s) that changed "
-                     f"from {_e(row.parent)} ({split})</summary>"
-                     f"{_changed_table(pairs)}</details>" if len(pairs) else
-                     f"<p>No repeat changed outcome from {_e(row.parent)} ({split}).</p>")
+        if len(pairs):
+            view_data.write_changed(data, number, pairs, rows)
+            parts.append(
+                f"<details class='changed' data-changed='{number}'><summary>{len(pairs)} "
+                f"repeat(s) that changed from {_e(row.parent)} ({split})</summary>"
+                "<div class='changed-rows scroll'><p class='loading muted'>loading…</p>"
+                f"<table style='{STYLES['table']}'><thead><tr><th>task</th><th>repeat</th>"
+                "<th>change</th><th>parent</th><th>child</th></tr></thead><tbody></tbody>"
+                "</table></div></details>")
+        else:
+            parts.append(f"<p>No repeat changed outcome from {_e(row.parent)} ({split}).</p>")
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _changed_table(pairs: pd.DataFrame) -> str:
-    rows = []
-    for r in pairs.itertuples():
-        links = [f"<a href='#t-{_anchor(ref)}'>{'passed' if ok else 'failed'}"
-                 f"{'' if pd.isna(label) or not label else ' · ' + _e(label)}</a>"
-                 for ok, label, ref in ((r.passed_parent, r.pathology_parent,
-                                         r.trajectory_parent),
-                                        (r.passed_child, r.pathology_child,
-                                         r.trajectory_child))]
-        rows.append(f"<tr><td>{_e(r.task_id)}</td><td>{int(r.repeat)}</td>"
-                    f"<td>{_e(r.change)}</td><td>{links[0]}</td><td>{links[1]}</td></tr>")
-    return (f"<table style='{STYLES['table']}'><tr><th>task</th><th>repeat</th>"
-            "<th>change</th><th>parent</th><th>child</th></tr>" + "".join(rows) + "</table>")
+def _transcripts(manifest: dict) -> str:
+    """The transcript table's frame: its rows are drawn by the page's script, a page of
+    100 at a time, from the index chunks."""
+    def options(book: str, what: str) -> str:
+        values = manifest["books"][book]
+        return (f"<select data-filter='{book}' aria-label='{what}'><option value=''>every "
+                f"{what}</option>" + "".join(f"<option value='{i}'>{_e(v or '(none)')}</option>"
+                                            for i, v in enumerate(values)) + "</select>")
 
-
-def _transcripts(frame: pd.DataFrame) -> str:
-    rows = []
-    for r in frame.itertuples():
-        first = next((line for line in r.text.splitlines() if line.strip()), "")
-        label = "" if pd.isna(r.pathology) or not r.pathology else r.pathology
-        rows.append(
-            f"<tr id='t-{_anchor(r.trajectory)}'><td>{_e(r.candidate)}</td>"
-            f"<td>{_e(r.task_id)}</td><td>{_e(r.split)}</td><td>{int(r.repeat)}</td>"
-            f"<td>{int(r.attempt)}</td><td>{'passed' if r.passed else 'failed'}</td>"
-            f"<td>{_e(label)}</td><td><details><summary>{_e(first[:100])}</summary>"
-            f"<pre class='gsme-transcript'>{_e(r.text)}</pre></details></td></tr>")
+    heads = "".join(f"<th data-column='{c}'>{c}</th>" for c in
+                    ("candidate", "task", "split", "repeat", "attempt", "outcome", "pathology"))
     return (
-        "<p><input id='search' type='search' placeholder='search transcripts' "
-        "autocomplete='off' size='40'> <span id='search-count'>"
-        f"{len(frame)} of {len(frame)} transcripts</span></p>"
-        f"<table id='transcript-table' style='{STYLES['table']}'><thead><tr>"
-        "<th>candidate</th><th>task</th><th>split</th><th>repeat</th><th>attempt</th>"
-        "<th>outcome</th><th>pathology</th><th>transcript</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>")
+        "<p>Search matches each transcript's candidate, task, split, outcome, pathology and "
+        "first line (tick the box to search the whole texts: it loads them all); click a "
+        "column to sort, a row to read its transcript.</p>"
+        "<div class='controls'><input id='search' type='search' "
+        "placeholder='search transcripts' aria-label='search transcripts' autocomplete='off'>"
+        "<label><input id='search-texts' type='checkbox'> whole texts</label>"
+        f"{options('candidate', 'candidate')}{options('split', 'split')}"
+        f"{options('outcome', 'outcome')}</div>"
+        "<p class='pager'><button id='page-prev' type='button'>‹ previous</button> "
+        f"<span id='search-count'>{manifest['rows']:,} transcripts</span> "
+        "<button id='page-next' type='button'>next ›</button> "
+        "<button id='show-all' type='button' hidden>show every transcript</button></p>"
+        f"<div class='scroll'><table id='transcript-table' style='{STYLES['table']}'>"
+        f"<thead><tr>{heads}<th>transcript (first line)</th></tr></thead>"
+        "<tbody></tbody></table></div>")
 
 
 def _figures(run, decisions: pd.DataFrame, table, simulated: bool) -> str:
@@ -327,14 +362,16 @@ def _kv_table(values: dict, *, cls: str) -> str:
     return f"<table class='{cls}' style='{STYLES['table']}'>{body}</table>"
 
 
-def _frame_table(frame: pd.DataFrame, *, cls: str) -> str:
+def _frame_table(frame: pd.DataFrame, *, cls: str, id: str | None = None) -> str:
     head = "".join(f"<th>{_e(c)}</th>" for c in frame.columns)
     p_column = [_is_p(str(c)) for c in frame.columns]
     body = "".join("<tr>" + "".join(f"<td>{_e(_cell(v, p=p or _is_p(str(row[0]))))}</td>"
                                     for v, p in zip(row, p_column)) + "</tr>"
                    for row in frame.itertuples(index=False))
-    return (f"<table class='{cls}' style='{STYLES['table']}'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>")
+    ident = "" if id is None else f" id='{id}'"
+    return (f"<div class='scroll'><table class='{cls} sortable'{ident} "
+            f"style='{STYLES['table']}'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
 
 
 def _cell(value, *, p: bool = False) -> str:
@@ -379,55 +416,41 @@ def _is_p(name: str) -> bool:
     return "_p_" in name or name.startswith(("p_", "p ("))
 
 
-def _anchor(ref: str) -> str:
-    """An id-safe form of a transcript reference (letters, digits, ``-``, ``_``)."""
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in str(ref))
-
-
 def _e(value) -> str:
     return html.escape(str(value), quote=True)
 
 
-_CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px;
-       padding: 0 1em; color: #222; }
-h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
-th { text-align: left; }
-td, th { padding: 2px 8px; }
-table.decisions td, table.archive td, #transcript-table td { border-bottom: 1px solid #eee; }
-#transcript-table pre { font-size: 12px; white-space: pre-wrap; margin: 0; padding: 6px;
-                        background: #fafafa; border: 1px solid #ddd; }
-figure { display: inline-block; margin: 0.5em; }
-figure img { max-width: 100%; }
-section.candidate { border: 1px solid #ddd; border-radius: 4px; padding: 0.2em 1em 1em;
-                    margin: 1em 0; }
-.badge { background: #0072B2; color: white; font-size: 12px; padding: 1px 6px;
-         border-radius: 8px; }
-.simulated { color: #8a1f11; }
-"""
-
-_SEARCH = """
-(() => {
-  const box = document.getElementById("search");
-  const count = document.getElementById("search-count");
-  const rows = Array.from(document.querySelectorAll("#transcript-table tbody tr"));
-  const texts = rows.map((row) => row.textContent.toLowerCase());
-  box.addEventListener("input", () => {
-    const query = box.value.trim().toLowerCase();
-    let shown = 0;
-    rows.forEach((row, i) => {
-      const hit = !query || texts[i].includes(query);
-      row.hidden = !hit;
-      row.querySelector("details").open = hit && query !== "";
-      shown += hit;
-    });
-    count.textContent = `${shown} of ${rows.length} transcripts`;
-  });
-})();
-"""
-
-
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, manifest: dict, refresh: float | None) -> str:
+    # no "<" inside the script element: a run's names cannot end it or open a comment
+    data = json.dumps(manifest, ensure_ascii=False).replace("<", "\\u003c")
+    reload = "" if refresh is None else f"<meta http-equiv='refresh' content='{refresh:g}'>"
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n"
-            f"<script>{_SEARCH}</script>\n</body></html>\n")
+            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+            f"{reload}<title>{_e(title)}</title><style>{_asset('view.css')}</style></head>\n"
+            f"<body>\n{body}\n<script id='gsme-data' type='application/json'>{data}</script>\n"
+            f"<script>{_asset('view.js')}</script>\n</body></html>\n")
+
+
+def _asset(name: str) -> str:
+    return resources.files("gsme").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _page_folder(folder: Path) -> Path:
+    """``folder``, made if missing; a folder holding anything but a page is refused."""
+    if folder.exists() and not folder.is_dir():
+        raise ViewError(f"{folder} is a file; gsme view writes a folder (index.html and "
+                        "its data): choose another --out")
+    folder.mkdir(parents=True, exist_ok=True)
+    foreign = [p.name for p in folder.iterdir()
+               if p.name not in ("index.html", "index.html.part")
+               and not (p.is_dir() and _build(p) > 0)]
+    if foreign:
+        raise ViewError(f"{folder} holds {', '.join(sorted(foreign)[:3])}, not only a page "
+                        "gsme view wrote: choose another --out")
+    return folder
+
+
+def _build(data: Path) -> int:
+    """The build number of a ``data-<n>`` folder (0: not one)."""
+    suffix = data.name.removeprefix("data-")
+    return int(suffix) if data.name.startswith("data-") and suffix.isdigit() else 0

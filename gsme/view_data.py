@@ -1,0 +1,122 @@
+"""The lazy data of ``gsme view``'s page: the transcripts and their index, in chunks.
+
+A page opened from disk (``file://``) may load scripts but not fetch files, so each chunk
+is a small script, ``<kind>-<n>.js``, that hands its payload to the page:
+``gsmeChunk("<kind>", "<n>", "<base64>")``, the payload being zlib-compressed JSON (the
+page inflates it with the browser's ``DecompressionStream``). The page loads a chunk when
+it needs it: the first index chunk when it opens, every index chunk when a search or a
+sort asks for them, a text chunk when a transcript is opened, a candidate's changed trials
+when its list is opened. So the page's first load does not grow with the run, and
+building it holds one chunk of transcripts in memory at a time, read from the ledger as
+they are written.
+
+Chunks:
+
+* ``index-<n>``: rows ``n·INDEX_ROWS ..`` of the transcript index, as columns: ``candidate,
+  task, split, pathology`` (codes into the page's dictionaries), ``repeat, attempt``,
+  ``outcome`` (0 failed, 1 passed, 2 environment failure) and ``first`` (the transcript's
+  first non-empty line, at most :data:`FIRST_CHARS` characters).
+* ``text-<n>``: the texts of transcripts ``n·TEXT_ROWS ..``.
+* ``changed-<i>``: candidate ``i``'s repeats that changed outcome from its parent: rows of
+  ``task, repeat, change, parent row, child row`` (rows of the index, -1 for none).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["FIRST_CHARS", "INDEX_ROWS", "TEXT_ROWS", "Dictionaries", "write_changed",
+           "write_chunk", "write_transcripts"]
+
+INDEX_ROWS = 5000
+"""Transcript index rows per chunk (a search loads them all; opening the page, the first)."""
+TEXT_ROWS = 250
+"""Transcript texts per chunk (opening one transcript loads its chunk)."""
+FIRST_CHARS = 100
+"""Characters of a transcript's first line shown in the index."""
+OUTCOMES = {"failed": 0, "passed": 1, "environment failure": 2}
+"""A trial's outcome as the index codes it (the page's labels, in code order)."""
+
+
+class Dictionaries:
+    """The page's code books: each candidate, task, split and pathology is written once
+    (in the page) and referred to by its position in the chunks."""
+
+    def __init__(self, index: pd.DataFrame):
+        self.values = {name: sorted(index[column].dropna().astype(str).unique())
+                       for name, column in (("candidate", "candidate"), ("task", "task_id"),
+                                            ("split", "split"), ("pathology", "pathology"))}
+        self.values["pathology"] = ["", *[v for v in self.values["pathology"] if v]]
+        self.values["outcome"] = list(OUTCOMES)
+        self._codes = {name: {v: i for i, v in enumerate(values)}
+                       for name, values in self.values.items()}
+
+    def codes(self, name: str, column: pd.Series) -> list[int]:
+        """``column``'s values as codes of dictionary ``name`` (missing: the empty value)."""
+        book = self._codes[name]
+        return [book.get("" if pd.isna(v) else str(v), 0) for v in column]
+
+
+def write_transcripts(run, index: pd.DataFrame, folder: Path, books: Dictionaries, *,
+                      bar=None) -> int:
+    """Write the index and text chunks of ``index`` (:func:`gsme.explain.transcripts` with
+    ``text=False``, in page order) into ``folder``, reading each text from the ledger as
+    its chunk is written; return the number of index chunks. ``bar`` (a tqdm bar or None)
+    advances by one per transcript."""
+    chunks = 0
+    for start in range(0, len(index), INDEX_ROWS):
+        block = index.iloc[start:start + INDEX_ROWS]
+        firsts = []
+        for at in range(0, len(block), TEXT_ROWS):
+            refs = block["trajectory"].iloc[at:at + TEXT_ROWS]
+            texts = [run.transcript(ref) for ref in refs]
+            write_chunk(folder, "text", (start + at) // TEXT_ROWS, texts)
+            firsts += [_first_line(text) for text in texts]
+            if bar is not None:
+                bar.update(len(texts))
+        outcome = block["passed"].map({True: 1, False: 0}).where(block["infra_ok"], 2)
+        write_chunk(folder, "index", chunks, {
+            "candidate": books.codes("candidate", block["candidate"]),
+            "task": books.codes("task", block["task_id"]),
+            "split": books.codes("split", block["split"]),
+            "pathology": books.codes("pathology", block["pathology"]),
+            "repeat": block["repeat"].astype(int).tolist(),
+            "attempt": block["attempt"].astype(int).tolist(),
+            "outcome": outcome.astype(int).tolist(),
+            "first": firsts})
+        chunks += 1
+    return chunks
+
+
+def write_changed(folder: Path, number: int, pairs: pd.DataFrame, rows: pd.Series) -> None:
+    """Write candidate ``number``'s changed repeats (rows of
+    :func:`gsme.explain.paired_trials`); ``rows`` maps a transcript reference to its index
+    row."""
+    def row_of(refs: pd.Series) -> list[int]:
+        return refs.map(rows).fillna(-1).astype(int).tolist()
+
+    write_chunk(folder, "changed", number, {
+        "task": pairs["task_id"].astype(str).tolist(),
+        "repeat": pairs["repeat"].astype(int).tolist(),
+        "change": pairs["change"].astype(str).tolist(),
+        "parent": row_of(pairs["trajectory_parent"]),
+        "child": row_of(pairs["trajectory_child"])})
+
+
+def write_chunk(folder: Path, kind: str, number: int, payload) -> Path:
+    """Write one chunk script; return its path."""
+    packed = zlib.compress(json.dumps(payload, separators=(",", ":"),
+                                      ensure_ascii=False).encode("utf-8"), 6)
+    path = folder / f"{kind}-{number}.js"
+    path.write_text(f'gsmeChunk("{kind}","{number}","{base64.b64encode(packed).decode()}");\n',
+                    encoding="ascii")
+    return path
+
+
+def _first_line(text: str) -> str:
+    return next((line for line in text.splitlines() if line.strip()), "")[:FIRST_CHARS]
