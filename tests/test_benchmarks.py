@@ -64,6 +64,10 @@ FIGURES = {
          rf"{NUMBER} best"),
         rf"simulator alone {NUMBER} best",
         rf"measure\.measure / simulator alone {NUMBER} best",
+        r"target >= 20,000: (met|not met); target >= 10,000/s: (met|not met)",
+        rf"trials reads \(from the ledger file\) per round {NUMBER} \(target <= 2: (met|not met)\)",
+        rf"trials frame checks per round {NUMBER} \(target <= 2: (met|not met)\)",
+        rf"trials per CPU second of the whole loop {NUMBER} best",
         rf"command trial, plain process: {NUMBER} ms median of 5",
         rf"command trial, harness copy: {NUMBER} ms median of 5",
     ],
@@ -76,6 +80,11 @@ FIGURES = {
     "bench_startup.py": [
         *(rf"gsme --{command}: {NUMBER} s CPU median, {NUMBER} s best \(target <= 0\.3 s: "
           r"(met|not met)\)" for command in ("version", "help")),
+    ],
+    "bench_view.py": [
+        r"SIMULATED run: tiny, seed 0, copied up to each size",
+        rf"\n\s+2,000\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+{NUMBER}\s+\d+\s",
+        r"target: 2,000 trials: index.html \(MB\) [\d.]+ <= 1.5: met",
     ],
     "bench_sim.py": [
         rf"seed harness\s+run\s+: {NUMBER} trials in {NUMBER} s wall \({NUMBER} trials/s",
