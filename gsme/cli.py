@@ -365,7 +365,7 @@ def _executor_flags(parser, *, stored: bool = False) -> None:
     from gsme.registry import EXECUTORS
 
     where = "the run's stored [executor]" if stored else "the config's [executor] table"
-    parser.add_argument("--executor", default=None, choices=EXECUTORS, metavar="KIND",
+    parser.add_argument("--executor", default=None, metavar="KIND",
                         help=f"what runs the trials: {', '.join(EXECUTORS)} (default: {where}, "
                              "else threads of [run] workers)")
     parser.add_argument("--executor-opt", action="append", default=[], metavar="KEY=VALUE",

@@ -261,3 +261,19 @@ def test_every_quiet_flag_says_it_hides_only_progress_bars():
     assert {text for text in quiet.values() if text} == {
         "no progress bars (shown on a terminal only); every line stays"}
     assert silent == {"demo", "run", "resume"}
+
+
+def test_the_command_line_imports_nothing_heavy_until_a_command_runs():
+    """``gsme --help`` and ``--version`` list commands and registered names only: the
+    libraries a command needs are imported when it runs (benchmarks/bench_startup.py times
+    it)."""
+    code = ("import contextlib, io, sys, gsme.cli\n"
+            "for argv in (['--help'], ['--version']):\n"
+            "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "        gsme.cli.main(argv)\n"
+            "heavy = {'pandas', 'numpy', 'scipy', 'pydantic', 'matplotlib'}\n"
+            "print(sorted(heavy & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

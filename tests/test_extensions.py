@@ -1,6 +1,6 @@
-"""Extensions are objects in registries: a design, a keep policy and a log format defined
-here alone run end to end through the command line, and a package's entry points reach
-them."""
+"""Extensions are objects in registries: a design, a keep policy, a log format, an agent, an
+evolver and an executor defined here alone run end to end through the command line, and a
+package's entry points reach them."""
 
 import os
 import subprocess
@@ -15,10 +15,13 @@ import pytest
 from gsme import registry, schema
 from gsme.cli import main
 from gsme.designs import Fixed
+from gsme.evolvers.rule import RuleEvolver
+from gsme.executors import Executor
 from gsme.importers import Format, Imported
 from gsme.policy import Policy
 from gsme.run import Run
 from gsme.settings import GateConfig, RunConfig, ValidationError
+from gsme.sim import SimAgent
 
 
 class Lenient(Fixed):
@@ -54,6 +57,55 @@ class Lines(Format):
 
     def guess_can_open(self, path):
         return path.suffix == ".lines"
+
+
+def _note(log, line: str) -> None:
+    with Path(log).open("a") as out:
+        out.write(line + "\n")
+
+
+class Noted(SimAgent):
+    """The simulated agent, noting each call in ``log`` (a toy)."""
+
+    def __init__(self, log: str, preset: str = "tiny"):
+        super().__init__(preset)
+        self.log = log
+        self.name = f"noted:{self.name}"
+
+    def run_many(self, harness, trials, *, run_seed):
+        _note(self.log, f"run_many {len(trials)}")
+        return super().run_many(harness, trials, run_seed=run_seed)
+
+
+class OnePatch(RuleEvolver):
+    """The rule evolver, proposing one patch a round and noting it in ``log`` (a toy)."""
+
+    name = "one-patch"
+
+    def __init__(self, log: str, *, seed: int = 0):
+        super().__init__(seed=seed)
+        self.log = log
+
+    def propose(self, diagnoses, *, n, **kwargs):
+        patches = super().propose(diagnoses, n=1, **kwargs)
+        _note(self.log, f"propose {len(patches)}")
+        return patches
+
+
+class InProcess(Executor):
+    """Each candidate's trials of a pass in one call of the agent, in this process, each
+    pass noted in ``log`` (a toy)."""
+
+    def __init__(self, log: str):
+        self.log = log
+
+    def stream(self, specs, *, agent, snapshots, tasks, run_seed, patience):
+        _note(self.log, f"stream {len(specs)}")
+        for candidate in dict.fromkeys(spec.candidate for spec in specs):
+            mine = [spec for spec in specs if spec.candidate == candidate]
+            trials = [(tasks[spec.task_id], spec.repeat, spec.attempt) for spec in mine]
+            done = agent.run_many(snapshots[candidate].files, trials, run_seed=run_seed)
+            yield list(zip(mine, done, strict=True))
 
 
 @pytest.fixture
@@ -155,3 +207,84 @@ def test_a_package_registers_through_entry_points(tmp_path):
     shown = subprocess.run([sys.executable, "-m", "gsme.cli", "demo", "--help"],
                            capture_output=True, text=True, env=env, check=False).stdout
     assert "strict (the fixed design (a packaged toy))" in " ".join(shown.split())
+
+
+@pytest.fixture
+def parts():
+    added = [registry.AGENTS, registry.EVOLVERS, registry.EXECUTORS]
+    for where, cls in zip(added, (Noted, OnePatch, InProcess), strict=True):
+        where.register("toy", cls)
+    yield
+    for where in added:
+        where.unregister("toy")
+
+
+def _toy_config(folder: Path) -> Path:
+    """A run of the toy agent, evolver and executor, each noting its calls in a log."""
+    logs = {part: folder / f"{part}.log" for part in ("agent", "evolver", "executor")}
+    config = folder / "run.toml"
+    config.write_text("\n".join([
+        '[run]\ndir = "run"\nrounds = 2\nchildren_per_round = 2\n',
+        *(f'[{part}]\nkind = "toy"\nlog = "{log}"\n' for part, log in logs.items())]))
+    return config
+
+
+def _calls(folder: Path, part: str) -> list[str]:
+    log = folder / f"{part}.log"
+    return log.read_text().split("\n")[:-1] if log.exists() else []
+
+
+def test_a_registered_agent_evolver_and_executor_run_by_kind(parts, tmp_path, capsys):
+    shown = _top_help(capsys)
+    for group, last in (("gsme.agents", "anthropic"), ("gsme.evolvers", "agent"),
+                        ("gsme.executors", "inspect")):
+        assert f"{group}: " in shown and f"{last}, toy\n" in shown.split(f"{group}: ")[1]
+    assert main(["run", str(_toy_config(tmp_path)), "--quiet"]) == 0
+    assert "noted:simulated:tiny" in capsys.readouterr().out
+    assert _calls(tmp_path, "evolver") == ["propose 1", "propose 1"]
+    passes = [int(line.split()[1]) for line in _calls(tmp_path, "executor")]
+    ran = [int(line.split()[1]) for line in _calls(tmp_path, "agent")]
+    assert passes and sum(passes) == sum(ran)  # every trial went through the toy executor
+    with Run.open(tmp_path / "run", read_only=True) as run:
+        assert run.sealed and run.agent.name.startswith("noted:")
+        assert len(run.trials()) == sum(ran)
+        assert run.executor_spec["kind"] == "toy"
+        assert (run.decisions().groupby("round").size() <= 2).all()  # one child + one merge
+
+
+def test_the_demo_takes_a_registered_executor_by_name(parts, tmp_path, capsys):
+    log = tmp_path / "executor.log"
+    assert main(["demo", "--preset", "tiny", "--rounds", "1", "--quiet", "--out",
+                 str(tmp_path / "d"), "--executor", "toy", "--executor-opt", f"log={log}"]) == 0
+    assert "SIMULATED" in capsys.readouterr().out
+    assert len(_calls(tmp_path, "executor")) >= 2  # the cold start's pass, a round's, the seal
+    assert main(["demo", "--executor", "nope"]) == 2
+    assert "[executor] kind = 'nope': must be one of [" in capsys.readouterr().err
+
+
+def _top_help(capsys) -> str:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    return capsys.readouterr().out
+
+
+def test_a_package_registers_an_agent_evolver_and_executor_through_entry_points(tmp_path):
+    info = tmp_path / "toy_parts-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-parts\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[gsme.agents]\ntoy = test_extensions:Noted\n\n[gsme.evolvers]\n"
+        "toy = test_extensions:OnePatch\n\n[gsme.executors]\ntoy = test_extensions:InProcess\n")
+    here = Path(__file__).resolve().parent  # this file is the package's module
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(here)])}
+    shown = subprocess.run([sys.executable, "-m", "gsme.cli", "--help"], capture_output=True,
+                           text=True, env=env, check=False).stdout
+    for group, last in (("gsme.agents", "anthropic"), ("gsme.evolvers", "agent"),
+                        ("gsme.executors", "inspect")):
+        assert f"{group}: " in shown and f"{last}, toy\n" in shown.split(f"{group}: ")[1]
+    done = subprocess.run([sys.executable, "-m", "gsme.cli", "run", str(_toy_config(tmp_path)),
+                           "--quiet"], capture_output=True, text=True, env=env, check=False,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert _calls(tmp_path, "evolver") == ["propose 1", "propose 1"]
+    assert _calls(tmp_path, "executor") and _calls(tmp_path, "agent")
