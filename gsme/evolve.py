@@ -622,4 +622,4 @@ def _progress(total: int, enabled: bool, *, done: int):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, initial=min(done, total), desc="rounds", unit="round",
-                disable=not enabled)
+                disable=None if enabled else True)  # None: on a terminal only

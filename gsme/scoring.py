@@ -613,4 +613,5 @@ def _require_health(agent: TaskAgent) -> None:
 def _progress(total: int, enabled: bool, desc: str):
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, disable=not enabled, leave=False)
+    return tqdm(total=total, desc=desc, leave=False,
+                disable=None if enabled else True)  # None: on a terminal only

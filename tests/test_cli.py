@@ -219,6 +219,12 @@ def test_quiet_hides_the_progress_bars_and_keeps_every_line(tmp_path, capsys, mo
     assert "sealed_delta_pp" in quiet.out and f"run directory: {tmp_path / 'quiet'}" in quiet.out
 
 
+def test_no_progress_bar_is_drawn_where_stderr_is_not_a_terminal(tmp_path, capsys):
+    assert _demo(tmp_path, "piped") == 0  # capsys's stderr is no terminal, as a pipe or file
+    out, err = capsys.readouterr()
+    assert err == "" and "round 1:" in out
+
+
 def test_silent_prints_only_the_ship_line(tmp_path, capsys, monkeypatch):
     from gsme import report
 

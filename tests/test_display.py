@@ -2,6 +2,7 @@
 the rich notebook display of a run and of a round."""
 
 import json
+import sys
 
 import pytest
 
@@ -127,7 +128,8 @@ def test_a_run_and_a_round_display_as_tables(tmp_path):
             assert name in table
 
 
-def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys):
+def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # bars draw on a terminal only
     with Run.create(tmp_path / "r", agent=sim.preset("tiny"), evolver=RuleEvolver(),
                     schedule={"rounds": 1, "children_per_round": 1}) as run:
         evolve.evolve(run, progress=True)
@@ -157,7 +159,7 @@ def test_demo_prints_a_line_per_round_and_json_lines_with_json(tmp_path, capsys)
         assert line["credited"] == int((mine["decision"] == "credit").sum())
     assert "sealed_delta_pp" in lines[-1]
     assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1", "--out",
-                     str(tmp_path / "c"), "--quiet"]) == 0
+                     str(tmp_path / "c"), "--silent"]) == 0
     assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("round ")]
 
 
