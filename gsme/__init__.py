@@ -1,19 +1,22 @@
 """gsme: evolve LLM agent harnesses with gated crediting and a pathology-keyed archive.
 
 Submodules are imported on first use, so ``import gsme; gsme.stats.paired_test(...)`` works
-for every public module (``gsme.measure``, ``gsme.grow``, ...) and ``import gsme`` stays
-light. The layers, from the core up (see ``ARCHITECTURE.md``):
+for every public module (``gsme.measure``, ``gsme.registry``, ``gsme.view``, ...) and
+``import gsme`` stays light. The layers, from the core up (see ``ARCHITECTURE.md``):
 
 * core — :mod:`gsme.schema` (frames), :mod:`gsme.settings` (the only defaults),
-  :mod:`gsme.stats`, :mod:`gsme.power`, :mod:`gsme.gates`, :mod:`gsme.sequential`,
+  :mod:`gsme.registry` (where every extension registers by name), :mod:`gsme.pairing`,
+  :mod:`gsme.stats`, :mod:`gsme.power`, :mod:`gsme.gates`, :mod:`gsme.designs`,
   :mod:`gsme.archive`, :mod:`gsme.vocabulary`, :mod:`gsme.envgate`, :mod:`gsme.patches`;
 * the run — :mod:`gsme.policy`, :mod:`gsme.plugins`, :mod:`gsme.scoring`,
   :mod:`gsme.ledger`, :mod:`gsme.gitrepo`, :mod:`gsme.run` (the store);
-* the loop — :mod:`gsme.evolve`, :mod:`gsme.experiments`, :mod:`gsme.cli`;
+* the loop — :mod:`gsme.evolve`, :mod:`gsme.measure`, :mod:`gsme.experiments`,
+  :mod:`gsme.cli`;
 * other tools' eval logs — :mod:`gsme.importers`, :mod:`gsme.compare`;
 * parts — :mod:`gsme.sim` (the simulated default agent), :mod:`gsme.agents`,
-  :mod:`gsme.evolvers`, :mod:`gsme.suites`; reading — :mod:`gsme.report`,
-  :mod:`gsme.analysis`, :mod:`gsme.plot`, :mod:`gsme.widgets`, :mod:`gsme.io`.
+  :mod:`gsme.evolvers`, :mod:`gsme.executors`, :mod:`gsme.suites`; reading —
+  :mod:`gsme.report`, :mod:`gsme.view`, :mod:`gsme.analysis`, :mod:`gsme.plot`,
+  :mod:`gsme.widgets`, :mod:`gsme.io`.
 """
 
 import importlib
