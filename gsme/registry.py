@@ -32,7 +32,7 @@ A package registers a design, or an executor, in its ``pyproject.toml``::
     ray = "mypackage.cluster:RayExecutor"
 
 The entry point's name is the name users choose (``GateConfig(design="strict")``, ``gsme
-demo --design strict``, ``[executor] kind = "ray"``, ``gsme run --executor ray``). A script
+plan --design strict``, ``[executor] kind = "ray"``, ``gsme run --executor ray``). A script
 or a test registers one in process with :meth:`Registry.register`. Registered names are
 checked wherever a name is accepted and listed in ``gsme --help``.
 """
