@@ -12,23 +12,29 @@ written is simply run again on resume. Every SQL statement gsme runs is in this 
 
 from __future__ import annotations
 
-import bisect
 import collections
 import hashlib
 import json
-import operator
 import os
 import sqlite3
 import time
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme._ledger_rows import (
+    KEYS,
+    TABLES,
+    KeptTrials,
+    as_stored,
+    columns_of,
+    frame_of,
+    sort_rows,
+    to_sql,
+)
 from gsme.redact import Redactor
 
 __all__ = ["GENESIS", "Ledger", "LedgerError", "event_hash"]
@@ -53,10 +59,6 @@ def event_hash(prev: str, ts: str, kind: str, round: int | None, payload: str) -
 
 _SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}
 _COMPRESS_FROM = 1024
-_TABLES = {
-    table: tuple(schema.FRAMES[frame].columns) + extra
-    for table, (frame, extra) in schema.LEDGER_TABLES.items()
-}
 _NAMES_OF = frozenset({"candidate", "parent", "parents", "borrowed_from", "task_id", "split",
                        "trajectory", "commit", "branch", "patch_id"})
 """Text columns that name a candidate, task, commit or transcript (and join the tables):
@@ -66,9 +68,7 @@ _ADDED = frozenset({("trials", "score"), ("decisions", "first_delta_pp"),
 """Columns added since the first hash-chained ledgers (table, column): added, empty, on
 open (:meth:`Ledger._migrated`)."""
 _REDACTED_AT = {table: [i for i, c in enumerate(cols) if c.kind == "text" and
-                        c.name not in _NAMES_OF] for table, cols in _TABLES.items()}
-_KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
-         "decisions": ["candidate", "parent", "split"], "archive": ["snapshot", "where", "why"]}
+                        c.name not in _NAMES_OF] for table, cols in TABLES.items()}
 
 
 class LedgerError(RuntimeError):
@@ -117,7 +117,7 @@ class Ledger:
             self._selected = self._migrated()
         except sqlite3.DatabaseError as err:
             raise LedgerError(f"{self.path} is damaged or not a gsme ledger ({err})") from None
-        self._trials: _Read | None = None
+        self._trials: KeptTrials | None = None
         self._written: list[tuple] = []  # trial rows this connection wrote since the read
         self._tables: dict[str, tuple[int, pd.DataFrame]] = {}  # table -> (version, rows)
         self.reads: collections.Counter[str] = collections.Counter()
@@ -149,7 +149,7 @@ class Ledger:
         if frame.empty:
             return
         self._tables.pop(table, None)
-        columns = [[_to_sql(v) for v in frame[c].tolist()] for c in _names(table)]
+        columns = [[to_sql(v) for v in frame[c].tolist()] for c in columns_of(table)]
         rows = [self._redacted(table, list(row)) for row in zip(*columns)]
         with self._transaction():
             self._db.executemany(_insert(table), rows)
@@ -164,8 +164,8 @@ class Ledger:
         (:func:`_stored`) before the transaction begins, so the write lock is held only for
         the inserts.
         """
-        cols = _names("trials")
-        trials = [self._redacted("trials", list(map(_to_sql, map(row.get, cols))))
+        cols = columns_of("trials")
+        trials = [self._redacted("trials", list(map(to_sql, map(row.get, cols))))
                   for row, _ in rows]
         texts = [(row["trajectory"], _stored(self._redact(transcript)))
                  for row, transcript in rows if transcript is not None and row.get("trajectory")]
@@ -179,7 +179,7 @@ class Ledger:
         """Keep trial rows this connection committed for the next read (:meth:`_all_trials`)
         as SQLite stores them; a value SQLite would convert otherwise (a number in a text
         column, say) makes the next read read everything."""
-        stored = _as_stored(rows) if rows else []
+        stored = as_stored(rows) if rows else []
         if self._trials is None or stored is None:
             self._trials = None
             self._written = []
@@ -206,7 +206,7 @@ class Ledger:
         change. Another table read whole is kept until this ledger writes to it or another
         connection commits.
         """
-        cols = _names(table)
+        cols = columns_of(table)
         clauses = {k: v for k, v in equal.items() if v is not None}
         unknown = sorted(set(clauses) - set(cols))
         if unknown:
@@ -228,19 +228,19 @@ class Ledger:
 
     def _select(self, table: str, clauses: dict) -> pd.DataFrame:
         """The rows of ``table`` whose columns equal ``clauses``' values, read by SQL."""
-        cols = _names(table)
+        cols = columns_of(table)
         sql = f"SELECT {self._selected[table]} FROM {table}"
         if clauses:
             sql += " WHERE " + " AND ".join(f'"{c}" = ?' for c in clauses)
-        key = _KEYS.get(table)
+        key = KEYS.get(table)
         sql += "" if key else " ORDER BY rowid"
-        data = self._db.execute(sql, tuple(_to_sql(v) for v in clauses.values())).fetchall()
+        data = self._db.execute(sql, tuple(to_sql(v) for v in clauses.values())).fetchall()
         self.reads[table] += 1
         if key:
-            _sort(data, [cols.index(c) for c in key])
-        return _frame_of(table, data)
+            sort_rows(data, [cols.index(c) for c in key])
+        return frame_of(table, data)
 
-    def _all_trials(self) -> _Read:
+    def _all_trials(self) -> KeptTrials:
         """Every trial in key order (its frames are shared: callers get shallow copies).
 
         The rows read are kept with the connection's ``PRAGMA data_version``; the rows this
@@ -258,7 +258,7 @@ class Ledger:
         if known is None or known.version != version:
             data = self._db.execute(f"SELECT {self._selected['trials']} FROM trials").fetchall()
             self.reads["trials"] += 1
-            known = self._trials = _Read.of(data, version)
+            known = self._trials = KeptTrials.of(data, version)
         return known
 
     def count_trials(self, *, borrowed: bool | None = None, candidate: str | None = None) -> int:
@@ -363,8 +363,8 @@ class Ledger:
         before the column existed is unchanged.
         """
         rows = self._db.execute(f"SELECT {self._selected['trials']} FROM trials WHERE split = ? "
-                                f"ORDER BY {_quoted(_KEYS['trials'])}", (split,))
-        at = _names("trials").index("score")
+                                f"ORDER BY {_quoted(KEYS['trials'])}", (split,))
+        at = columns_of("trials").index("score")
         hasher = hashlib.sha256()
         for row in rows:
             hasher.update(json.dumps(row if row[at] is not None else row[:at] + row[at + 1:])
@@ -406,9 +406,9 @@ class Ledger:
             "BEGIN SELECT RAISE(ABORT, 'events are append-only'); END"),
             "CREATE TABLE evolver_calls (id INTEGER PRIMARY KEY AUTOINCREMENT, record TEXT)",
         ]
-        for table, cols in _TABLES.items():
+        for table, cols in TABLES.items():
             defs = ", ".join(f'"{c.name}" {_SQL_TYPES[c.kind]}' for c in cols)
-            key = _KEYS.get(table)
+            key = KEYS.get(table)
             pk = f", PRIMARY KEY ({_quoted(key)})" if key else ""
             stmts.append(f"CREATE TABLE {table} ({defs}{pk})")
         with self._transaction():
@@ -424,9 +424,9 @@ class Ledger:
         column as NULL.
         """
         selected = {}
-        for table in _TABLES:
+        for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-            absent = [c for c in _TABLES[table] if c.name not in found]
+            absent = [c for c in TABLES[table] if c.name not in found]
             if absent and not self.read_only:
                 with self._transaction():
                     for column in absent:
@@ -434,18 +434,18 @@ class Ledger:
                                          f"{_SQL_TYPES[column.kind]}")
                 absent = []
             selected[table] = ", ".join(
-                f'NULL AS "{c.name}"' if c in absent else f'"{c.name}"' for c in _TABLES[table])
+                f'NULL AS "{c.name}"' if c in absent else f'"{c.name}"' for c in TABLES[table])
         return selected
 
     def _check(self) -> None:
         found = {r[0] for r in self._db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")}
-        missing = sorted({"meta", "events", "transcripts", "evolver_calls", *_TABLES} - found)
+        missing = sorted({"meta", "events", "transcripts", "evolver_calls", *TABLES} - found)
         if missing:
             raise LedgerError(f"{self.path} is not a gsme ledger (no table(s) {missing})")
-        for table in _TABLES:
+        for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-            unknown = [c.name for c in _TABLES[table]
+            unknown = [c.name for c in TABLES[table]
                        if c.name not in found and (table, c.name) not in _ADDED]
             if unknown:
                 raise LedgerError(f"{self.path} is not a gsme ledger (table {table} has no "
@@ -493,12 +493,8 @@ class _Transaction:
                 self.db.execute("PRAGMA synchronous=NORMAL")
 
 
-def _names(table: str) -> list[str]:
-    return [c.name for c in _TABLES[table]]
-
-
 def _insert(table: str) -> str:
-    cols = _names(table)
+    cols = columns_of(table)
     return (f"INSERT OR REPLACE INTO {table} ({_quoted(cols)}) "
             f"VALUES ({','.join('?' * len(cols))})")
 
@@ -507,146 +503,8 @@ def _quoted(cols) -> str:
     return ", ".join(f'"{c}"' for c in cols)
 
 
-_NATIVE = frozenset({str, int, float, bool, bytes, type(None)})
-
-
 def _stored(transcript: str) -> str | bytes:
     """A transcript as the ledger keeps it: zlib-compressed bytes, or the text itself when
     shorter than :data:`_COMPRESS_FROM` characters (zlib's fixed cost, about 10 µs a call,
     is most of a fast trial's and saves a few hundred bytes there)."""
     return transcript if len(transcript) < _COMPRESS_FROM else zlib.compress(transcript.encode())
-
-
-def _sort(rows: list[tuple], positions: list[int]) -> None:
-    """Sort ``rows`` in place as SQLite's ``ORDER BY`` those columns would (NULL first).
-
-    Sorting in Python is several times faster than SQLite's ordered scan of a wide table.
-    """
-    try:
-        rows.sort(key=operator.itemgetter(*positions))
-    except TypeError:  # a NULL among the key's values
-        rows.sort(key=lambda row: [(row[i] is not None, row[i]) for i in positions])
-
-
-_TRIAL_KEY_AT = [_names("trials").index(c) for c in _KEYS["trials"]]
-_TRIAL_KEY = operator.itemgetter(*_TRIAL_KEY_AT)
-
-
-@dataclass(frozen=True)
-class _Read:
-    """Trials read so far: the frame in key order, its keys (sorted), the ``data_version``
-    of the connection when they were read and the answers given per filter."""
-
-    frame: pd.DataFrame
-    keys: list
-    version: int
-    answers: dict = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, data: list[tuple], version: int) -> _Read:
-        """From rows of the trials table's columns."""
-        _sort(data, _TRIAL_KEY_AT)
-        return cls(_frame_of("trials", data), [_TRIAL_KEY(row) for row in data], version)
-
-    def where(self, equal: dict) -> pd.DataFrame:
-        """The rows whose columns equal the given values (a shallow copy of the answer
-        kept for this filter)."""
-        asked = tuple(sorted(equal.items()))
-        if asked not in self.answers:
-            self.answers[asked] = _where(self.frame, equal)
-        return self.answers[asked].copy(deep=False)
-
-    def merged(self, data: list[tuple]) -> _Read | None:
-        """These rows and ``data`` (rows written since) in key order; None when a row
-        written replaced a key already held or written twice (or a key holds a NULL, which
-        only a full read orders)."""
-        try:
-            data = sorted(data, key=_TRIAL_KEY)
-            keys = [_TRIAL_KEY(row) for row in data]
-            at = np.array([bisect.bisect_left(self.keys, key) for key in keys], dtype=np.int64)
-            every = sorted(self.keys + keys)
-        except TypeError:  # None beside a value
-            return None
-        if (any(i < len(self.keys) and self.keys[i] == key for i, key in zip(at, keys))
-                or any(a == b for a, b in zip(keys, keys[1:]))):
-            return None
-        old, new = len(self.keys), len(keys)
-        fresh = np.zeros(old + new, dtype=bool)
-        fresh[at + np.arange(new)] = True
-        order = np.empty(old + new, dtype=np.int64)
-        order[fresh] = old + np.arange(new)
-        order[~fresh] = np.arange(old)
-        added = _frame_of("trials", data)
-        frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
-            order).reset_index(drop=True)
-        return _Read(frame, every, self.version)
-
-
-_STORED_AS = {"text": {str}, "int": {int, bool}, "bool": {int, bool},
-              "float": {float, int, bool}}
-
-
-def _as_stored(rows: list[tuple]) -> list[tuple] | None:
-    """Trials rows (SQL values) as SQLite returns them once stored: NaN as NULL, a bool
-    as 0/1, an int in a float column as a float; None when a value would be converted
-    some other way (SQLite's type affinity: a number in a text column, say)."""
-    columns = []
-    for values, column in zip(zip(*rows), _TABLES["trials"]):
-        kinds = set(map(type, values))
-        if float in kinds and column.kind != "float":  # NaN stored as NULL
-            values = [None if type(v) is float and v != v else v for v in values]
-            kinds = set(map(type, values))
-        kinds.discard(type(None))
-        if not kinds <= _STORED_AS[column.kind]:
-            return None
-        if column.kind == "float" and kinds != {float}:
-            values = [None if v is None else float(v) for v in values]
-        elif bool in kinds and column.kind != "float":
-            values = [None if v is None else int(v) for v in values]
-        columns.append(values)
-    return list(zip(*columns))
-
-
-def _frame_of(table: str, data: list[tuple]) -> pd.DataFrame:
-    """A frame of ``table`` from rows of its columns (any further item of a row ignored)."""
-    values = list(zip(*data)) if data else [()] * len(_TABLES[table])
-    return pd.DataFrame({col.name: _typed(column, col, table)
-                         for col, column in zip(_TABLES[table], values)})
-
-
-def _where(frame: pd.DataFrame, equal: dict) -> pd.DataFrame:
-    """The rows of ``frame`` whose columns equal the given values, as a new frame."""
-    if not equal:
-        return frame.copy(deep=False)
-    keep = np.ones(len(frame), dtype=bool)
-    for name, value in equal.items():
-        keep &= frame[name].to_numpy() == _to_sql(value)
-    return frame[keep].reset_index(drop=True)
-
-
-def _to_sql(value):
-    if type(value) in _NATIVE:  # SQLite stores a float NaN as NULL, a bool as 0/1
-        return value
-    if value is pd.NA:
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return int(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if np.isnan(value) else float(value)
-    return value
-
-
-def _typed(values: tuple, column: schema.Column, table: str):
-    """One column read from SQL in its frame dtype (an int column with NULLs: ``Int64``)."""
-    if column.kind == "bool":
-        return np.array(values, dtype=bool)
-    if column.kind == "int":
-        return pd.array(values, dtype="Int64") if None in values else np.array(
-            values, dtype=np.int64)
-    if column.kind == "float":
-        return np.array(values, dtype=np.float64)
-    if table == "trials" and column.name == "beacons":
-        values = ["" if v is None else v for v in values]
-    return pd.Series(np.array(values, dtype=object), dtype=object)  # not pandas' str dtype

@@ -267,9 +267,10 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
             missing[np.flatnonzero(missing)[lent]] = False
         missing &= ~_waiting(want, rules, missing | needs, candidates, tasks, acting)
     beacons = dict(zip(candidates["candidate"], candidates["beacon"]))
-    specs = [TrialSpec(c, t, s, int(r), int(a), beacons.get(c) or None)
+    specs = [TrialSpec(c, t, s, r, a, beacons.get(c) or None)  # Python values: tolist()
              for rows in (missing, needs)
-             for c, t, s, r, a in zip(*(want[k][rows] for k in schema.SLOT_KEY), attempt[rows])]
+             for c, t, s, r, a in zip(*(want[k][rows].tolist() for k in schema.SLOT_KEY),
+                                      attempt[rows].tolist())]
     return Plan(specs=specs, borrowed=borrowed)
 
 

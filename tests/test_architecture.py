@@ -90,7 +90,7 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
      "gsme.sequential", "gsme._paired",  # deprecated names of gsme.designs, gsme.pairing
      "gsme.patches", "gsme.gated", "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons",
      "gsme.suites", "gsme.agents.base", "gsme.evolvers.base", "gsme.executors.base"},
-    {"gsme.policy", "gsme.ledger", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
+    {"gsme.policy", "gsme.ledger", "gsme._ledger_rows", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
      "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers", "gsme.executors.pool"},
     {"gsme.run", "gsme._run_dir", "gsme._run_frames"},
     {"gsme.evolve", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",

@@ -1,0 +1,175 @@
+"""Ledger rows as frames, and the trials a ledger keeps between reads.
+
+SQL values become typed frame columns (:func:`frame_of`, an int column with NULLs as
+``Int64``) and back (:func:`to_sql`); :class:`KeptTrials` holds the trials read so far in
+key order and merges the rows written since (:func:`as_stored`: as SQLite stores them).
+No SQL runs here: :mod:`gsme.ledger` reads and writes the file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import operator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from gsme import schema
+
+__all__ = ["KEYS", "TABLES", "KeptTrials", "as_stored", "columns_of", "frame_of", "sort_rows",
+           "to_sql"]
+
+TABLES = {
+    table: tuple(schema.FRAMES[frame].columns) + extra
+    for table, (frame, extra) in schema.LEDGER_TABLES.items()
+}
+"""Each ledger table's columns (:data:`gsme.schema.LEDGER_TABLES`)."""
+KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
+        "decisions": ["candidate", "parent", "split"], "archive": ["snapshot", "where", "why"]}
+"""Each table's key: its rows are read in key order."""
+
+
+def columns_of(table: str) -> list[str]:
+    """The names of ``table``'s columns, in order."""
+    return [c.name for c in TABLES[table]]
+
+
+_NATIVE = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def sort_rows(rows: list[tuple], positions: list[int]) -> None:
+    """Sort ``rows`` in place as SQLite's ``ORDER BY`` those columns would (NULL first).
+
+    Sorting in Python is several times faster than SQLite's ordered scan of a wide table.
+    """
+    try:
+        rows.sort(key=operator.itemgetter(*positions))
+    except TypeError:  # a NULL among the key's values
+        rows.sort(key=lambda row: [(row[i] is not None, row[i]) for i in positions])
+
+
+_TRIAL_KEY_AT = [columns_of("trials").index(c) for c in KEYS["trials"]]
+_TRIAL_KEY = operator.itemgetter(*_TRIAL_KEY_AT)
+
+
+@dataclass(frozen=True)
+class KeptTrials:
+    """Trials read so far: the frame in key order, its keys (sorted), the ``data_version``
+    of the connection when they were read and the answers given per filter."""
+
+    frame: pd.DataFrame
+    keys: list
+    version: int
+    answers: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, data: list[tuple], version: int) -> KeptTrials:
+        """From rows of the trials table's columns."""
+        sort_rows(data, _TRIAL_KEY_AT)
+        return cls(frame_of("trials", data), [_TRIAL_KEY(row) for row in data], version)
+
+    def where(self, equal: dict) -> pd.DataFrame:
+        """The rows whose columns equal the given values (a shallow copy of the answer
+        kept for this filter)."""
+        asked = tuple(sorted(equal.items()))
+        if asked not in self.answers:
+            self.answers[asked] = _where(self.frame, equal)
+        return self.answers[asked].copy(deep=False)
+
+    def merged(self, data: list[tuple]) -> KeptTrials | None:
+        """These rows and ``data`` (rows written since) in key order; None when a row
+        written replaced a key already held or written twice (or a key holds a NULL, which
+        only a full read orders)."""
+        try:
+            data = sorted(data, key=_TRIAL_KEY)
+            keys = [_TRIAL_KEY(row) for row in data]
+            at = np.array([bisect.bisect_left(self.keys, key) for key in keys], dtype=np.int64)
+            every = sorted(self.keys + keys)
+        except TypeError:  # None beside a value
+            return None
+        if (any(i < len(self.keys) and self.keys[i] == key for i, key in zip(at, keys))
+                or any(a == b for a, b in itertools.pairwise(keys))):
+            return None
+        old, new = len(self.keys), len(keys)
+        fresh = np.zeros(old + new, dtype=bool)
+        fresh[at + np.arange(new)] = True
+        order = np.empty(old + new, dtype=np.int64)
+        order[fresh] = old + np.arange(new)
+        order[~fresh] = np.arange(old)
+        added = frame_of("trials", data)
+        frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
+            order).reset_index(drop=True)
+        return KeptTrials(frame, every, self.version)
+
+
+_STORED_AS = {"text": {str}, "int": {int, bool}, "bool": {int, bool},
+              "float": {float, int, bool}}
+
+
+def as_stored(rows: list[tuple]) -> list[tuple] | None:
+    """Trials rows (SQL values) as SQLite returns them once stored: NaN as NULL, a bool
+    as 0/1, an int in a float column as a float; None when a value would be converted
+    some other way (SQLite's type affinity: a number in a text column, say)."""
+    columns = []
+    for values, column in zip(zip(*rows), TABLES["trials"]):
+        kinds = set(map(type, values))
+        if float in kinds and column.kind != "float":  # NaN stored as NULL
+            values = [None if type(v) is float and math.isnan(v) else v for v in values]
+            kinds = set(map(type, values))
+        kinds.discard(type(None))
+        if not kinds <= _STORED_AS[column.kind]:
+            return None
+        if column.kind == "float" and kinds != {float}:
+            values = [None if v is None else float(v) for v in values]
+        elif bool in kinds and column.kind != "float":
+            values = [None if v is None else int(v) for v in values]
+        columns.append(values)
+    return list(zip(*columns))
+
+
+def frame_of(table: str, data: list[tuple]) -> pd.DataFrame:
+    """A frame of ``table`` from rows of its columns (any further item of a row ignored)."""
+    values = list(zip(*data)) if data else [()] * len(TABLES[table])
+    return pd.DataFrame({col.name: _typed(column, col, table)
+                         for col, column in zip(TABLES[table], values)})
+
+
+def _where(frame: pd.DataFrame, equal: dict) -> pd.DataFrame:
+    """The rows of ``frame`` whose columns equal the given values, as a new frame."""
+    if not equal:
+        return frame.copy(deep=False)
+    keep = np.ones(len(frame), dtype=bool)
+    for name, value in equal.items():
+        keep &= frame[name].to_numpy() == to_sql(value)
+    return frame[keep].reset_index(drop=True)
+
+
+def to_sql(value):
+    if type(value) in _NATIVE:  # SQLite stores a float NaN as NULL, a bool as 0/1
+        return value
+    if value is pd.NA:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    return value
+
+
+def _typed(values: tuple, column: schema.Column, table: str):
+    """One column read from SQL in its frame dtype (an int column with NULLs: ``Int64``)."""
+    if column.kind == "bool":
+        return np.array(values, dtype=bool)
+    if column.kind == "int":
+        return pd.array(values, dtype="Int64") if None in values else np.array(
+            values, dtype=np.int64)
+    if column.kind == "float":
+        return np.array(values, dtype=np.float64)
+    if table == "trials" and column.name == "beacons":
+        values = ["" if v is None else v for v in values]
+    return pd.Series(np.array(values, dtype=object), dtype=object)  # not pandas' str dtype
