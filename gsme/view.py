@@ -93,7 +93,7 @@ def write(run, folder, *, split: str = "train", refresh: float | None = None,
     index = explain.transcripts(run, text=False)
     books = view_data.Dictionaries(index)
     with tqdm(total=len(index), desc="gsme view: transcripts", unit="transcript",
-              disable=not progress, file=sys.stderr, leave=False) as bar:
+              disable=None if progress else True, file=sys.stderr, leave=False) as bar:
         index_chunks = view_data.write_transcripts(run, index, data, books, bar=bar)
     rows = pd.Series(np.arange(len(index)), index=index["trajectory"].to_numpy())
     manifest = {"dir": data.name, "rows": len(index), "indexChunks": index_chunks,

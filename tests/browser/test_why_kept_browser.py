@@ -21,10 +21,10 @@ def test_the_page_shows_the_ship_line_and_why_an_uncredited_child_was_kept(tmp_p
         reasons = explain.keep_reasons(run)
         path = run.path
     uncredited = reasons[reasons["kept"] & ~reasons["credited"]].iloc[0]
-    out = tmp_path / "view.html"
+    out = tmp_path / "view"
     assert main(["view", str(path), "--out", str(out)]) == 0
     with chromium_page() as page:
-        page.goto(out.as_uri())
+        page.goto((out / "index.html").as_uri())
         try:
             line = page.locator("#ship")
             assert line.is_visible() and line.inner_text() == ship
