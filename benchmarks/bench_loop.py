@@ -1,6 +1,7 @@
 """Orchestration overhead per trial, and simulated trials/s through ``measure.measure``.
 
     python benchmarks/bench_loop.py [--tasks 400] [--k 10] [--preset omni-math]
+                                    [--rounds 5] [--round-preset tb2]
                                     [--repeats 3] [--quick] [--trials-only]
 
 Prints, each measured ``--repeats`` times on fresh runs (the spread shows how noisy the
@@ -10,12 +11,18 @@ machine is):
    0.15 ms or less). The no-op agent runs one trial at a time, so this is the path every
    real agent takes: the default thread pool, a fresh copy of the harness per trial,
    trials committed to the ledger in batches;
-2. simulated trials/s through ``measure.measure`` (the simulator's ``run_many`` path: planning,
-   scoring, ledger writes; target: 10,000/s or more) beside the simulator alone on the
-   same trials (``SimAgent.run_many`` called directly) and the ratio of the two;
-3. (not with ``--quick``) simulated trials/s with a ``dask.distributed`` LocalCluster
+2. simulated trials/s through ``measure.measure`` (the simulator's ``run_many`` path:
+   planning, scoring, ledger writes; targets: 10,000/s or more and 20,000 per CPU second
+   or more) beside the simulator alone on the same trials (``SimAgent.run_many`` called
+   directly) and the ratio of the two;
+3. a simulated run of ``--rounds`` evolution rounds (``--round-preset``, SIMULATED) through
+   ``evolve.evolve``: the trials read from the ledger file per round (``Run.reads``;
+   target: 2 or fewer), the trials frame checks per round (``schema.CHECKS["trials"]``;
+   target: 2 or fewer) and the trials run per CPU second of the whole loop (git commits,
+   the evolver and the gates included; no target);
+4. (not with ``--quick``) simulated trials/s with a ``dask.distributed`` LocalCluster
    executor, which takes the per-trial path, beside the default;
-4. what one command trial costs beyond its command: a ``sh`` one-liner run as a plain
+5. what one command trial costs beyond its command: a ``sh`` one-liner run as a plain
    process, in the sandbox without network and with it (slirp4netns), median of 40 (5
    with ``--quick``), and the harness copy a trial gets (the seed harness: written and
    removed, or, in versions that reused a checked copy, checked). ``--trials-only`` prints
@@ -37,10 +44,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from gsme import measure, sandbox, scoring, sim
+from gsme import measure, sandbox, schema, scoring, sim
 from gsme._proc import run_limited
 from gsme.agents import TaskAgent, Trajectory
 from gsme.executors import pool
+from gsme.experiments import simulated_run
 from gsme.resources import SEED_HARNESS
 from gsme.run import Run
 from gsme.schema import BASELINE
@@ -48,6 +56,9 @@ from gsme.settings import GateConfig, RunConfig
 
 ORCHESTRATION_TARGET_MS = 0.15
 SIMULATED_TARGET = 10_000
+SIMULATED_CPU_TARGET = 20_000
+READS_PER_ROUND_TARGET = 2
+CHECKS_PER_ROUND_TARGET = 2
 
 
 class NoOpAgent(TaskAgent):
@@ -83,6 +94,45 @@ def time_simulator(run: Run) -> tuple[int, float]:
     wall = time.perf_counter()
     run.agent.run_many(files, todo, run_seed=run.config.run_seed)
     return len(todo), time.perf_counter() - wall
+
+
+def time_rounds(root: Path, preset: str, rounds: int) -> dict[str, float]:
+    """A simulated run of ``rounds`` rounds through ``evolve.evolve`` (not sealed): trials
+    run, CPU seconds of this process, and per round the trials read from the ledger file
+    and the frame checks (None where this gsme counts none)."""
+    checks = getattr(schema, "CHECKS", None)  # a Counter by frame kind
+    checked = None if checks is None else checks["trials"]
+    cpu = time.process_time()
+    run = simulated_run(preset, root=root, rounds=rounds, finalize=False)
+    cpu = time.process_time() - cpu
+    try:
+        done = run.rounds_done()
+        reads = getattr(run, "reads", None)
+        return {"rounds": done, "trials": run.trials_spent(), "cpu": cpu,
+                "reads": None if reads is None else reads.get("trials", 0) / done,
+                "checks": None if checked is None else (checks["trials"] - checked) / done}
+    finally:
+        run.close()
+
+
+def verdict(value: float | None, target: float, *, at_most: bool) -> str:
+    """``value`` beside its target: met or not met (not counted: None)."""
+    if value is None:
+        return "not counted by this version"
+    met = value <= target if at_most else value >= target
+    return (f"{value:,.1f} (target {'<=' if at_most else '>='} {target:,}: "
+            f"{'met' if met else 'not met'})")
+
+
+def print_rounds(root: Path, preset: str, rounds: int, repeats: int) -> None:
+    found = [time_rounds(root / f"rounds-{i}", preset, rounds) for i in range(repeats)]
+    last = found[-1]
+    rates = [f["trials"] / f["cpu"] for f in found]
+    print(f"SIMULATED {preset}, {last['rounds']} rounds through evolve.evolve: "
+          f"{last['trials']} trials run; trials reads (from the ledger file) per round "
+          f"{verdict(last['reads'], READS_PER_ROUND_TARGET, at_most=True)}; trials frame checks "
+          f"per round {verdict(last['checks'], CHECKS_PER_ROUND_TARGET, at_most=True)}; trials per "
+          f"CPU second of the whole loop {spread(rates, '{:,.0f}', max)}")
 
 
 def time_command_trials(root: Path, n: int) -> dict[str, float]:
@@ -150,6 +200,8 @@ def main(argv=None) -> None:
     parser.add_argument("--tasks", type=int, default=400)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--preset", default="omni-math", choices=sim.PRESETS)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--round-preset", default="tb2", choices=sim.PRESETS)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="small sizes, no dask: seconds (the figures are not the targets')")
@@ -158,6 +210,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.quick:
         args.tasks, args.k, args.preset, args.repeats = 60, 3, "tiny", 1
+        args.rounds, args.round_preset = 2, "tiny"
     root = Path(tempfile.mkdtemp(prefix="gsme-bench-loop-"))
     if args.trials_only:
         print_command_trials(root, 5 if args.quick else 40)
@@ -185,9 +238,12 @@ def main(argv=None) -> None:
     ratios = [s / a for s, a in zip(scored, alone, strict=True)]
     print(f"simulated {args.preset}: {n} trials per run through measure.measure -> "
           f"{spread(scored, '{:,.0f}', max)} trials/s (per CPU second "
-          f"{spread(scored_cpu, '{:,.0f}', max)}; target >= {SIMULATED_TARGET:,}); "
+          f"{spread(scored_cpu, '{:,.0f}', max)}, target >= {SIMULATED_CPU_TARGET:,}: "
+          f"{'met' if max(scored_cpu) >= SIMULATED_CPU_TARGET else 'not met'}; target >= "
+          f"{SIMULATED_TARGET:,}/s: {'met' if max(scored) >= SIMULATED_TARGET else 'not met'}); "
           f"simulator alone {spread(alone, '{:,.0f}', max)} trials/s; measure.measure / simulator "
           f"alone {spread(ratios, '{:.2f}', max)}")
+    print_rounds(root, args.round_preset, args.rounds, args.repeats)
     print_command_trials(root, 5 if args.quick else 40)
     if args.quick:
         return
