@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import registry, schema
+from gsme import plugins, registry, schema
 from gsme.cli import main
 from gsme.designs import Fixed
 from gsme.evolvers.rule import RuleEvolver
@@ -252,12 +252,19 @@ def test_a_registered_agent_evolver_and_executor_run_by_kind(parts, tmp_path, ca
         assert (run.decisions().groupby("round").size() <= 2).all()  # one child + one merge
 
 
-def test_the_demo_takes_a_registered_executor_by_name(parts, tmp_path, capsys):
+def test_the_demo_and_grow_take_a_registered_executor_by_name(parts, tmp_path, capsys):
     log = tmp_path / "executor.log"
     assert main(["demo", "--preset", "tiny", "--rounds", "1", "--quiet", "--out",
                  str(tmp_path / "d"), "--executor", "toy", "--executor-opt", f"log={log}"]) == 0
     assert "SIMULATED" in capsys.readouterr().out
-    assert len(_calls(tmp_path, "executor")) >= 2  # the cold start's pass, a round's, the seal
+    demo = _calls(tmp_path, "executor")
+    assert len(demo) >= 2  # the cold start's pass, a round's, the seal
+    with Run.open(tmp_path / "d", read_only=True) as run:
+        grown = plugins.build_agent({**run.agent_spec, "grown": 3}).tasks()
+    grown.to_csv(tmp_path / "grown.csv", index=False)
+    assert main(["grow", str(tmp_path / "d"), "--tasks", str(tmp_path / "grown.csv"),
+                 "--agent", "grown=3", "--quiet"]) == 0  # the run's stored executor
+    assert len(_calls(tmp_path, "executor")) > len(demo)
     assert main(["demo", "--executor", "nope"]) == 2
     assert "[executor] kind = 'nope': must be one of [" in capsys.readouterr().err
 
