@@ -103,14 +103,20 @@ class RunFrames:
             (True for this run's rows), which the keep rule checks the history against
             (:func:`gsme.policy.expected_effects`).
         """
-        stored = self._ledger.get("learned_from")
-        past = (schema.empty("comparisons") if stored is None else
-                comparisons.conform(frame_from_json(stored)))
+        past = self._learned_from
         own = self.decisions()
         if before_round is not None:
             own = own[own["round"] < before_round]
         mine = comparisons.of_run(own, signature=self.world, run=self.run_id)
         return pd.concat([past.assign(own=False), mine.assign(own=True)], ignore_index=True)
+
+    @functools.cached_property
+    def _learned_from(self) -> pd.DataFrame:
+        """The comparisons read from ``config.learn_from`` when the run was created (stored
+        once, never changed: read and checked once)."""
+        stored = self._ledger.get("learned_from")
+        return (schema.empty("comparisons") if stored is None else
+                comparisons.conform(frame_from_json(stored)))
 
     @property
     def world(self) -> dict[str, str]:

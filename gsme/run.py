@@ -297,8 +297,9 @@ class Run(RunFrames):
     def _added(self, name: str) -> tuple[str | None, str | None]:
         """Record the committed candidate ``name``, or discard it if it changes a frozen
         setting (:func:`gsme.patches.check_frozen`) or the agent refuses it."""
-        self._ledger.append("candidates", self._repo.candidates([name]))
-        parent = schema.split_ids(self._repo.candidates([name])["parents"].iloc[0])[0]
+        row = self._repo.candidates([name])
+        self._ledger.append("candidates", row)
+        parent = schema.split_ids(row["parents"].iloc[0])[0]
         try:
             check_frozen(self.harness(parent), self.harness(name), self.frozen)
         except PatchError as err:
