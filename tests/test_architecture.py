@@ -94,7 +94,8 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
      "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers", "gsme.executors.pool"},
     {"gsme.run", "gsme._run_dir", "gsme._run_frames"},
     {"gsme.evolve", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",
-     "gsme.compare", "gsme.budget", "gsme.grow", "gsme.explain", "gsme.view", "gsme.plot",
+     "gsme.compare", "gsme.budget", "gsme.grow", "gsme.explain", "gsme.view", "gsme.view_data",
+     "gsme.plot",
      "gsme.executors"},
     {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations"},
 ]
