@@ -93,7 +93,7 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
     {"gsme.policy", "gsme.ledger", "gsme._ledger_rows", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
      "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers", "gsme.executors.pool"},
     {"gsme.run", "gsme._run_dir", "gsme._run_frames"},
-    {"gsme.evolve", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",
+    {"gsme.evolve", "gsme._rounds", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",
      "gsme.compare", "gsme.budget", "gsme.grow", "gsme.explain", "gsme.view", "gsme.view_data",
      "gsme.plot",
      "gsme.executors"},
