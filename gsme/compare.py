@@ -41,7 +41,7 @@ OUTCOMES = ("score", "passed")
 
 
 def compare(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
@@ -62,8 +62,9 @@ def compare(
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame holding both candidates.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame holding both candidates (checked once: a
+        :class:`~gsme.pairing.Checked` one is not checked again).
     parent, child : str
         Candidate ids.
     split : {"train", "test"}
@@ -128,14 +129,21 @@ def compare(
     _checks.check_finite("effect_pp", effect_pp)
     if not 0 < _checks.check_finite("power", power) < 1:
         raise ValueError(f"power must lie strictly between 0 and 1, got {power!r}")
-    trials, on = outcome(trials, on=on)
-    on_split = trials.loc[trials["split"] == split, "candidate"]
+    if on is not None:
+        _checks.check_choice("on", on, OUTCOMES)
+    trials, on = _outcome(pairing.check(trials), on)  # checked once: every step reads it
+    frame = trials.frame
+    on_split = frame.loc[frame["split"] == split, "candidate"]
     for role, name in (("parent", parent), ("child", child)):
         if not (on_split == name).any():
             raise schema.FrameError(f"{role} {name!r} has no trials on split {split!r}; "
                                     f"candidates there: {sorted(on_split.unique())[:20]}")
     if parent == child:
         raise schema.FrameError(f"parent and child must differ, both are {child!r}")
+    theirs = frame["candidate"].isin([parent, child]).to_numpy()
+    if not theirs.all():  # every step below reads the two candidates' trials only
+        trials = trials.rows(theirs)
+        frame = trials.frame
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
     tested = gates.significance_gate(trials, pairs, split=split, config=config).iloc[0]
     verdict = _validity(trials, parent, child, split, config)
@@ -157,7 +165,7 @@ def compare(
                                          "p_one_sided")},
         "pass_k": pass_k,
         **_pass_at_k(stats.first_repeats(trials, k=config.k), parent, child, split,
-                     0 if schema.graded(trials) else pass_k),
+                     0 if schema.graded(frame) else pass_k),
         "sd_pp": sd,
         "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
         if reach else np.nan,
@@ -199,15 +207,18 @@ def outcome(trials: pd.DataFrame, *, on: str | None = None) -> tuple[pd.DataFram
     """
     if on is not None:
         _checks.check_choice("on", on, OUTCOMES)
-    trials = pairing.checked_trials(trials)
-    if on == "score" and not schema.carries_scores(trials):
+    checked, on = _outcome(pairing.check(trials), on)
+    return checked.frame, on
+
+
+def _outcome(trials: pairing.Checked, on: str | None) -> tuple[pairing.Checked, str]:
+    """:func:`outcome` of checked trials, still checked."""
+    if on == "score" and not schema.carries_scores(trials.frame):
         raise schema.FrameError("on='score', but the trials carry no scores (no 'score' "
                                 "column holding a number); use on='passed'")
     if on is None:
-        on = "score" if schema.graded(trials) else "passed"
-    if on == "passed" and "score" in trials.columns:
-        trials = trials.drop(columns="score")
-    return trials, on
+        on = "score" if schema.graded(trials.frame) else "passed"
+    return (trials.without_scores() if on == "passed" else trials), on
 
 
 def _validity(trials, parent, child, split, config) -> pd.Series:
@@ -218,12 +229,14 @@ def _validity(trials, parent, child, split, config) -> pd.Series:
         "beacon": [None, None], "env_gate": [None, None], "commit": [None, None],
         "branch": [None, None], "round": [0, 0], "rationale": [None, None],
     })
-    active = trials.assign(activated=trials["activated"] | (trials["candidate"] == child))
+    frame = trials.frame
+    active = trials.with_flags(activated=frame["activated"] | (frame["candidate"] == child))
     return gates.credit(active, candidates, split=split, config=config).iloc[0]
 
 
 def _infra_counts(trials, parent, child, split, config) -> dict:
-    slots = gates.validity_gate(trials[trials["split"] == split], config=config)
+    slots = gates.validity_gate(trials.rows((trials.frame["split"] == split).to_numpy()),
+                                config=config)
     lost = slots.loc[~slots["valid"], "candidate"]
     return {"n_infra_parent": int((lost == parent).sum()),
             "n_infra_child": int((lost == child).sum())}

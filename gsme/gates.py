@@ -22,7 +22,8 @@ from gsme.settings import GateConfig
 __all__ = ["activation_gate", "credit", "significance_gate", "silent", "validity_gate"]
 
 
-def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> pd.DataFrame:
+def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
+                  config: GateConfig | None = None) -> pd.DataFrame:
     """State of every (candidate, task_id, split, repeat) slot after its attempts so far.
 
     A slot is valid when one of its attempts held ``infra_ok`` (it is scored by the first
@@ -33,8 +34,8 @@ def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> 
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     config : GateConfig, optional
         Its ``max_reruns``: re-runs allowed after the first attempt.
 
@@ -71,7 +72,7 @@ def validity_gate(trials: pd.DataFrame, *, config: GateConfig | None = None) -> 
 
 
 def activation_gate(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     candidates: pd.DataFrame,
     *,
     split: str = "train",
@@ -86,8 +87,8 @@ def activation_gate(
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     candidates : DataFrame
         A candidates frame; one output row per candidate in it.
     split : {"train", "test"}
@@ -119,7 +120,7 @@ def activation_gate(
 
 
 def silent(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     pairs: pd.DataFrame,
     tasks: pd.DataFrame,
     *,
@@ -136,8 +137,8 @@ def silent(
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
         ``candidate, parent`` (as :func:`gsme.designs.wanted` takes them).
     tasks : DataFrame
@@ -181,7 +182,7 @@ def silent(
 
 
 def significance_gate(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     pairs: pd.DataFrame,
     *,
     split: str = "train",
@@ -196,8 +197,8 @@ def significance_gate(
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
         Columns ``candidate`` (the child) and ``parent``, one row per comparison. A pair
         whose candidates have no trials on ``split`` comes out ``inconclusive`` with
@@ -233,7 +234,7 @@ def significance_gate(
 
 
 def credit(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     candidates: pd.DataFrame,
     *,
     split: str = "train",
@@ -261,8 +262,9 @@ def credit(
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame holding the candidates and their parents.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame holding the candidates and their parents (a
+        :class:`~gsme.pairing.Checked` one is not checked again).
     candidates : DataFrame
         A candidates frame; every non-baseline row needs a parent.
     split : {"train", "test"}
@@ -307,9 +309,11 @@ def credit(
     schema.validate(candidates, "candidates")
     _check_parents(candidates)
     paired = parent_trials.pairs(candidates, split=split, config=config)
-    seen = parent_trials.view(trials, paired, config=config)
-    parent_trials.require_blocks(seen, paired)
-    slots = pairing.checked_slots(seen)
+    view = parent_trials.view(trials, paired, config=config)
+    if not isinstance(view, pairing.Checked):  # a frame: blocks may be missing
+        parent_trials.require_blocks(view, paired)
+    seen = pairing.check(view)  # checked once: nothing below checks it again
+    slots = seen.slots
     pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
     tested = designs.compare(slots, pairs, split=split, config=config)
     tested["parent"] = _checks.text(paired["parent"])
@@ -338,16 +342,23 @@ def credit(
     return schema.validate(out[columns], "decisions")
 
 
-def _first_look(seen: pd.DataFrame, tested: pd.DataFrame, pairs: pd.DataFrame, split: str,
-                config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+def _first_look(seen: pairing.Checked, tested: pd.DataFrame, pairs: pd.DataFrame,
+                split: str, config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
     """Each pair's Δ and se over the first ``k`` repeats of every task (the decision's own
-    under the fixed design, which reads just those)."""
+    under the fixed design, which reads just those, and under the adaptive design when it
+    stopped at look 1, which reads just those too; the others are tested again)."""
+    delta, se = tested["delta_pp"].to_numpy().copy(), tested["se_pp"].to_numpy().copy()
     if config.design == "fixed":
-        return tested["delta_pp"].to_numpy(), tested["se_pp"].to_numpy()
-    first = pairing.checked_slots(seen[seen["repeat"].to_numpy() < config.k])
-    look = designs.compare(first, pairs, split=split,
-                              config=config.model_copy(update={"design": "fixed"}))
-    return look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
+        return delta, se
+    again = np.ones(len(tested), dtype=bool)
+    if isinstance(designs.design_of(config), designs.Adaptive):
+        again = tested["looks"].to_numpy() != 1
+    if again.any():
+        first = seen.rows(seen.frame["repeat"].to_numpy() < config.k).slots
+        look = designs.compare(first, pairs[again], split=split,
+                               config=config.model_copy(update={"design": "fixed"}))
+        delta[again], se[again] = look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
+    return delta, se
 
 
 def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: int):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gsme import designs, gates, parent_trials, policy, schema, scoring, stats
+from gsme import designs, gates, pairing, parent_trials, policy, schema, scoring, stats
 from gsme.run import Run, RunError, SealedError
 from gsme.schema import BASELINE, SEALED_ROUND
 
@@ -134,7 +134,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
         trials = run.trials(split=split)
         lenders = None
         if paired is not None:  # the activation gate first: an inactive child wants nothing
-            seen = parent_trials.view(trials, paired, config=gate)
+            seen = pairing.check(parent_trials.view(trials, paired, config=gate))  # once
             pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
             quiet = gates.silent(seen, pairs, tasks, split=split, config=gate)
             paired, pairs = paired[~quiet], pairs[~quiet]

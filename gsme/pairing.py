@@ -1,7 +1,7 @@
 """The checked, encoded trials every gate design and statistic reads.
 
-A trials frame is checked against its contract (:func:`checked_trials`) and reduced to
-integer-coded *slots* (:class:`Slots`: one per candidate, split, task and ``repeat``), then to per-task counts (:class:`TaskCounts`), then paired
+A trials frame is checked against its contract once (:func:`check`, which gives a
+:class:`Checked`) and reduced to integer-coded *slots* (:class:`Slots`: one per candidate, split, task and ``repeat``), then to per-task counts (:class:`TaskCounts`), then paired
 child-versus-parent task by task (:class:`Paired`: one entry per paired task of every
 pair) and summarised per pair (:func:`describe`). What is averaged is each trial's value
 (:func:`gsme.schema.trial_values`): ``passed`` as integer counts, or, when the trials carry
@@ -10,13 +10,18 @@ trial, per task or per pair.
 
 A gate design (:class:`gsme.designs.Design`) receives :class:`Slots` and tests the pairs
 with :func:`gsme.designs.significance.significance`; a third-party design needs these
-public types only.
+public types only. Every public statistic of gsme takes a trials frame or a
+:class:`Checked`; given a :class:`Checked` it checks nothing again, so a chain of calls
+checks a frame once.
 
 Examples
 --------
 >>> t = pd.DataFrame({"candidate": ["p", "p", "c", "c"], "task_id": ["t1", "t2"] * 2,
 ...                   "split": "train", "repeat": 0, "passed": [0, 1, 1, 1]})
->>> slots = checked_slots(t)
+>>> checked = check(t)
+>>> check(checked) is checked  # checked once
+True
+>>> slots = checked.slots
 >>> list(slots.candidates), slots.passed.tolist()
 (['p', 'c'], [True, True, False, True])
 >>> paired = pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train")
@@ -35,26 +40,115 @@ import pandas as pd
 from gsme import schema
 from gsme._checks import text
 
-__all__ = ["Paired", "Slots", "TaskCounts", "checked_slots",
+__all__ = ["Checked", "Paired", "Slots", "TaskCounts", "check", "checked_slots",
            "checked_trials", "count_tasks", "decode_tasks", "describe", "encode_slots",
            "pair_tasks", "paired_rates", "task_key", "task_values"]
 
 
-def checked_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Validate ``trials`` at a public boundary, normalising it only when it must.
+class Checked:
+    """A trials frame checked against its contract once, and its slots.
+
+    Made by :func:`check`. Every public statistic of gsme (:mod:`gsme.stats`,
+    :mod:`gsme.gates`, :mod:`gsme.designs`, :mod:`gsme.compare`) takes a Checked wherever
+    it takes a trials frame and checks nothing again, so a chain of calls on one frame
+    checks it once (:data:`gsme.schema.CHECKS` counts the checks).
+
+    Attributes
+    ----------
+    frame : DataFrame
+        The checked trials frame, in the contracted dtypes (text columns as given: object
+        or a pandas string dtype). Read it; never change it in place.
+    slots : Slots
+        Its slots (:func:`encode_slots`), encoded on first use.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"], "split": "train",
+    ...                   "repeat": [0, 3], "passed": [True, False]})
+    >>> checked = check(t)
+    >>> check(checked) is checked, len(checked.rows(checked.frame["repeat"] < 3))
+    (True, 1)
+    """
+
+    __slots__ = ("_codes", "_slots", "frame")
+
+    def __init__(self, frame: pd.DataFrame, codes: dict[str, tuple[np.ndarray, pd.Index]]):
+        """Use :func:`check`: this trusts that ``frame`` conforms and ``codes`` are its
+        key's text columns factorized."""
+        self.frame = frame
+        self._codes = codes
+        self._slots = None
+
+    @property
+    def slots(self) -> Slots:
+        if self._slots is None:
+            self._slots = _encode(self.frame, self._codes)
+        return self._slots
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        return f"<Checked trials: {len(self.frame):,} rows>"
+
+    def rows(self, keep) -> Checked:
+        """The rows where ``keep`` (bools, one per row) holds, numbered from 0: still
+        checked, since any rows of a checked frame keep its contract. Nothing is hashed
+        again: the text codes are those of the kept rows, renumbered in order of first
+        appearance as a fresh check would."""
+        keep = np.asarray(keep, dtype=bool)
+        codes = {}
+        for name, (code, uniques) in self._codes.items():
+            kept, seen = pd.factorize(code[keep])
+            codes[name] = kept, uniques[seen]
+        return Checked(self.frame[keep].reset_index(drop=True), codes)
+
+    def with_flags(self, **flags) -> Checked:
+        """The same trials with the bool columns named (``passed``, ``infra_ok``,
+        ``activated``) replaced by ``flags`` (bools, one per row): still checked, since
+        any bools keep their contract."""
+        allowed = ("passed", "infra_ok", "activated")
+        for name in flags:
+            if name not in allowed:
+                raise ValueError(f"with_flags sets only {list(allowed)}, got {name!r}")
+        values = {name: np.asarray(v, dtype=bool) for name, v in flags.items()}
+        return Checked(self.frame.assign(**values), self._codes)
+
+    def without_scores(self) -> Checked:
+        """The same trials without their ``score`` column (values: ``passed`` as 0/1)."""
+        if "score" not in self.frame.columns:
+            return self
+        return Checked(self.frame.drop(columns="score"), self._codes)
+
+
+def check(trials: pd.DataFrame | Checked) -> Checked:
+    """Check ``trials`` against its contract once; a :class:`Checked` is returned as is.
 
     A frame already in the contracted dtypes (text as object or a pandas string dtype) is
-    checked on the codes of its key's text columns, no column converted, and returned as
-    is (no copy); anything else goes through :func:`gsme.schema.as_trials` (defaults,
-    dtype coercion).
+    checked on the codes of its key's text columns, no column converted, and kept as is
+    (no copy); anything else goes through :func:`gsme.schema.as_trials` (defaults, dtype
+    coercion).
+
+    Raises
+    ------
+    gsme.schema.FrameError
+        The frame breaks its contract: names the columns and shows the rows at fault.
     """
-    return _checked(trials)[0]
+    if isinstance(trials, Checked):
+        return trials
+    return Checked(*_checked(trials))
 
 
-def checked_slots(trials: pd.DataFrame) -> Slots:
-    """Validate ``trials`` at a public boundary (:func:`checked_trials`) and reduce it to its
-    slots (:func:`encode_slots`), factorizing the key's text columns once for both."""
-    return _encode(*_checked(trials))
+def checked_trials(trials: pd.DataFrame | Checked) -> pd.DataFrame:
+    """The checked frame of :func:`check` (``trials`` itself when it was in the contracted
+    dtypes)."""
+    return check(trials).frame
+
+
+def checked_slots(trials: pd.DataFrame | Checked) -> Slots:
+    """The slots of :func:`check` (:func:`encode_slots`), factorizing the key's text
+    columns once for the check and the encoding."""
+    return check(trials).slots
 
 
 def _checked(trials: pd.DataFrame):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gsme import designs, schema
+from gsme import designs, pairing, schema
 from gsme.settings import GateConfig
 
 __all__ = ["label", "lenders", "of_child", "pairs", "require_blocks", "stride", "unview",
@@ -118,7 +118,8 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
                          "reference": np.asarray(reference, dtype=object)})
 
 
-def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> pd.DataFrame:
+def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
+         config: GateConfig) -> pd.DataFrame | pairing.Checked:
     """The trials a comparison reads: each candidate's own, and each block of ``paired``
     as a candidate of its own.
 
@@ -126,7 +127,9 @@ def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> p
     :func:`stride` (block 0); a block's rows are the parent's train trials of repeats
     ``first .. first + S - 1``, renamed :func:`label` and renumbered from 0,
     ``borrowed_from`` the parent (so a child's slot borrowed from its block counts as the
-    same trial). Under ``"stored"`` the trials are returned as they are.
+    same trial). Under ``"stored"`` the trials are returned as they are. Given a
+    :class:`gsme.pairing.Checked` and no block to add, the view is its rows, still checked
+    (:meth:`gsme.pairing.Checked.rows`); else a new frame.
 
     Examples
     --------
@@ -145,7 +148,12 @@ def view(trials: pd.DataFrame, paired: pd.DataFrame, *, config: GateConfig) -> p
         return trials
     span = stride(config)
     blocks = paired.loc[paired["first"].to_numpy() > 0, ["parent", "first"]].drop_duplicates()
-    parts = [trials[(trials["split"] != "train") | (trials["repeat"] < span)]]
+    checked = trials if isinstance(trials, pairing.Checked) else None
+    trials = trials.frame if checked is not None else trials
+    own = (trials["split"] != "train") | (trials["repeat"] < span)
+    if checked is not None and blocks.empty:
+        return checked.rows(own.to_numpy())
+    parts = [trials[own]]
     for parent, first in zip(blocks["parent"], blocks["first"]):
         rows = trials[(trials["candidate"] == parent) & (trials["split"] == "train")
                       & (trials["repeat"] >= first) & (trials["repeat"] < first + span)]

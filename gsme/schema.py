@@ -28,6 +28,7 @@ statistics that only mean something for pass/fail (pass@k) refuse them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -38,8 +39,8 @@ import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
 __all__ = [
-    "BASELINE", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES", "KINDS",
-    "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "OUTCOMES", "PAIRED_COLUMNS", "PLAN_COLUMNS",
+    "BASELINE", "CHECKS", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES",
+    "KINDS", "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "OUTCOMES", "PAIRED_COLUMNS", "PLAN_COLUMNS",
     "SEALED_ROUND", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
     "FrameError", "as_trials", "carries_scores", "columns", "conforms", "empty", "graded",
     "join_ids", "require", "split_ids", "task_features", "trial_values", "validate",
@@ -511,6 +512,14 @@ def graded(trials: pd.DataFrame) -> bool:
     return bool(((scores != 0.0) & (scores != 1.0)).any())
 
 
+CHECKS: Counter = Counter()
+"""How many times a frame was checked against its contract, by kind (``CHECKS["trials"]``):
+every :func:`conforms` counts one, and every :func:`validate` and :func:`as_trials` runs one
+(a frame that fails the fast check is counted again by the full one). Benchmarks read it to
+count a call's checks (``benchmarks/bench_gates.py``); a :class:`gsme.pairing.Checked` is
+never checked again."""
+
+
 # ---------------------------------------------------------------------------- internals
 
 _DTYPES = {"text": object, "int": np.int64, "float": np.float64, "bool": bool}
@@ -555,6 +564,7 @@ def conforms(frame: pd.DataFrame, kind: str, *,
     (False, True)
     """
     contract = _frame(kind)
+    CHECKS[kind] += 1
     codes = codes or {}
     if not frame.columns.is_unique:
         return False

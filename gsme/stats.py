@@ -47,7 +47,8 @@ __all__ = [
 ]
 
 
-def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFrame:
+def task_rates(trials: pd.DataFrame | pairing.Checked, *,
+               split: str | None = None) -> pd.DataFrame:
     """Pass rate (mean value) of every candidate on every task, over the valid repeats only.
 
     A repeat (slot ``candidate, task_id, split, repeat``) is valid when one of its attempts
@@ -57,7 +58,7 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
 
     Parameters
     ----------
-    trials : DataFrame
+    trials : DataFrame or gsme.pairing.Checked
         A trials frame (see :mod:`gsme.schema`).
     split : {"train", "test"} or None
         Keep one split; None keeps all.
@@ -91,7 +92,8 @@ def task_rates(trials: pd.DataFrame, *, split: str | None = None) -> pd.DataFram
     return out
 
 
-def first_repeats(trials: pd.DataFrame, *, k: int) -> pd.DataFrame:
+def first_repeats(trials: pd.DataFrame | pairing.Checked, *,
+                  k: int) -> pd.DataFrame | pairing.Checked:
     """The rows of every task's first ``k`` repeats (``repeat < k``), every attempt kept.
 
     Every gate design scores repeats ``0 .. k-1`` of every task on both sides (the
@@ -109,15 +111,16 @@ def first_repeats(trials: pd.DataFrame, *, k: int) -> pd.DataFrame:
 
     Parameters
     ----------
-    trials : DataFrame
+    trials : DataFrame or gsme.pairing.Checked
         A trials frame.
     k : int
         Repeats to keep per (candidate, task, split), k ≥ 1.
 
     Returns
     -------
-    DataFrame
-        A trials frame: the rows of ``trials`` with ``repeat < k``, in their order.
+    DataFrame or gsme.pairing.Checked
+        A trials frame: the rows of ``trials`` with ``repeat < k``, in their order (a
+        :class:`~gsme.pairing.Checked` when given one: still checked, never again).
 
     Examples
     --------
@@ -128,11 +131,13 @@ def first_repeats(trials: pd.DataFrame, *, k: int) -> pd.DataFrame:
     0        3  0.667
     """
     k = _checks.check_int("k", k, 1)
-    trials = pairing.checked_trials(trials)
-    return trials[trials["repeat"].to_numpy() < k].reset_index(drop=True)
+    checked = pairing.check(trials)
+    first = checked.rows(checked.frame["repeat"].to_numpy() < k)
+    return first if isinstance(trials, pairing.Checked) else first.frame
 
 
-def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd.DataFrame:
+def candidate_rates(trials: pd.DataFrame | pairing.Checked, *, k: int,
+                    split: str = "train") -> pd.DataFrame:
     """Each candidate's pass rate on ``split`` over the first ``k`` repeats of every task.
 
     The mean over tasks of :func:`task_rates` of :func:`first_repeats`: every task weighs
@@ -142,7 +147,7 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
 
     Parameters
     ----------
-    trials : DataFrame
+    trials : DataFrame or gsme.pairing.Checked
         A trials frame.
     k : int
         Repeats per task read: the gate's ``k`` (``GateConfig.k``).
@@ -165,6 +170,7 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
     0         a        2  0.667
     """
     _checks.check_choice("split", split, schema.SPLITS)
+    trials = pairing.check(trials)
     tasks = task_rates(trials, split=split)[["candidate", "task_id"]]
     rates = tasks.merge(task_rates(first_repeats(trials, k=k), split=split), how="left",
                         on=["candidate", "task_id"])
@@ -178,7 +184,7 @@ def candidate_rates(trials: pd.DataFrame, *, k: int, split: str = "train") -> pd
 
 
 def paired_test(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
@@ -215,7 +221,7 @@ def paired_test(
 
     Parameters
     ----------
-    trials : DataFrame
+    trials : DataFrame or gsme.pairing.Checked
         A trials frame holding both candidates.
     parent, child : str
         Candidate ids; both must have trials on ``split``.
@@ -268,7 +274,7 @@ def paired_test(
 
 
 def paired_tasks(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
@@ -285,7 +291,7 @@ def paired_tasks(
 
     Parameters
     ----------
-    trials : DataFrame
+    trials : DataFrame or gsme.pairing.Checked
         A trials frame holding both candidates.
     parent, child : str
         Candidate ids.
@@ -311,13 +317,18 @@ def paired_tasks(
     """
     _checks.check_choice("split", split, schema.SPLITS)
     config = _checks.gate_config(config)
-    trials = pairing.checked_trials(trials)
+    checked = pairing.check(trials)
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    read = designs.decided_repeats(trials, pairs, split=split, config=config)
+    read = designs.decided_repeats(checked, pairs, split=split, config=config)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
-    rows = trials[(trials["split"] == split) & trials["candidate"].isin([parent, child])]
-    rows = rows[rows["repeat"].to_numpy() < read.reindex(rows["task_id"].to_numpy()).to_numpy()]
-    rates = task_rates(rows, split=split)
+    frame = checked.frame
+    sides = np.flatnonzero(((frame["split"] == split)
+                            & frame["candidate"].isin([parent, child])).to_numpy())
+    below = (frame["repeat"].to_numpy()[sides]
+             < read.reindex(frame["task_id"].to_numpy()[sides]).to_numpy())
+    keep = np.zeros(len(frame), dtype=bool)
+    keep[sides[below]] = True
+    rates = task_rates(checked.rows(keep), split=split)
     rates = rates[rates["n_valid"] > 0]
     sides = [
         rates.loc[rates["candidate"] == name, ["task_id", "n_valid", "rate"]].rename(
@@ -333,7 +344,7 @@ def paired_tasks(
 
 
 def aa_test(
-    trials: pd.DataFrame,
+    trials: pd.DataFrame | pairing.Checked,
     *,
     candidate: str,
     rerun: str,
@@ -469,7 +480,8 @@ def pass_at_k_estimate(n, c, k: int):
     return float(estimate) if estimate.ndim == 0 else estimate
 
 
-def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.DataFrame:
+def pass_at_k(trials: pd.DataFrame | pairing.Checked, *, k: int,
+              split: str | None = None) -> pd.DataFrame:
     """pass@k per candidate and split: the mean over tasks of :func:`pass_at_k_estimate`.
 
     pass@k is defined for pass/fail outcomes only: trials that carry graded scores (any
@@ -504,8 +516,8 @@ def pass_at_k(trials: pd.DataFrame, *, k: int, split: str | None = None) -> pd.D
     0.5
     """
     k = _checks.check_int("k", k, 1)
-    trials = pairing.checked_trials(trials)
-    if schema.graded(trials):
+    trials = pairing.check(trials)
+    if schema.graded(trials.frame):
         raise ValueError("pass@k needs pass/fail outcomes, but these trials carry graded "
                          "scores (not all 0 or 1); drop the 'score' column for pass@k of "
                          "'passed'")

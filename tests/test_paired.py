@@ -73,3 +73,98 @@ def test_string_columns_encode_like_object_columns():
     for field in ("cand", "split", "task", "repeat", "attempts", "valid", "passed", "source"):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     assert list(a.candidates) == list(b.candidates) and b.candidates.dtype == object
+
+
+def _same_slots(a: pairing.Slots, b: pairing.Slots) -> None:
+    for field in ("candidates", "splits", "tasks", "sources"):
+        assert list(getattr(a, field)) == list(getattr(b, field)), field
+    for field in ("cand", "split", "task", "repeat", "attempts", "last_attempt", "valid",
+                  "passed", "activated", "source", "row"):
+        assert np.array_equal(getattr(a, field), getattr(b, field)), field
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("text", ["object", "str"])
+def test_rows_of_a_checked_frame_are_what_checking_those_rows_gives(seed, text):
+    trials = _random_trials(seed)
+    if text == "str":
+        trials = trials.astype({c: "str" for c in ("candidate", "task_id", "split")})
+    checked = pairing.check(trials)
+    keep = np.random.default_rng(seed).random(len(trials)) < 0.4
+    before = schema.CHECKS["trials"]
+    kept = checked.rows(keep)
+    assert schema.CHECKS["trials"] == before  # nothing checked again
+    fresh = trials[keep].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept.frame, fresh)
+    _same_slots(kept.slots, pairing.checked_slots(fresh))
+
+
+def test_a_checked_frame_is_never_checked_again_and_its_flags_stay_checked():
+    trials = _random_trials(2)
+    before = schema.CHECKS["trials"]
+    checked = pairing.check(trials)
+    assert schema.CHECKS["trials"] == before + 1
+    assert pairing.check(checked) is checked and pairing.checked_slots(checked) is checked.slots
+    on = np.ones(len(trials), dtype=bool)
+    lit = checked.with_flags(activated=on)
+    assert schema.CHECKS["trials"] == before + 1
+    _same_slots(lit.slots, pairing.checked_slots(trials.assign(activated=True)))
+    with pytest.raises(ValueError, match="with_flags sets only"):
+        checked.with_flags(candidate=on)
+    assert "score" not in checked.without_scores().frame
+
+
+def _run(seed: int = 3):
+    """A parent and two children scored on 30 tasks (k = 3), and their candidates."""
+    rng = np.random.default_rng(seed)
+    names = ["baseline", "c1", "c2"]
+    trials = schema.as_trials(pd.DataFrame({
+        "candidate": np.repeat(names, 90),
+        "task_id": np.tile(np.repeat([f"t{i}" for i in range(30)], 3), 3),
+        "split": "train", "repeat": np.tile([0, 1, 2], 90),
+        "passed": rng.random(270) < 0.5, "activated": np.repeat([False, True, True], 90)}))
+    candidates = pd.DataFrame({
+        "candidate": names, "parents": ["", "baseline", "baseline"],
+        "kind": ["baseline", "mutation", "mutation"], "where": [None, "prompt", "prompt"],
+        "why": None, "patch_id": None, "beacon": None, "env_gate": None, "commit": None,
+        "branch": None, "round": 0, "rationale": None})
+    return trials, candidates
+
+
+@pytest.mark.parametrize("call", ["credit", "compare", "paired_tasks", "candidate_rates",
+                                  "pass_at_k", "looks"])
+def test_a_call_chain_checks_its_trials_once(call):
+    from gsme import compare, designs, gates, stats
+    from gsme.settings import GateConfig
+
+    trials, candidates = _run()
+    pairs = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"]})
+    calls = {
+        "credit": lambda t: gates.credit(t, candidates, config=GateConfig()),
+        "compare": lambda t: compare.compare(t, parent="baseline", child="c1"),
+        "paired_tasks": lambda t: stats.paired_tasks(t, parent="baseline", child="c1"),
+        "candidate_rates": lambda t: stats.candidate_rates(t, k=3),
+        "pass_at_k": lambda t: stats.pass_at_k(t, k=2),
+        "looks": lambda t: designs.looks(t, pairs),
+    }
+    before = schema.CHECKS["trials"]
+    given_frame = calls[call](trials)
+    assert schema.CHECKS["trials"] - before == 1
+    checked = pairing.check(trials)
+    before = schema.CHECKS["trials"]
+    given_checked = calls[call](checked)
+    assert schema.CHECKS["trials"] == before
+    pd.testing.assert_frame_equal(given_frame, given_checked)
+
+
+def test_the_first_repeats_of_a_checked_frame_stay_checked():
+    from gsme import stats
+
+    trials, _ = _run()
+    checked = pairing.check(trials)
+    before = schema.CHECKS["trials"]
+    first = stats.first_repeats(checked, k=2)
+    assert isinstance(first, pairing.Checked)
+    got = stats.pass_at_k(first, k=2)
+    assert schema.CHECKS["trials"] == before
+    pd.testing.assert_frame_equal(got, stats.pass_at_k(stats.first_repeats(trials, k=2), k=2))

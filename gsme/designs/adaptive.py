@@ -92,7 +92,7 @@ class Adaptive(Design):
         return panel.tasks, replay.repeats[np.where(replay.extended, stopped, 0)]
 
     def wanted(self, trials, child, parent, task_ids, *, config):
-        slots = checked_slots(trials)
+        slots = trials.slots
         replay = _replay(panel_of(slots, child, parent, "train", config, task_ids=task_ids),
                          config)
         look = np.argmax(~replay.complete | replay.stop, axis=1)
@@ -142,19 +142,21 @@ class _Replay:
 
 
 class _Reader:
-    """Each pair's counts per task at a given look level, for the child or the parent."""
+    """Each pair's counts per task at a look, for the child or the parent."""
 
     def __init__(self, panel: Panel):
-        n_tasks, n_looks = panel.counts["slots"].shape[1:]
-        self._flat = {name: a.reshape(-1) for name, a in panel.counts.items()}
-        cells = np.arange(n_tasks) * n_looks
-        self._first = {side: rows[:, None] * (n_tasks * n_looks) + cells
-                       for side, rows in (("child", panel.child), ("parent", panel.parent))}
+        self._counts = panel.counts
+        self._rows = {"child": panel.child, "parent": panel.parent}
 
-    def at(self, side: str, level) -> dict[str, np.ndarray]:
-        """(pairs, tasks) counts of ``side`` at look ``level`` (0-based, per pair and task)."""
-        index = self._first[side] + level
-        return {name: a[index] for name, a in self._flat.items()}
+    def at(self, side: str, look: int, extended=None, first=None) -> dict[str, np.ndarray]:
+        """(pairs, tasks) counts of ``side`` at ``look`` (0-based); with ``extended``
+        (pairs, tasks), at ``look`` on the extended tasks only and as ``first`` (look 0's
+        counts) on the others."""
+        rows = self._rows[side]
+        if extended is None:
+            return {name: a[look][rows] for name, a in self._counts.items()}
+        return {name: np.where(extended, a[look][rows], first[name])
+                for name, a in self._counts.items()}
 
 
 def _replay(panel: Panel, config: GateConfig) -> _Replay:
@@ -183,7 +185,8 @@ def _replay(panel: Panel, config: GateConfig) -> _Replay:
         moved = np.ones(n_pairs, dtype=bool)
         if j:
             level = np.where(extended, j, 0)
-            c, p = reader.at("child", level), reader.at("parent", level)
+            c = reader.at("child", j, extended, first[0])
+            p = reader.at("parent", j, extended, first[1])
             moved = _moved(c, first[0]) | _moved(p, first[1])
         need = repeats[j] if j == 0 else repeats[level]
         present = (c["slots"] == need) & (p["slots"] == need)

@@ -24,7 +24,7 @@ import pandas as pd
 
 from gsme import schema
 from gsme._checks import check_choice, gate_config, text
-from gsme.pairing import Slots, checked_slots
+from gsme.pairing import Checked, Slots, check, checked_slots
 from gsme.registry import DESIGNS
 from gsme.settings import GateConfig
 
@@ -106,10 +106,11 @@ class Design:
         which the decision read both sides."""
         raise NotImplementedError
 
-    def wanted(self, trials: pd.DataFrame, child, parent, task_ids, *,
+    def wanted(self, trials: Checked, child, parent, task_ids, *,
                config: GateConfig) -> np.ndarray:
         """(pairs, tasks): the repeats each child and its parent need on the train split
-        so far (``k`` everywhere for a one-look design)."""
+        so far (``k`` everywhere for a one-look design), from the checked trials so far
+        (``trials.slots``)."""
         return np.full((len(child), len(task_ids)), config.k, dtype=np.int64)
 
     def plan(self, *, n_tasks: int, effect_pp: float, k: int, repeat_sd_pp: float,
@@ -126,10 +127,10 @@ class Design:
 class Panel:
     """Dense per (candidate, task, look) prefix counts of the pairs' candidates.
 
-    ``counts[name]`` for name in ``slots, valid, passed, pending`` is an (involved
-    candidates + 1, tasks, looks) array counting a candidate's slots (valid, passed, waiting for a re-run) with
-    repeat below the look's count; its last row, all zero, stands for a candidate without
-    trials. When the trials carry graded scores, ``counts["total"]`` sums the valid slots'
+    ``counts[name]`` for name in ``slots, valid, passed, pending`` is a (looks, involved
+    candidates + 1, tasks) array counting a candidate's slots (valid, passed, waiting for a
+    re-run) with repeat below the look's count; its last row of each look, all zero, stands
+    for a candidate without trials. When the trials carry graded scores, ``counts["total"]`` sums the valid slots'
     scores the same way and ``low``, ``high`` (rows, tasks) are the least and greatest
     score among the first ``k`` repeats (±inf without one); else ``low`` and ``high`` are
     None. ``child`` and ``parent`` are each pair's rows; ``identical`` (pairs, tasks) says
@@ -173,13 +174,15 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     band = np.searchsorted(repeats, slots.repeat, side="right")
     keep = on_split & (local_task[slots.task] >= 0) & (band < n_looks)
     lc, lt, lb = local_cand[slots.cand[keep]], local_task[slots.task[keep]], band[keep]
-    key = (lc * n_tasks + lt) * n_looks + lb
-    size = (n_cand + 1) * n_tasks * n_looks  # a last all-zero row for absent candidates
+    key = (lb * (n_cand + 1) + lc) * n_tasks + lt
+    size = n_looks * (n_cand + 1) * n_tasks  # a last all-zero row for absent candidates
 
     def prefix(counted, weights=None):
         counts = np.bincount(key if counted is None else key[counted[keep]], weights,
-                             minlength=size)
-        return np.cumsum(counts.reshape(n_cand + 1, n_tasks, n_looks), axis=2)
+                             minlength=size).reshape(n_looks, n_cand + 1, n_tasks)
+        for look in range(1, n_looks):  # a cumulative sum over a few looks, a look at a time
+            counts[look] += counts[look - 1]
+        return counts
 
     counts = {
         "slots": prefix(None),
@@ -250,14 +253,14 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
     return design_of(config).decide(slots, pairs, split=split, config=config)
 
 
-def looks(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
+def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "train",
           config: GateConfig | None = None) -> pd.DataFrame:
     """Every look the design took for each (candidate, parent) pair, with its boundary.
 
     Parameters
     ----------
-    trials : DataFrame
-        A trials frame.
+    trials : DataFrame or gsme.pairing.Checked
+        A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
         Columns ``candidate`` (the child) and ``parent``.
     split : {"train", "test"}
@@ -307,7 +310,8 @@ def looks_of_slots(slots: Slots, pairs: pd.DataFrame, *, split: str,
     return design_of(config).looks(slots, pairs, split=split, config=config)
 
 
-def decided_repeats(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "train",
+def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
+                    split: str = "train",
                     config: GateConfig | None = None) -> pd.DataFrame:
     """The repeats each pair's decision read, per task: those below ``repeats``, both sides.
 
@@ -360,7 +364,8 @@ def decided_repeats(trials: pd.DataFrame, pairs: pd.DataFrame, *, split: str = "
     })
 
 
-def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, split: str,
+def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFrame, *,
+           split: str,
            config: GateConfig | None = None) -> pd.DataFrame:
     """The repeats each candidate of ``pairs`` (and its parent) needs on ``split``.
 
@@ -375,8 +380,9 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
 
     Parameters
     ----------
-    trials : DataFrame
-        The trials so far (with ``borrowed_from`` where rows were borrowed).
+    trials : DataFrame or gsme.pairing.Checked
+        The trials so far (with ``borrowed_from`` where rows were borrowed; a
+        :class:`~gsme.pairing.Checked` frame is not checked again).
     pairs : DataFrame
         ``candidate, parent`` (parent None: the candidate is scored alone, e.g. the
         baseline).
@@ -427,7 +433,7 @@ def wanted(trials: pd.DataFrame, pairs: pd.DataFrame, tasks: pd.DataFrame, *, sp
     repeats = np.full((len(names), len(ids)), config.k, dtype=np.int64)
     if split == "train" and has_parent.any() and len(ids):
         child, parent = child[has_parent], parent[has_parent]
-        extended = design_of(config).wanted(trials, child, parent, ids, config=config)
+        extended = design_of(config).wanted(check(trials), child, parent, ids, config=config)
         sides = pd.Index(names, dtype=object).get_indexer(np.r_[child, parent])
         np.maximum.at(repeats, sides, np.tile(extended, (2, 1)))  # a parent: its most wanted
     return pd.DataFrame({
