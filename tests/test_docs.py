@@ -1,10 +1,13 @@
-"""The documentation: every public function and class documented, and the site builds.
+"""The documentation: every public function and class documented, every example of the
+pages runs, and the site builds.
 
-The build (slow tier) runs Sphinx with ``-W`` (warnings are errors) on a copy of ``docs/``
-in a temporary folder, as ``sphinx-build -W -b html docs docs/_build/html`` does.
+The build (slow tier) runs Sphinx with ``-W -n`` (warnings are errors, and so is every
+cross-reference that points nowhere) on a copy of ``docs/`` in a temporary folder, as
+``sphinx-build -W -n -b html docs docs/_build/html`` does.
 """
 
 import importlib.util
+import runpy
 import shutil
 import subprocess
 import sys
@@ -13,6 +16,8 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
+EXAMPLES = DOCS / "examples"
+EXTENDING = sorted((EXAMPLES / "extending").glob("*.py"))
 
 
 def _undocumented():
@@ -30,22 +35,62 @@ def test_every_public_function_and_class_has_an_example():
     assert _undocumented().without_examples() == []  # the examples run as doctests
 
 
+def test_every_kind_of_extension_has_an_example():
+    assert {path.stem for path in EXTENDING} == {"design", "policy", "format", "agent",
+                                                 "evolver", "executor"}
+    page = (DOCS / "extending.rst").read_text(encoding="utf-8")
+    for path in EXTENDING:
+        assert f".. literalinclude:: examples/extending/{path.name}" in page
+
+
+#: What each example prints that shows it worked through gsme, by name.
+SHOWN = {"design": ["design             lenient", "decision            credit"],
+         "policy": ["kept"], "format": ["decision            credit"],
+         "agent": ["ship c0001: the sealed test credits c0001"],
+         "evolver": ["1 children of baseline"], "executor": ["round 1: 3 children"]}
+
+
+@pytest.mark.parametrize("path", EXTENDING, ids=lambda path: path.stem)
+def test_each_extending_example_runs_through_gsme(path, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(path), run_name="__main__")
+    out = capsys.readouterr().out
+    for line in SHOWN[path.stem]:
+        assert line in out, (path.stem, line)
+
+
+def test_getting_started_gates_the_trials_files_it_writes(tmp_path, monkeypatch, capsys):
+    from gsme.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    runpy.run_path(str(EXAMPLES / "getting_started" / "make_trials.py"), run_name="__main__")
+    assert main(["compare", "baseline.csv", "v2.csv"]) == 0
+    out = capsys.readouterr().out
+    page = (DOCS / "getting_started.rst").read_text(encoding="utf-8")
+    for line in out.splitlines():  # the page shows the output's lines as they are printed
+        if line.split()[:1] in (["delta_pp"], ["p_one_sided"], ["decision"], ["mde_pp"]):
+            assert line in page, line
+
+
 def test_the_docs_build_with_warnings_as_errors(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("numpydoc")
     pytest.importorskip("pydata_sphinx_theme")
     src, out = tmp_path / "docs", tmp_path / "html"
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "api"))
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q",
-                           "-b", "html", str(src), str(out)],
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going",
+                           "-q", "-b", "html", str(src), str(out)],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-5000:]
 
     def page(name):
         return (out / name).read_text(encoding="utf-8")
 
-    for name in ["index", "gates", "keep_rules", "archive", "simulator", "importers",
-                 "guarantees", "figures", "api/index"]:
+    for name in ["index", "getting_started", "concepts/harness", "concepts/trials",
+                 "concepts/gates", "concepts/keep_rules", "concepts/archive", "concepts/sealed",
+                 "extending", "glossary", "guides/your_logs", "guides/running",
+                 "guides/evolvers", "guides/real_runs", "guides/library", "evidence",
+                 "simulator", "guarantees", "figures", "notebooks", "api/index"]:
         assert (out / f"{name}.html").is_file(), name
     api = page("api/index.html")
     for name in ["gsme.stats", "gsme.gates", "gsme.designs", "gsme.archive",
@@ -55,6 +100,15 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
     assert "p_one_sided" in paired
     assert "Chen" in page("api/generated/gsme.stats.pass_at_k_estimate.html")
     assert "DeMets" in page("api/generated/gsme.designs.spending_boundaries.html")
-    assert "Mouret" in page("archive.html")
+    assert "Mouret" in page("concepts/archive.html")
+    glossary = page("glossary.html")
+    for term in ["kept", "credited", "sealed", "shipped", "pathology-cell", "where-why"]:
+        assert f'id="term-{term}"' in glossary, term
+    # pandas, numpy and scipy names link to their own documentation, offline
+    assert "https://pandas.pydata.org/docs/reference/api/pandas.DataFrame.html" in paired
+    gates = page("concepts/gates.html")
+    assert "https://docs.scipy.org/doc/scipy/reference/generated/scipy.stats.ttest_rel" in gates
+    assert "https://numpy.org/doc/stable/reference/random/generator.html" in page(
+        "concepts/trials.html")
     assert "gsme.plot.z_forest" in page("api/gsme.plot.html")
     assert len(list((out / "_images").glob("figures-*.png"))) >= 7

@@ -35,7 +35,7 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
     Returns
     -------
     tuple of ndarray
-        ``(p_upper, p_lower, p_two_sided)``: P(S* ≥ S), P(S* ≤ S) and P(|S*| ≥ |S|), one
+        ``(p_upper, p_lower, p_two_sided)``: P(S* ≥ S), P(S* ≤ S) and ``P(|S*| ≥ |S|)``, one
         per entry of ``pairs``.
     """
     if paired.graded:
@@ -112,7 +112,7 @@ def sign_flip_tails(group: np.ndarray, values: np.ndarray, n_groups: int):
     -------
     tuple of ndarray
         ``(p_upper, p_lower, p_two_sided)`` per group: P(S* ≥ S), P(S* ≤ S),
-        P(|S*| ≥ |S|) with S the observed sum (all 1 for a group with no value).
+        ``P(|S*| ≥ |S|)`` with S the observed sum (all 1 for a group with no value).
 
     Examples
     --------
