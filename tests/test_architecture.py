@@ -90,12 +90,13 @@ LAYERS = [  # a module may import only from its own layer or the layers below it
      "gsme.sequential", "gsme._paired",  # deprecated names of gsme.designs, gsme.pairing
      "gsme.patches", "gsme.gated", "gsme.io", "gsme.analysis", "gsme.prior", "gsme.comparisons",
      "gsme.suites", "gsme.agents.base", "gsme.evolvers.base", "gsme.executors.base"},
-    {"gsme.policy", "gsme.ledger", "gsme._ledger_rows", "gsme.gitrepo", "gsme.seal", "gsme.scoring",
+    {"gsme.policy", "gsme.ledger", "gsme._ledger_rows", "gsme.gitrepo", "gsme.seal",
+     "gsme.scoring", "gsme._plan",
      "gsme.plugins", "gsme.sim", "gsme.agents", "gsme.evolvers", "gsme.executors.pool"},
     {"gsme.run", "gsme._run_dir", "gsme._run_frames"},
-    {"gsme.evolve", "gsme._rounds", "gsme.measure", "gsme.report", "gsme.config", "gsme.importers",
-     "gsme.compare", "gsme.budget", "gsme.grow", "gsme.explain", "gsme.view", "gsme.view_data",
-     "gsme.plot",
+    {"gsme.evolve", "gsme._rounds", "gsme.measure", "gsme.report", "gsme.config",
+     "gsme.importers", "gsme.compare", "gsme.budget", "gsme.grow", "gsme.explain", "gsme.view",
+     "gsme.view_data", "gsme.plot",
      "gsme.executors"},
     {"gsme.experiments", "gsme.cli", "gsme.widgets", "gsme.integrations"},
 ]
