@@ -1,5 +1,8 @@
 """Every frame gsme passes around, its columns and types, and the vocabulary they use.
 
+(Over 600 lines because one module holds every frame's contract and its checks, the one
+place for each name; a third of it is docstrings and examples.)
+
 One place for each name: the frames (trials, candidates, decisions, archive, diagnoses,
 proposals, outcomes, history, comparisons, failures, tasks), their column contracts, the id of the
 baseline, the split, lever, kind, decision, gate and policy names, and the default failure

@@ -1,5 +1,8 @@
 """Run any executable as a task agent: one process per trial, a JSON result file back.
 
+(Over 600 lines because this docstring is the whole contract a harness runner is written
+against, kept beside the code that enforces it; the code alone is about 600.)
+
 This is how a user plugs in their own harness runner. For every trial the agent fills a
 command template, runs it (no shell, its own process group, a time limit, a minimal
 environment) and reads ``{out}/result.json``.
