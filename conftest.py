@@ -11,10 +11,18 @@ browser are marked ``slow`` (those driving Chromium also ``browser``) here, in o
 ``-n 2`` in ``pyproject.toml``). Doctests
 run once each (``--doctest-modules``), in a temporary folder of their own, with ``np`` and
 ``pd`` in their namespace.
+
+A notebook's text states only numbers its outputs show: after nbval runs a notebook's last
+cell, the checker of ``tests/notebook_claims.py`` reads every markdown number against the
+outputs of that run (one execution, at the CI size: a number about the notebook's own run
+is computed into an output); a number no output shows fails the last cell's test.
 """
 
+import copy
+import importlib.util
 import os
 import tempfile
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -74,3 +82,29 @@ def _doctests_in_a_temporary_folder(request, tmp_path, monkeypatch, doctest_name
         monkeypatch.chdir(tmp_path)
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
         doctest_namespace.update(np=np, pd=pd)
+
+
+_CLAIMS = importlib.util.spec_from_file_location(
+    "notebook_claims", Path(__file__).resolve().parent / "tests" / "notebook_claims.py")
+notebook_claims = importlib.util.module_from_spec(_CLAIMS)
+_CLAIMS.loader.exec_module(notebook_claims)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if call.when != "call" or not report.passed or not hasattr(item, "test_outputs"):
+        return report  # only a passed nbval cell
+    cells = [i for i in item.session.items if i.parent is item.parent]
+    if item is not cells[-1] or any(cell.test_outputs is None for cell in cells):
+        return report  # the notebook's last cell, after all of them ran
+    notebook = copy.deepcopy(item.parent.nb)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    for cell, executed in zip(code, cells, strict=True):
+        cell.outputs = executed.test_outputs
+    problems = notebook_claims.unsupported(notebook)
+    if problems:
+        report.outcome = "failed"
+        report.longrepr = ("numbers the text states that no output of this run shows:\n"
+                           + "\n".join(problems))
+    return report
