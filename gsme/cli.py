@@ -139,9 +139,11 @@ def _demo_arguments(demo) -> None:
     demo.add_argument("--learn-from", type=Path, default=None, metavar="CSV",
                       help="a comparisons file of earlier runs the learned policy learns from; "
                            "this run's comparisons are appended when it is sealed")
-    demo.add_argument("--gate", default=None, choices=DESIGNS.names(),
+    demo.add_argument("--design", default=None, choices=DESIGNS.names(),
                       help=f"the significance gate's design: {_listed(DESIGNS)} (default: "
                            f"{gate.design})")
+    demo.add_argument("--gate", dest="design", choices=DESIGNS.names(), action=_Renamed,
+                      now="--design", help=argparse.SUPPRESS)
     demo.add_argument("--out", type=Path, default=None,
                       help="run directory to create (default: a new temporary folder)")
     _output_flags(demo, silent=True)
@@ -356,6 +358,20 @@ def _output_flags(parser, *, silent: bool = False) -> None:
     parser.set_defaults(silent=False)
 
 
+class _Renamed(argparse.Action):
+    """An option's name before 0.3.0, kept for one release: it sets the option it was renamed
+    to and says so on stderr."""
+
+    def __init__(self, option_strings, dest, *, now: str, **kwargs):
+        self.now = now
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"gsme: {option_string} is now {self.now} (the old name goes in 0.4.0)",
+              file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def _bars(args) -> bool:
     """Whether progress bars may show (on a terminal): neither ``--quiet`` nor ``--silent``."""
     return not (args.quiet or args.silent)
@@ -398,7 +414,7 @@ def _demo(args) -> int:
 
     updates = {k: v for k, v in (("rounds", args.rounds),
                                  ("children_per_round", args.children)) if v is not None}
-    gate = {} if args.gate is None else {"design": args.gate}
+    gate = {} if args.design is None else {"design": args.design}
     try:
         schedule = Schedule(**updates)
         learn_from = None if args.learn_from is None else str(args.learn_from.resolve())

@@ -15,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import schema
+from gsme import _renamed, schema
 
-__all__ = ["FORMATS", "read_columns", "read_trials", "write_trials"]
+__all__ = ["FILE_FORMATS", "read_columns", "read_trials", "write_trials"]
 
-FORMATS = ("csv", "parquet")
+FILE_FORMATS = ("csv", "parquet")
+"""The file formats of a trials table (log formats are :data:`gsme.registry.FORMATS`)."""
+__getattr__ = _renamed.renamed(__name__, {"FORMATS": "FILE_FORMATS"})
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _COLUMNS = schema.FRAMES["trials"].columns + schema.FRAMES["trials"].optional
 _TEXT = [c.name for c in _COLUMNS if c.kind == "text"]
@@ -211,8 +213,8 @@ def _format(path: Path, format: str | None) -> str:
         except KeyError:
             raise ValueError(
                 f"cannot tell the format of {path.name!r} from its suffix; pass format= "
-                f"one of {list(FORMATS)} or use a suffix in {list(_SUFFIXES)}"
+                f"one of {list(FILE_FORMATS)} or use a suffix in {list(_SUFFIXES)}"
             ) from None
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {list(FORMATS)}, got {format!r}")
+    if format not in FILE_FORMATS:
+        raise ValueError(f"format must be one of {list(FILE_FORMATS)}, got {format!r}")
     return format

@@ -39,7 +39,7 @@ TEXT_ROWS = 250
 """Transcript texts per chunk (opening one transcript loads its chunk)."""
 FIRST_CHARS = 100
 """Characters of a transcript's first line shown in the index."""
-OUTCOMES = {"failed": 0, "passed": 1, "environment failure": 2}
+OUTCOME_CODES = {"failed": 0, "passed": 1, "environment failure": 2}
 """A trial's outcome as the index codes it (the page's labels, in code order)."""
 
 
@@ -52,7 +52,7 @@ class Dictionaries:
                        for name, column in (("candidate", "candidate"), ("task", "task_id"),
                                             ("split", "split"), ("pathology", "pathology"))}
         self.values["pathology"] = ["", *[v for v in self.values["pathology"] if v]]
-        self.values["outcome"] = list(OUTCOMES)
+        self.values["outcome"] = list(OUTCOME_CODES)
         self._codes = {name: {v: i for i, v in enumerate(values)}
                        for name, values in self.values.items()}
 

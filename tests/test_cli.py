@@ -34,7 +34,7 @@ def _config(path, run_dir, rounds=3, preset="tb2"):
 
 
 def test_demo_runs_end_to_end_and_says_simulated(tmp_path, capsys):
-    assert main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "2", "--out", str(tmp_path / "d"),
+    assert main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "2", "--out", str(tmp_path / "d"),
                  "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "SIMULATED" in out
@@ -201,7 +201,7 @@ def _on_a_terminal(monkeypatch):
 
 
 def _demo(tmp_path, name, *flags):
-    return main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1",
+    return main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "1",
                  "--out", str(tmp_path / name), *flags])
 
 
@@ -283,3 +283,16 @@ def test_the_command_line_imports_nothing_heavy_until_a_command_runs():
                           check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_old_gate_flag_still_sets_the_design_and_says_it_is_renamed(capsys):
+    from gsme.cli import _parser
+
+    args = _parser("0", commands=["demo"]).parse_args(["demo", "--gate", "fixed"])
+    assert args.design == "fixed"
+    assert "--gate is now --design (the old name goes in 0.4.0)" in capsys.readouterr().err
+    assert _parser("0", commands=["demo"]).parse_args(["demo", "--design", "fixed"]).design == "fixed"
+    with pytest.raises(SystemExit):
+        _parser("0", commands=["demo"]).parse_args(["demo", "--help"])
+    shown = capsys.readouterr().out
+    assert "--design" in shown and "--gate" not in shown  # one flag in the help

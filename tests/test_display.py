@@ -14,7 +14,7 @@ from gsme.run import Run
 @pytest.fixture(scope="module")
 def sealed(tmp_path_factory):
     path = tmp_path_factory.mktemp("display") / "run"
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1", "--out", str(path),
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "1", "--out", str(path),
                      "--quiet"]) == 0
     return path
 
@@ -78,20 +78,20 @@ def test_a_demo_in_a_temporary_folder_says_where_and_how_to_remove_it(tmp_path, 
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "1",
                      "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
     made = [p for p in tmp_path.iterdir() if p.name.startswith("gsme-demo-tiny-")]
     assert len(made) == 1
     assert out[-2] == f"run directory: {made[0]}"
     assert out[-1].endswith(f"`rm -rf {made[0]}` removes it)")
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1", "--quiet",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "1", "--quiet",
                      "--out", str(tmp_path / "mine")]) == 0
     assert "rm -rf" not in capsys.readouterr().out
 
 
 def test_empty_rounds_say_why_and_stop_the_search(tmp_path, capsys):
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "5",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "5",
                      "--children", "0", "--out", str(tmp_path / "e")]) == 0
     out = capsys.readouterr().out.splitlines()
     rounds = [line for line in out if line.startswith("round ")]
@@ -139,13 +139,13 @@ def test_progress_bars_name_rounds_and_the_sealed_test(tmp_path, capsys, monkeyp
 
 
 def test_demo_prints_a_line_per_round_and_json_lines_with_json(tmp_path, capsys):
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "2", "--out",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "2", "--out",
                      str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out.splitlines()
     rounds = [line for line in out if line.startswith("round ")]
     assert [line.split(":")[0] for line in rounds] == ["round 1", "round 2"]
     assert "kept" in rounds[0] and "credited" in rounds[0] and "trials spent" in rounds[0]
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "2", "--out",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "2", "--out",
                      str(tmp_path / "b"), "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line.get("round") for line in lines[:2]] == [1, 2]
@@ -158,7 +158,7 @@ def test_demo_prints_a_line_per_round_and_json_lines_with_json(tmp_path, capsys)
         assert line["kept"] == int(mine["kept"].sum())
         assert line["credited"] == int((mine["decision"] == "credit").sum())
     assert "sealed_delta_pp" in lines[-1]
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--rounds", "1", "--out",
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--rounds", "1", "--out",
                      str(tmp_path / "c"), "--silent"]) == 0
     assert not [x for x in capsys.readouterr().out.splitlines() if x.startswith("round ")]
 
@@ -174,6 +174,6 @@ def test_printed_numbers_are_rounded_for_people():
 def test_a_demo_refused_prints_no_banner(tmp_path, capsys):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "x").write_text("")
-    assert cli.main(["demo", "--preset", "tiny", "--gate", "fixed", "--out", str(tmp_path / "d")]) == 2
+    assert cli.main(["demo", "--preset", "tiny", "--design", "fixed", "--out", str(tmp_path / "d")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("gsme: error: ")
