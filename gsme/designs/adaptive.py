@@ -147,16 +147,24 @@ class _Reader:
     def __init__(self, panel: Panel):
         self._counts = panel.counts
         self._rows = {"child": panel.child, "parent": panel.parent}
+        slots = panel.counts["slots"]
+        later = (slots[-1] != slots[0]).any(axis=1)  # rows with slots past look 0's repeats
+        self._later = {side: later[rows] for side, rows in self._rows.items()}
 
     def at(self, side: str, look: int, extended=None, first=None) -> dict[str, np.ndarray]:
         """(pairs, tasks) counts of ``side`` at ``look`` (0-based); with ``extended``
         (pairs, tasks), at ``look`` on the extended tasks only and as ``first`` (look 0's
-        counts) on the others."""
+        counts) on the others: ``first`` itself when no pair's side has more there."""
         rows = self._rows[side]
         if extended is None:
             return {name: a[look][rows] for name, a in self._counts.items()}
-        return {name: np.where(extended, a[look][rows], first[name])
-                for name, a in self._counts.items()}
+        some = np.flatnonzero(self._later[side] & extended.any(axis=1))
+        if not len(some):
+            return first
+        out = {name: values.copy() for name, values in first.items()}
+        for name, a in self._counts.items():
+            out[name][some] = np.where(extended[some], a[look][rows[some]], first[name][some])
+        return out
 
 
 def _replay(panel: Panel, config: GateConfig) -> _Replay:
@@ -244,6 +252,8 @@ def _mixed(panel: Panel, child: dict, parent: dict) -> np.ndarray:
 def _moved(counts: dict, first: dict) -> np.ndarray:
     """Per pair: do a side's slot, valid, passed counts (or score sums) differ from look 1's
     on any task?"""
+    if counts is first:
+        return np.zeros(len(first["slots"]), dtype=bool)
     names = [name for name in ("slots", "valid", "passed", "total") if name in counts]
     return np.logical_or.reduce([counts[name] != first[name] for name in names]).any(axis=1)
 

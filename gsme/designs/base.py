@@ -173,6 +173,9 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     local_task[task_codes[task_codes >= 0]] = np.flatnonzero(task_codes >= 0)
     band = np.searchsorted(repeats, slots.repeat, side="right")
     keep = on_split & (local_task[slots.task] >= 0) & (band < n_looks)
+    first = keep & (slots.repeat < config.k)
+    if keep.all():  # every slot counts (the usual case): read the arrays without copying
+        keep = slice(None)
     lc, lt, lb = local_cand[slots.cand[keep]], local_task[slots.task[keep]], band[keep]
     key = (lb * (n_cand + 1) + lc) * n_tasks + lt
     size = n_looks * (n_cand + 1) * n_tasks  # a last all-zero row for absent candidates
@@ -192,7 +195,6 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     }
     c_local = np.where(child_code >= 0, local_cand[child_code], n_cand)
     p_local = np.where(parent_code >= 0, local_cand[parent_code], n_cand)
-    first = keep & (slots.repeat < config.k)
     identical = _identical(slots, first, local_cand[slots.cand[first]],
                            local_task[slots.task[first]], c_local, p_local,
                            (n_cand + 1, n_tasks, config.k))
