@@ -58,12 +58,27 @@ class RunFrames:
         mutations = cands[(cands["kind"] == "mutation")
                           & cands["candidate"].isin(decided["candidate"])]
         rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
-                for cand, patch_id in zip(mutations["candidate"], mutations["patch_id"])
-                for p in self._repo.patches_of(cand) if p.id == patch_id]
+                for cand, commit, patch_id in zip(mutations["candidate"], mutations["commit"],
+                                                  mutations["patch_id"])
+                for p in self._patches_of(cand, commit) if p.id == patch_id]
         tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"],
                              dtype=object)
         out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
         return schema.validate(out.astype({"delta_pp": "float64"}), "history")
+
+    def _patches_of(self, candidate: str, commit: str | None) -> list:
+        """``candidate``'s recorded patches, read from git once per commit (a commit never
+        changes)."""
+        if not commit:
+            return self._repo.patches_of(candidate)
+        if commit not in self._patches_read:
+            self._patches_read[commit] = self._repo.patches_of(candidate)
+        return self._patches_read[commit]
+
+    @functools.cached_property
+    def _patches_read(self) -> dict[str, list]:
+        """The recorded patches :meth:`_patches_of` has read, by commit id."""
+        return {}
 
     def diagnoses(self) -> pd.DataFrame:
         """Every diagnosis the evolver made, with its ``round``."""

@@ -261,6 +261,12 @@ class Ledger:
             known = self._trials = KeptTrials.of(data, version)
         return known
 
+    def recorded(self, keys: list[tuple]) -> list[tuple]:
+        """Those of these trial keys (values of :data:`gsme.schema.TRIAL_KEY`) that the
+        trials table holds, in key order."""
+        held = set(self._all_trials().keys)
+        return sorted(key for key in keys if key in held)
+
     def count_trials(self, *, borrowed: bool | None = None, candidate: str | None = None) -> int:
         """Trials in the ledger: all, only those run (``borrowed=False``) or only borrowed."""
         clauses, params = [], []

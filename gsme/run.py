@@ -397,10 +397,9 @@ class Run(RunFrames):
         if (rows["split"] == "test").any() and not self.sealed:
             raise RunError("trials on the test split are recorded only by the sealed test "
                            "(gsme.measure.finalize); this run is not sealed")
-        key = schema.TRIAL_KEY
-        held = self.trials()[key].merge(rows[key], on=key)
-        if len(held):
-            keys = ", ".join("/".join(map(str, k)) for k in held.itertuples(index=False))
+        held = self._ledger.recorded(list(zip(*(rows[c].tolist() for c in schema.TRIAL_KEY))))
+        if held:
+            keys = ", ".join("/".join(map(str, k)) for k in held)
             raise RunError(f"{len(held)} trial(s) already recorded (a recorded trial is never "
                            f"replaced): {keys[:300]}")
         return rows
