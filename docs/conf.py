@@ -3,8 +3,10 @@
 Build: ``sphinx-build -W -n -b html docs docs/_build/html`` (``-W``: warnings are errors;
 ``-n``, nitpicky, also set here: every cross-reference must resolve).
 The API reference (``api/``) is written from the code by ``apigen.py`` when the build
-starts; autosummary then writes one page per public object (``api/generated/``). Nothing
-is executed but the docstrings' import; figures come from matplotlib's plot directive.
+starts, and the notebooks are copied into ``notebooks/`` to be rendered (myst-nb, with
+their committed outputs: nothing is run); autosummary then writes one page per public object
+(``api/generated/``). Nothing is executed but the docstrings' import; figures come from
+matplotlib's plot directive.
 
 References to Python, NumPy, pandas and SciPy resolve offline (the build needs no network)
 through their inventories in ``_inv/``, copied from the projects' own built documentation:
@@ -14,6 +16,7 @@ A newer release of those packages moved none of the names gsme's docs link to.
 """
 
 import importlib
+import shutil
 import sys
 from pathlib import Path
 
@@ -38,6 +41,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "numpydoc",
     "matplotlib.sphinxext.plot_directive",
+    "myst_nb",
 ]
 
 nitpicky = True  # every cross-reference resolves (as ``-n``)
@@ -55,6 +59,14 @@ root_doc = "index"
 
 # API reference: generated from __all__ each build
 write_api(HERE)
+
+# the notebooks, rendered as committed (executed, full size), never run by the build
+NOTEBOOKS = Path(gsme.__file__).resolve().parents[1] / "notebooks"
+shutil.rmtree(HERE / "notebooks", ignore_errors=True)
+(HERE / "notebooks").mkdir()
+for notebook in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")):
+    shutil.copy(notebook, HERE / "notebooks" / notebook.name)
+nb_execution_mode = "off"
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"member-order": "bysource"}

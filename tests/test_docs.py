@@ -76,6 +76,7 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
     pytest.importorskip("sphinx")
     pytest.importorskip("numpydoc")
     pytest.importorskip("pydata_sphinx_theme")
+    pytest.importorskip("myst_nb")
     src, out = tmp_path / "docs", tmp_path / "html"
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "api"))
     done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going",
@@ -111,4 +112,7 @@ def test_the_docs_build_with_warnings_as_errors(tmp_path):
     assert "https://numpy.org/doc/stable/reference/random/generator.html" in page(
         "concepts/trials.html")
     assert "gsme.plot.z_forest" in page("api/gsme.plot.html")
+    notebooks = sorted(path.stem for path in (out / "notebooks").glob("*.html"))
+    assert len(notebooks) == 7 and notebooks[0] == "01_quickstart", notebooks
+    assert "SIMULATED" in page("notebooks/01_quickstart.html")  # rendered with its outputs
     assert len(list((out / "_images").glob("figures-*.png"))) >= 7
