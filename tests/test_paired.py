@@ -168,3 +168,15 @@ def test_the_first_repeats_of_a_checked_frame_stay_checked():
     got = stats.pass_at_k(first, k=2)
     assert schema.CHECKS["trials"] == before
     pd.testing.assert_frame_equal(got, stats.pass_at_k(stats.first_repeats(trials, k=2), k=2))
+
+
+def test_the_old_private_module_forwards_with_a_warning():
+    from gsme import _paired
+    from gsme.designs import significance
+
+    with pytest.warns(DeprecationWarning, match="gsme.pairing.Slots"):
+        assert _paired.Slots is pairing.Slots
+    with pytest.warns(DeprecationWarning, match="one_look"):
+        assert _paired.compare is significance.one_look
+    with pytest.raises(AttributeError, match="nope"):
+        _paired.nope  # noqa: B018
