@@ -285,15 +285,16 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
     first_valid = _first_valid(infra_ok[order], starts)
     valid = first_valid < ends
     rows = order[np.where(valid, first_valid, starts)]
-    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object), rows, cand,
-                               candidates)
+    slot_cand = cand[rows]
+    source, sources = _sources(trials["borrowed_from"].to_numpy(dtype=object), rows,
+                               slot_cand, candidates)
     passed, score = _values(trials, rows, valid)
     return Slots(
         candidates=candidates,
         splits=splits,
         tasks=tasks,
         sources=sources,
-        cand=cand[rows],
+        cand=slot_cand,
         split=split[rows],
         task=task[rows],
         repeat=repeat[rows],
@@ -348,9 +349,9 @@ def _by_slot_and_attempt(key: np.ndarray, attempt: np.ndarray, n_keys: int) -> n
 
 def _sources(borrowed: np.ndarray, rows: np.ndarray, cand: np.ndarray, candidates: pd.Index):
     """Codes of the candidate that ran the trial of each slot (``rows``: the slots' rows of
-    the ``borrowed_from`` column and the candidate codes); names outside ``candidates``
-    appended."""
-    source = cand[rows].astype(np.int64)
+    the ``borrowed_from`` column; ``cand``: the slots' candidate codes); names outside
+    ``candidates`` appended."""
+    source = cand.astype(np.int64)
     lent = pd.notna(borrowed)[rows]
     if not lent.any():
         return source, candidates
