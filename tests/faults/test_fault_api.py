@@ -15,7 +15,11 @@ import gsme
 from gsme import compare
 
 ROOT = Path(__file__).resolve().parents[2]
-NAMED = {"measure"} | set(re.findall(r"\bgsme\.([a-z]\w*)", (ROOT / "README.md").read_text()))
+# README and the docs' written pages (not the API reference a build generates in docs/api)
+DOCS = [ROOT / "README.md", *sorted(page for page in (ROOT / "docs").rglob("*.rst")
+                                    if page.relative_to(ROOT / "docs").parts[0] != "api")]
+NAMED = {"measure"} | {name for page in DOCS
+                       for name in re.findall(r"\bgsme\.([a-z]\w*)", page.read_text())}
 PUBLIC = sorted(name for name in NAMED
                 if (ROOT / "gsme" / f"{name}.py").is_file() or (ROOT / "gsme" / name).is_dir())
 
