@@ -12,7 +12,10 @@ References to Python, NumPy, pandas and SciPy resolve offline (the build needs n
 through their inventories in ``_inv/``, copied from the projects' own built documentation:
 Python 3.11 and pandas 1.5.3 and SciPy 1.10.1 from Debian's ``python3.11-doc``,
 ``python-pandas-doc`` and ``python-scipy-doc`` packages, NumPy 2.5 from numpy/doc on GitHub.
-A newer release of those packages moved none of the names gsme's docs link to.
+The pandas and SciPy ones are older than the installed releases: the pages gsme links to
+(``pandas.DataFrame``, ``scipy.stats.ttest_rel``, ...) keep their addresses in the current
+documentation; a name added since would not resolve, and fail the build (then replace the
+file with a newer one).
 """
 
 import importlib
@@ -67,6 +70,7 @@ shutil.rmtree(HERE / "notebooks", ignore_errors=True)
 for notebook in sorted(NOTEBOOKS.glob("[0-9]*.ipynb")):
     shutil.copy(notebook, HERE / "notebooks" / notebook.name)
 nb_execution_mode = "off"
+
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"member-order": "bysource"}
