@@ -59,16 +59,22 @@ def test_each_extending_example_runs_through_gsme(path, tmp_path, monkeypatch, c
         assert line in out, (path.stem, line)
 
 
-def test_getting_started_gates_the_trials_files_it_writes(tmp_path, monkeypatch, capsys):
+def test_getting_started_shows_what_its_commands_print(tmp_path, monkeypatch, capsys):
     from gsme.cli import main
 
+    harbor = DOCS.parent / "tests" / "data" / "importers" / "harbor"
     monkeypatch.chdir(tmp_path)
     runpy.run_path(str(EXAMPLES / "getting_started" / "make_trials.py"), run_name="__main__")
-    assert main(["compare", "baseline.csv", "v2.csv"]) == 0
-    out = capsys.readouterr().out
+    shutil.copytree(harbor, tmp_path / "tests" / "data" / "importers" / "harbor")
     page = (DOCS / "getting_started.rst").read_text(encoding="utf-8")
-    for line in out.splitlines():  # the page shows the output's lines as they are printed
-        if line.split()[:1] in (["delta_pp"], ["p_one_sided"], ["decision"], ["mde_pp"]):
+    for pair in (["baseline.csv", "v2.csv"], [f"tests/data/importers/harbor/{side}-job"
+                                              for side in ("baseline", "child")]):
+        assert main(["compare", *pair]) == 0
+        out = capsys.readouterr().out
+        shown = [line for line in out.splitlines() if line.split()[:1] in (
+            ["delta_pp"], ["p_one_sided"], ["decision"], ["mde_pp"], ["gsme"])]
+        assert len(shown) == 5
+        for line in shown:  # the page shows these lines as the command prints them
             assert line in page, line
 
 
