@@ -19,8 +19,8 @@ import pandas as pd
 
 from gsme import schema
 
-__all__ = ["KEYS", "TABLES", "KeptTrials", "as_stored", "columns_of", "frame_of", "sort_rows",
-           "to_sql"]
+__all__ = ["KEYS", "TABLES", "KeptTrials", "as_stored", "columns_of", "fetch_frame",
+           "frame_of", "sort_rows", "to_sql"]
 
 TABLES = {
     table: tuple(schema.FRAMES[frame].columns) + extra
@@ -38,6 +38,36 @@ def columns_of(table: str) -> list[str]:
 
 
 _NATIVE = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def fetch_frame(cursor, table: str, *, block: int = 65_536) -> pd.DataFrame:
+    """Every row of ``cursor`` (a SELECT of ``table``'s columns) as a frame, read a block
+    at a time so that only a block is ever held as Python rows; each text value that
+    recurs across rows is kept once (a million trials name a few hundred candidates and
+    tasks, which SQLite returns as a new string per row). Trial references, unique per
+    row, are left as read."""
+    texts = [i for i, c in enumerate(TABLES[table])
+             if c.kind == "text" and c.name != "trajectory"]
+    shared, frames = {}, []
+    while found := cursor.fetchmany(block):
+        columns = list(zip(*found))
+        for i in texts:
+            columns[i] = [shared.setdefault(v, v) for v in columns[i]]
+        frames.append(frame_of(table, list(zip(*columns))))
+    if len(frames) < 2:
+        return frames[0] if frames else frame_of(table, [])
+    return _joined(frames)
+
+
+def _joined(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Blocks of one table as one frame, each column in the dtype one read would give it
+    (an int column with a NULL in any block: ``Int64``)."""
+    out = pd.concat(frames, ignore_index=True)
+    for name in out.columns:
+        kinds = {str(f[name].dtype) for f in frames}
+        if kinds == {"int64", "Int64"}:
+            out[name] = out[name].astype("Int64")
+    return out
 
 
 def sort_rows(rows: list[tuple], positions: list[int]) -> None:
@@ -66,10 +96,10 @@ class KeptTrials:
     answers: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, data: list[tuple], version: int) -> KeptTrials:
-        """From rows of the trials table's columns."""
-        sort_rows(data, _TRIAL_KEY_AT)
-        return cls(frame_of("trials", data), [_TRIAL_KEY(row) for row in data], version)
+    def of(cls, frame: pd.DataFrame, version: int) -> KeptTrials:
+        """From a frame of the trials table (:func:`fetch_frame`), put in key order."""
+        frame = frame.sort_values(KEYS["trials"], kind="stable", ignore_index=True)
+        return cls(frame, list(zip(*(frame[c].tolist() for c in KEYS["trials"]))), version)
 
     def where(self, equal: dict) -> pd.DataFrame:
         """The rows whose columns equal the given values (a shallow copy of the answer

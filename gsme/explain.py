@@ -315,13 +315,14 @@ def transcripts(run, *, text: bool = True) -> pd.DataFrame:
     (366, 'task: Small shell task: fix the failing step')
     >>> run.close()
     """
-    trials = run.trials()
-    own = trials[trials["trajectory"].notna() & trials["borrowed_from"].isna()]
-    own = own.drop_duplicates("trajectory").sort_values(
-        ["split", "candidate", "task_id", "repeat", "attempt"], kind="stable",
-        ignore_index=True)
-    out = own[["candidate", "task_id", "split", "repeat", "attempt", "passed", "infra_ok",
-               "pathology", "trajectory"]].copy()
+    trials = run.trials()  # in key order: candidate, task_id, split, repeat, attempt
+    own = np.flatnonzero((trials["trajectory"].notna() & trials["borrowed_from"].isna())
+                         .to_numpy())
+    own = own[~trials["trajectory"].iloc[own].duplicated().to_numpy()]
+    # a stable sort by split puts the key order in split, candidate, task, repeat order
+    own = own[np.argsort(trials["split"].to_numpy()[own], kind="stable")]
+    out = trials[["candidate", "task_id", "split", "repeat", "attempt", "passed", "infra_ok",
+                  "pathology", "trajectory"]].take(own).reset_index(drop=True)
     if text:
         out["text"] = [run.transcript(ref) for ref in out["trajectory"]]
     return out

@@ -31,6 +31,7 @@ from gsme._ledger_rows import (
     KeptTrials,
     as_stored,
     columns_of,
+    fetch_frame,
     frame_of,
     sort_rows,
     to_sql,
@@ -256,7 +257,8 @@ class Ledger:
             known = self._trials = known.merged(self._written)
         self._written = []
         if known is None or known.version != version:
-            data = self._db.execute(f"SELECT {self._selected['trials']} FROM trials").fetchall()
+            data = fetch_frame(self._db.execute(f"SELECT {self._selected['trials']} FROM trials"),
+                               "trials")
             self.reads["trials"] += 1
             known = self._trials = KeptTrials.of(data, version)
         return known

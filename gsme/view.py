@@ -33,7 +33,23 @@ __all__ = ["ViewError", "diff_html", "pair_html", "patch_html", "write"]
 
 
 class ViewError(FileExistsError):
-    """The folder asked for holds something else than a page ``gsme view`` wrote."""
+    """The folder asked for holds something else than a page ``gsme view`` wrote.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from gsme.experiments import simulated_run
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "notes.txt").write_text("mine")
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)  # SIMULATED
+    >>> try:
+    ...     write(run, folder)
+    ... except ViewError as error:
+    ...     print(str(error).split(" holds ")[1])
+    notes.txt, not only a page gsme view wrote: choose another --out
+    >>> run.close()
+    """
 
 #: Inline styles of the fragments (inline, so that notebook front ends that drop
 #: ``<style>`` blocks still show them).
@@ -96,7 +112,8 @@ def write(run, folder, *, split: str = "train", refresh: float | None = None,
               disable=None if progress else True, file=sys.stderr, leave=False) as bar:
         index_chunks = view_data.write_transcripts(run, index, data, books, bar=bar)
     rows = pd.Series(np.arange(len(index)), index=index["trajectory"].to_numpy())
-    manifest = {"dir": data.name, "rows": len(index), "indexChunks": index_chunks,
+    del index  # a million rows: the page's other parts need only where each transcript is
+    manifest = {"dir": data.name, "rows": len(rows), "indexChunks": index_chunks,
                 "indexRows": view_data.INDEX_ROWS, "textRows": view_data.TEXT_ROWS,
                 "books": books.values}
     page = _render(run, split=split, rows=rows, data=data, manifest=manifest,

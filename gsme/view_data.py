@@ -45,7 +45,19 @@ OUTCOME_CODES = {"failed": 0, "passed": 1, "environment failure": 2}
 
 class Dictionaries:
     """The page's code books: each candidate, task, split and pathology is written once
-    (in the page) and referred to by its position in the chunks."""
+    (in the page) and referred to by its position in the chunks.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> index = pd.DataFrame({"candidate": ["c0001", "baseline"], "task_id": ["t2", "t1"],
+    ...                       "split": ["train", "train"], "pathology": [None, "looping"]})
+    >>> books = Dictionaries(index)
+    >>> books.values["candidate"], books.values["pathology"]
+    (['baseline', 'c0001'], ['', 'looping'])
+    >>> books.codes("candidate", index["candidate"]), books.codes("pathology", index["pathology"])
+    ([1, 0], [0, 1])
+    """
 
     def __init__(self, index: pd.DataFrame):
         self.values = {name: sorted(index[column].dropna().astype(str).unique())
@@ -67,7 +79,23 @@ def write_transcripts(run, index: pd.DataFrame, folder: Path, books: Dictionarie
     """Write the index and text chunks of ``index`` (:func:`gsme.explain.transcripts` with
     ``text=False``, in page order) into ``folder``, reading each text from the ledger as
     its chunk is written; return the number of index chunks. ``bar`` (a tqdm bar or None)
-    advances by one per transcript."""
+    advances by one per transcript.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from gsme import explain
+    >>> from gsme.experiments import simulated_run
+    >>> run = simulated_run("tiny", rounds=1, finalize=False)  # SIMULATED
+    >>> index = explain.transcripts(run, text=False)
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> write_transcripts(run, index, folder, Dictionaries(index))
+    1
+    >>> len(list(folder.glob("text-*.js"))) == -(-len(index) // TEXT_ROWS)
+    True
+    >>> run.close()
+    """
     chunks = 0
     for start in range(0, len(index), INDEX_ROWS):
         block = index.iloc[start:start + INDEX_ROWS]
@@ -96,7 +124,20 @@ def write_transcripts(run, index: pd.DataFrame, folder: Path, books: Dictionarie
 def write_changed(folder: Path, number: int, pairs: pd.DataFrame, rows: pd.Series) -> None:
     """Write candidate ``number``'s changed repeats (rows of
     :func:`gsme.explain.paired_trials`); ``rows`` maps a transcript reference to its index
-    row."""
+    row (-1 where it has none).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import pandas as pd
+    >>> from pathlib import Path
+    >>> pairs = pd.DataFrame({"task_id": ["t1"], "repeat": [0], "change": ["fixed"],
+    ...                       "trajectory_parent": ["p/t1/r0"], "trajectory_child": ["c/t1/r0"]})
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> write_changed(folder, 3, pairs, pd.Series({"p/t1/r0": 7}))
+    >>> sorted(p.name for p in folder.iterdir())
+    ['changed-3.js']
+    """
     def row_of(refs: pd.Series) -> list[int]:
         return refs.map(rows).fillna(-1).astype(int).tolist()
 
@@ -109,7 +150,19 @@ def write_changed(folder: Path, number: int, pairs: pd.DataFrame, rows: pd.Serie
 
 
 def write_chunk(folder: Path, kind: str, number: int, payload) -> Path:
-    """Write one chunk script; return its path."""
+    """Write one chunk script; return its path.
+
+    Examples
+    --------
+    >>> import base64, json, tempfile, zlib
+    >>> from pathlib import Path
+    >>> path = write_chunk(Path(tempfile.mkdtemp()), "text", 0, ["a transcript"])
+    >>> script = path.read_text()
+    >>> script.startswith('gsmeChunk("text","0","')
+    True
+    >>> json.loads(zlib.decompress(base64.b64decode(script.split('"')[5])))
+    ['a transcript']
+    """
     packed = zlib.compress(json.dumps(payload, separators=(",", ":"),
                                       ensure_ascii=False).encode("utf-8"), 6)
     path = folder / f"{kind}-{number}.js"
