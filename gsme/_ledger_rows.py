@@ -9,6 +9,7 @@ No SQL runs here: :mod:`gsme.ledger` reads and writes the file.
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import operator
@@ -87,19 +88,24 @@ _TRIAL_KEY = operator.itemgetter(*_TRIAL_KEY_AT)
 
 @dataclass(frozen=True)
 class KeptTrials:
-    """Trials read so far: the frame in key order, its keys (sorted), the ``data_version``
-    of the connection when they were read and the answers given per filter."""
+    """Trials read so far: the frame in key order, the ``data_version`` of the connection
+    when they were read, the answers given per filter and, once a write needs them, the
+    keys (sorted; a run only read never lists a million of them)."""
 
     frame: pd.DataFrame
-    keys: list
     version: int
     answers: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, frame: pd.DataFrame, version: int) -> KeptTrials:
         """From a frame of the trials table (:func:`fetch_frame`), put in key order."""
-        frame = frame.sort_values(KEYS["trials"], kind="stable", ignore_index=True)
-        return cls(frame, list(zip(*(frame[c].tolist() for c in KEYS["trials"]))), version)
+        return cls(frame.sort_values(KEYS["trials"], kind="stable", ignore_index=True),
+                   version)
+
+    @functools.cached_property
+    def keys(self) -> list[tuple]:
+        """Each row's key (:data:`gsme.schema.TRIAL_KEY`), in the frame's (sorted) order."""
+        return list(zip(*(self.frame[c].tolist() for c in KEYS["trials"])))
 
     def where(self, equal: dict) -> pd.DataFrame:
         """The rows whose columns equal the given values (a shallow copy of the answer
@@ -132,7 +138,9 @@ class KeptTrials:
         added = frame_of("trials", data)
         frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
             order).reset_index(drop=True)
-        return KeptTrials(frame, every, self.version)
+        kept = KeptTrials(frame, self.version)
+        kept.__dict__["keys"] = every  # known: no need to list them again
+        return kept
 
 
 _STORED_AS = {"text": {str}, "int": {int, bool}, "bool": {int, bool},

@@ -85,7 +85,7 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
     decisions = (decisions[decisions["split"] == split].drop_duplicates("candidate", keep="last")
                  .set_index("candidate"))
     trials = run.trials(split=split)
-    valid = trials[trials["infra_ok"].astype(bool)]
+    valid = trials.loc[trials["infra_ok"].to_numpy(dtype=bool), ["candidate", "activated"]]
     fired = valid.groupby("candidate")["activated"].agg(["size", "mean"])
     rows = []
     for row in frame.itertuples(index=False):
