@@ -13,7 +13,8 @@ import warnings
 from gsme import _checks, pairing
 from gsme.designs import exact, significance
 
-_RENAMED = {"compare": (significance, "one_look"), "task_rates": (pairing, "paired_rates")}
+_RENAMED = {"compare": (significance, "one_look"), "task_rates": (pairing, "paired_rates"),
+            "task_key": (pairing, "_task_key"), "graded_tails": (exact, "_graded_tails")}
 _HOMES = (pairing, significance, exact, _checks)
 
 

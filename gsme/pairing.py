@@ -23,7 +23,7 @@ Examples
 True
 >>> slots = checked.slots
 >>> list(slots.candidates), slots.passed.tolist()
-(['p', 'c'], [True, True, False, True])
+(['p', 'c'], [False, True, True, True])
 >>> paired = pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train")
 >>> describe(paired)["mean_d"].tolist()
 [0.5]
@@ -42,7 +42,7 @@ from gsme._checks import text
 
 __all__ = ["Checked", "Paired", "Slots", "TaskCounts", "check", "checked_slots",
            "checked_trials", "count_tasks", "decode_tasks", "describe", "encode_slots",
-           "pair_tasks", "paired_rates", "task_key", "task_values"]
+           "pair_tasks", "paired_rates", "task_values"]
 
 
 class Checked:
@@ -133,6 +133,13 @@ def check(trials: pd.DataFrame | Checked) -> Checked:
     ------
     gsme.schema.FrameError
         The frame breaks its contract: names the columns and shows the rows at fault.
+
+    Examples
+    --------
+    >>> checked = check(pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"],
+    ...                               "split": "train", "repeat": 0, "passed": [1, 0]}))
+    >>> checked.frame["passed"].tolist(), checked.frame["attempt"].tolist()  # coerced, defaults
+    ([True, False], [0, 0])
     """
     if isinstance(trials, Checked):
         return trials
@@ -141,13 +148,31 @@ def check(trials: pd.DataFrame | Checked) -> Checked:
 
 def checked_trials(trials: pd.DataFrame | Checked) -> pd.DataFrame:
     """The checked frame of :func:`check` (``trials`` itself when it was in the contracted
-    dtypes)."""
+    dtypes).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"], "split": "train",
+    ...                   "repeat": 0, "passed": [1, 0]})
+    >>> frame = checked_trials(t)
+    >>> str(frame["passed"].dtype), checked_trials(frame) is frame
+    ('bool', True)
+    """
     return check(trials).frame
 
 
 def checked_slots(trials: pd.DataFrame | Checked) -> Slots:
     """The slots of :func:`check` (:func:`encode_slots`), factorizing the key's text
-    columns once for the check and the encoding."""
+    columns once for the check and the encoding.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "c"], "task_id": "t1", "split": "train",
+    ...                   "repeat": 0, "passed": [0, 1]})
+    >>> slots = checked_slots(t)
+    >>> list(slots.candidates), slots.cand.tolist(), slots.passed.tolist()
+    (['p', 'c'], [0, 1], [False, True])
+    """
     return check(trials).slots
 
 
@@ -222,6 +247,17 @@ class Slots:
     really ran the scoring attempt: ``borrowed_from`` when the row was borrowed, else the
     slot's own candidate. Two slots with the same source and repeat are the same trial.
     ``row`` is the position in the trials frame of the row shown (the scoring attempt).
+
+    Examples
+    --------
+    Task t1's first attempt failed its infrastructure and was re-run:
+
+    >>> slots = check(pd.DataFrame({"candidate": "a", "task_id": ["t1", "t1", "t2"],
+    ...                             "split": "train", "repeat": 0, "attempt": [0, 1, 0],
+    ...                             "infra_ok": [False, True, True],
+    ...                             "passed": [False, True, False]})).slots
+    >>> list(slots.tasks), slots.attempts.tolist(), slots.passed.tolist(), slots.row.tolist()
+    (['t1', 't2'], [2, 1], [True, False], [1, 2])
     """
 
     candidates: pd.Index
@@ -266,7 +302,17 @@ class Slots:
 
 
 def encode_slots(trials: pd.DataFrame) -> Slots:
-    """Reduce a validated trials frame to its slots (see :class:`Slots`)."""
+    """Reduce a validated trials frame to its slots (see :class:`Slots`).
+
+    Examples
+    --------
+    >>> t = checked_trials(pd.DataFrame({"candidate": "a", "task_id": ["t2", "t1", "t2"],
+    ...                                  "split": "train", "repeat": [1, 0, 0],
+    ...                                  "passed": [1, 1, 0]}))
+    >>> slots = encode_slots(t)  # sorted by slot; task codes in order of first appearance
+    >>> list(slots.tasks), slots.task.tolist(), slots.repeat.tolist(), slots.row.tolist()
+    (['t2', 't1'], [0, 0, 1], [0, 1, 0], [2, 0, 1])
+    """
     return _encode(trials, _text_codes(trials))
 
 
@@ -370,6 +416,16 @@ class TaskCounts:
     """Per (candidate, split, task): repeats scored, valid and passed; sorted by ``key``.
 
     ``total`` sums the valid repeats' scores when the trials carry graded scores, else None.
+    ``key`` orders the (candidate, split, task) codes of :class:`Slots`:
+    (candidate · splits + split) · tasks + task.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t1", "t2"], "split": "train",
+    ...                   "repeat": [0, 1, 0], "passed": [1, 0, 1]})
+    >>> counts = count_tasks(check(t).slots)
+    >>> counts.key.tolist(), counts.n_valid.tolist(), counts.n_passed.tolist()
+    ([0, 1], [2, 1], [1, 1])
     """
 
     key: np.ndarray
@@ -380,8 +436,17 @@ class TaskCounts:
 
 
 def count_tasks(slots: Slots) -> TaskCounts:
-    """Aggregate slots per (candidate, split, task), keyed by :func:`task_key`."""
-    key = task_key(slots, slots.cand, slots.split, slots.task)
+    """Aggregate slots per (candidate, split, task) (see :class:`TaskCounts`).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "p", "c"], "task_id": ["t1", "t2", "t1"],
+    ...                   "split": "train", "repeat": 0, "passed": [1, 0, 1]})
+    >>> counts = count_tasks(check(t).slots)
+    >>> counts.key.tolist(), counts.n_passed.tolist()  # p: t1, t2; c: t1
+    ([0, 1, 2], [1, 0, 1])
+    """
+    key = _task_key(slots, slots.cand, slots.split, slots.task)
     if not len(key):
         return TaskCounts(key, key, key, key, None if slots.score is None else key * 0.0)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
@@ -395,18 +460,39 @@ def count_tasks(slots: Slots) -> TaskCounts:
 
 
 def task_values(counts: TaskCounts) -> np.ndarray:
-    """Each task's summed values: the graded scores' ``total``, else ``n_passed``."""
+    """Each task's summed values: the graded scores' ``total``, else ``n_passed``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t1", "t2"], "split": "train",
+    ...                   "repeat": [0, 1, 0], "passed": [1, 1, 1], "score": [0.5, 1.0, 0.25]})
+    >>> task_values(count_tasks(check(t).slots)).tolist()
+    [1.5, 0.25]
+    >>> task_values(count_tasks(check(t.drop(columns="score")).slots)).tolist()
+    [2, 1]
+    """
     return counts.n_passed if counts.total is None else counts.total
 
 
-def task_key(slots: Slots, cand, split, task) -> np.ndarray:
-    """Integer key ordering (candidate, split, task) codes as :func:`count_tasks` does."""
+def _task_key(slots: Slots, cand, split, task) -> np.ndarray:
+    """Integer key ordering (candidate, split, task) codes: a :class:`TaskCounts` ``key``."""
     cand, split, task = (np.asarray(a, dtype=np.int64) for a in (cand, split, task))
     return (cand * len(slots.splits) + split) * len(slots.tasks) + task
 
 
 def decode_tasks(slots: Slots, key: np.ndarray) -> pd.DataFrame:
-    """The ``candidate, task_id, split`` names behind :func:`task_key` keys."""
+    """The ``candidate, task_id, split`` names behind :class:`TaskCounts` keys.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "c"], "task_id": ["t1", "t2"], "split": "train",
+    ...                   "repeat": 0, "passed": [1, 0]})
+    >>> slots = check(t).slots
+    >>> decode_tasks(slots, count_tasks(slots).key)
+      candidate task_id  split
+    0         p      t1  train
+    1         c      t2  train
+    """
     n_tasks, n_splits = len(slots.tasks), len(slots.splits)
     return pd.DataFrame(
         {
@@ -426,6 +512,17 @@ class Paired:
     ``n_either`` (one per pair) counts the tasks with trials on either side, paired or not.
     ``child_total`` and ``parent_total`` sum the valid repeats' graded scores (None when
     the values are ``passed``: then the ``*_passed`` counts are summed).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "p", "c", "c"], "task_id": ["t1", "t2"] * 2,
+    ...                   "split": "train", "repeat": 0, "passed": [0, 1, 1, 1]})
+    >>> slots = check(t).slots
+    >>> paired = pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train")
+    >>> paired.pair.tolist(), paired.child_passed.tolist(), paired.parent_passed.tolist()
+    ([0, 0], [1, 1], [0, 1])
+    >>> paired.graded
+    False
     """
 
     n_pairs: int
@@ -444,7 +541,20 @@ class Paired:
 
 
 def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> Paired:
-    """Pair child and parent per task on ``split`` over all their repeats, for many pairs."""
+    """Pair child and parent per task on ``split`` over all their repeats, for many pairs.
+
+    ``child`` and ``parent`` are candidate names, one per pair; a task is paired when both
+    have a valid repeat of it.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "p", "c", "d"], "task_id": ["t1", "t2", "t1", "t3"],
+    ...                   "split": "train", "repeat": 0, "passed": [0, 1, 1, 1]})
+    >>> slots = check(t).slots
+    >>> paired = pair_tasks(slots, count_tasks(slots), ["c", "d"], ["p", "p"], "train")
+    >>> paired.pair.tolist(), paired.n_either.tolist()  # d shares no task with p
+    ([0], [2, 3])
+    """
     n_pairs = len(child)
     split_code = slots.splits.get_indexer([split])[0]
     child_code = slots.candidates.get_indexer(pd.Index(child, dtype=object))
@@ -456,7 +566,7 @@ def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> P
     pair = np.repeat(np.arange(n_pairs), lengths)
     row = np.repeat(child_lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(pair))
     task = counts.key[row] % max(len(slots.tasks), 1)
-    wanted = task_key(slots, parent_code[pair], split_code, task)
+    wanted = _task_key(slots, parent_code[pair], split_code, task)
     pos = np.minimum(np.searchsorted(counts.key, wanted), max(len(counts.key) - 1, 0))
     found = np.zeros(len(pair), dtype=bool)
     if len(counts.key):
@@ -473,7 +583,7 @@ def pair_tasks(slots: Slots, counts: TaskCounts, child, parent, split: str) -> P
 
 def _task_block(slots: Slots, counts: TaskCounts, codes: np.ndarray, split_code: int):
     """Row range [lo, hi) of ``counts`` holding each candidate's tasks on the split."""
-    first = task_key(slots, codes, split_code, 0)
+    first = _task_key(slots, codes, split_code, 0)
     lo = np.searchsorted(counts.key, first)
     hi = np.searchsorted(counts.key, first + len(slots.tasks))
     absent = (codes < 0) | (split_code < 0)
@@ -493,6 +603,15 @@ def describe(paired: Paired) -> dict[str, np.ndarray]:
         fractions; mean per-task scores when graded), ``mean_d`` and ``sd_d`` (mean and
         ddof=1 sd of the per-task differences, rounded to 12 decimals so that equal ones
         compare equal; sd is exactly 0 when all differences are equal).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 3), "task_id": ["t1", "t2", "t3"] * 2,
+    ...                   "split": "train", "repeat": 0, "passed": [0, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> d = describe(pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train"))
+    >>> int(d["n_tasks"][0]), int(d["n_changed"][0]), float(d["mean_d"][0]), float(d["sd_d"][0])
+    (3, 2, 0.0, 1.0)
     """
     n_pairs, pair = paired.n_pairs, paired.pair
     rate_child, rate_parent = paired_rates(paired)
@@ -525,7 +644,18 @@ def describe(paired: Paired) -> dict[str, np.ndarray]:
 
 
 def paired_rates(paired: Paired) -> tuple[np.ndarray, np.ndarray]:
-    """Per paired task: the child's and the parent's mean value over their valid repeats."""
+    """Per paired task: the child's and the parent's mean value over their valid repeats.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 4), "split": "train",
+    ...                   "task_id": ["t1", "t1", "t2", "t2"] * 2, "repeat": [0, 1] * 4,
+    ...                   "passed": [0, 1, 1, 1, 1, 1, 0, 1]})
+    >>> slots = check(t).slots
+    >>> child, parent = paired_rates(pair_tasks(slots, count_tasks(slots), ["c"], ["p"], "train"))
+    >>> child.tolist(), parent.tolist()
+    ([1.0, 0.5], [0.5, 1.0])
+    """
     if paired.graded:
         return (paired.child_total / paired.child_valid,
                 paired.parent_total / paired.parent_valid)

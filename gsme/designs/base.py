@@ -135,6 +135,16 @@ class Panel:
     score among the first ``k`` repeats (±inf without one); else ``low`` and ``high`` are
     None. ``child`` and ``parent`` are each pair's rows; ``identical`` (pairs, tasks) says
     the child's trials there are the parent's own.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "p", "c"], "task_id": ["t1", "t2", "t1"],
+    ...                   "split": "train", "repeat": 0, "passed": [0, 1, 1]})
+    >>> panel = panel_of(check(t).slots, ["c"], ["p"], "train", GateConfig(design="fixed"))
+    >>> panel.counts["passed"].shape  # (looks, candidates + 1, tasks)
+    (1, 3, 2)
+    >>> panel.counts["passed"][0, panel.child].tolist(), list(panel.tasks)
+    ([[1, 0]], ['t1', 't2'])
     """
 
     counts: dict
@@ -150,7 +160,20 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
              task_ids=None) -> Panel:
     """The :class:`Panel` of the pairs ``child``, ``parent`` (names) on ``split``: counts
     at each planned look of the design, over ``task_ids`` (default: the tasks with trials
-    of the pairs' candidates there)."""
+    of the pairs' candidates there).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 6), "task_id": "t1",
+    ...                   "split": "train", "repeat": np.tile(np.arange(6), 2),
+    ...                   "passed": [1, 0, 1, 0, 1, 0] + [1] * 6})
+    >>> panel = panel_of(check(t).slots, ["c"], ["p"], "train",
+    ...                  GateConfig(design="adaptive"))
+    >>> panel.counts["passed"][:, panel.parent[0], 0].tolist()  # at looks of 3, 6, 9 repeats
+    [2, 3, 3]
+    >>> panel.counts["slots"][:, panel.child[0], 0].tolist()
+    [3, 6, 6]
+    """
     repeats = design_of(config).look_repeats(config)
     n_looks = len(repeats)
     split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
@@ -233,7 +256,15 @@ def _identical(slots: Slots, first, rows, columns, child, parent, shape) -> np.n
 
 
 def candidate_codes(slots: Slots, names) -> np.ndarray:
-    """Each candidate's code in ``slots``, -1 when it has no trials or is missing (None)."""
+    """Each candidate's code in ``slots``, -1 when it has no trials or is missing (None).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": ["p", "c"], "task_id": "t1", "split": "train",
+    ...                   "repeat": 0, "passed": [0, 1]})
+    >>> candidate_codes(check(t).slots, ["c", "p", "x", None]).tolist()
+    [1, 0, -1, -1]
+    """
     names = np.asarray(names, dtype=object)
     codes = slots.candidates.get_indexer(pd.Index(names, dtype=object)).astype(np.int64)
     codes[pd.isna(names)] = -1
@@ -251,6 +282,19 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
     DataFrame
         :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair in the order of ``pairs``:
         the statistics of the look the design stopped at, ``looks`` the looks it took.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> compare(slots, pairs, split="train", config=GateConfig(design="fixed"))[
+    ...     ["candidate", "n_changed", "p_one_sided", "decision"]].round(4)
+      candidate  n_changed  p_one_sided      decision
+    0         c          6       0.0156        credit
+    1         d          5       0.0312  inconclusive
     """
     return design_of(config).decide(slots, pairs, split=split, config=config)
 
@@ -308,7 +352,21 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
 
 def looks_of_slots(slots: Slots, pairs: pd.DataFrame, *, split: str,
                    config: GateConfig) -> pd.DataFrame:
-    """:func:`looks` on trials already encoded (for simulations that reuse one frame)."""
+    """:func:`looks` on trials already encoded (for simulations that reuse one frame).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> looks_of_slots(slots, pairs, split="train", config=GateConfig(design="fixed"))[
+    ...     ["candidate", "look", "p_one_sided", "level", "decision"]].round(4)
+      candidate  look  p_one_sided  level      decision
+    0         c     1       0.0156  0.025        credit
+    1         d     1       0.0312  0.025  inconclusive
+    """
     return design_of(config).looks(slots, pairs, split=split, config=config)
 
 

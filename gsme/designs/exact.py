@@ -6,7 +6,7 @@ that reach it (:func:`exact_tails`). The significance test (:mod:`gsme.designs.s
 uses it when few tasks changed (``GateConfig.exact_below``) or all differences are equal.
 Pass/fail differences become integers and their distribution is built by a recursion
 over task *ranks*, never a loop per task (:func:`sign_flip_tails`); graded scores' flips are
-enumerated (:func:`graded_tails`).
+enumerated (at most :data:`MAX_GRADED_FLIPS` changed tasks).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from gsme.pairing import Paired, paired_rates
 from gsme.settings import MAX_EXACT_REPEATS
 
-__all__ = ["MAX_GRADED_FLIPS", "exact_tails", "graded_tails", "sign_flip_tails"]
+__all__ = ["MAX_GRADED_FLIPS", "exact_tails", "sign_flip_tails"]
 
 _DP_CELLS = 1 << 24  # float64 cells per chunk of the sign-flip recursion (128 MiB)
 
@@ -30,16 +30,31 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
     are those of S. Differences are turned into integers (a common denominator of the
     pair's valid repeat counts, then divided by their gcd) and the distribution of S is
     built by :func:`sign_flip_tails`; graded scores' differences are not integers, and
-    their flips are enumerated (:func:`graded_tails`).
+    their flips are enumerated (at most :data:`MAX_GRADED_FLIPS` changed tasks).
 
     Returns
     -------
     tuple of ndarray
         ``(p_upper, p_lower, p_two_sided)``: P(S* ≥ S), P(S* ≤ S) and ``P(|S*| ≥ |S|)``, one
         per entry of ``pairs``.
+
+    Examples
+    --------
+    Child d passes five more tasks than its parent p (one of 2^5 flips reaches that):
+
+    >>> import pandas as pd
+    >>> from gsme.pairing import check, count_tasks, pair_tasks
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> paired = pair_tasks(slots, count_tasks(slots), ["c", "d"], ["p", "p"], "train")
+    >>> up, low, two = exact_tails(paired, np.array([1]))
+    >>> float(up[0]), float(low[0]), float(two[0])
+    (0.03125, 1.0, 0.0625)
     """
     if paired.graded:
-        return graded_tails(paired, pairs)
+        return _graded_tails(paired, pairs)
     mask = np.isin(paired.pair, pairs)
     pair = paired.pair[mask]
     cv, cp = paired.child_valid[mask], paired.child_passed[mask]
@@ -60,10 +75,10 @@ def exact_tails(paired: Paired, pairs: np.ndarray):
 
 
 MAX_GRADED_FLIPS = 20
-"""Most changed tasks whose 2^m sign flips :func:`graded_tails` enumerates."""
+"""Most changed tasks whose 2^m sign flips :func:`exact_tails` enumerates for graded scores."""
 
 
-def graded_tails(paired: Paired, pairs: np.ndarray):
+def _graded_tails(paired: Paired, pairs: np.ndarray):
     """:func:`exact_tails` of graded scores: every sign flip of the m changed tasks' rounded
     differences enumerated (2^m sums, m at most :data:`MAX_GRADED_FLIPS`), pairs with the
     same m at once. Sums within 1e-9 · Σ|d_i| of the observed one count as reaching it.

@@ -29,7 +29,15 @@ REFERENCES = ("normal", "t")
 
 
 def two_sided_p(z, df=None, reference: str = "normal"):
-    """Two-sided p of ``z`` against the standard normal, or Student t with ``df``."""
+    """Two-sided p of ``z`` against the standard normal, or Student t with ``df``.
+
+    Examples
+    --------
+    >>> two_sided_p([1.96, -1.96]).round(4).tolist()
+    [0.05, 0.05]
+    >>> float(two_sided_p(1.96, df=5, reference="t").round(4))
+    0.1073
+    """
     z = np.abs(np.asarray(z, dtype=np.float64))
     if reference == "t":
         return 2.0 * sps.t.sf(z, df)
@@ -60,6 +68,20 @@ def significance(described: dict[str, np.ndarray], paired: Paired, *,
         The input's columns except ``mean_d, sd_d``, with ``delta_pp``, ``se_pp``, ``z``,
         ``p_value`` (two-sided), ``p_one_sided`` (upper: the p of a gain), ``p_lower``,
         ``exact`` (bool) and ``reason``.
+
+    Examples
+    --------
+    >>> from gsme.pairing import check, count_tasks, pair_tasks
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> paired = pair_tasks(slots, count_tasks(slots), ["c", "d"], ["p", "p"], "train")
+    >>> tested = significance(describe(paired), paired, config=GateConfig())
+    >>> tested["delta_pp"].round(1).tolist(), tested["p_one_sided"].tolist()
+    ([100.0, 83.3], [0.015625, 0.03125])
+    >>> tested["exact"].tolist()  # few tasks changed: exact sign-flip p-values
+    [True, True]
     """
     n = described["n_tasks"].astype(np.float64)
     changed = described["n_changed"]
@@ -107,6 +129,14 @@ def decide(tested: dict[str, np.ndarray], *, level, cull_level=None,
     -------
     ndarray of object
         ``credit``, ``cull`` or ``inconclusive``, one per pair.
+
+    Examples
+    --------
+    >>> tested = {"n_tasks": np.array([6, 6, 6, 3]), "n_changed": np.array([6, 5, 4, 3]),
+    ...           "p_one_sided": np.array([0.01, 0.2, 0.99, 0.01]),
+    ...           "p_lower": np.array([0.99, 0.8, 0.01, 0.99])}
+    >>> decide(tested, level=0.025, config=GateConfig()).tolist()  # min_tasks=5
+    ['credit', 'inconclusive', 'cull', 'inconclusive']
     """
     n = tested["n_tasks"]
     level = np.broadcast_to(np.asarray(level, dtype=np.float64), n.shape)
@@ -146,6 +176,19 @@ def one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
     -------
     DataFrame
         :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair, in the order of ``pairs``.
+
+    Examples
+    --------
+    >>> from gsme.pairing import check
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> one_look(check(t).slots, pairs, split="train", config=GateConfig())[
+    ...     ["candidate", "delta_pp", "p_one_sided", "decision"]].round(4)
+      candidate  delta_pp  p_one_sided      decision
+    0         c  100.0000       0.0156        credit
+    1         d   83.3333       0.0312  inconclusive
     """
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
@@ -157,7 +200,24 @@ def one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
 
 def paired_frame(child, parent, split: str, tested: dict[str, np.ndarray]) -> pd.DataFrame:
     """The :data:`gsme.schema.PAIRED_COLUMNS` frame of tested pairs: one row per ``child, parent``, the
-    statistics from :func:`significance` columns and a ``decision`` (:func:`decide`)."""
+    statistics from :func:`significance` columns and a ``decision`` (:func:`decide`).
+
+    Examples
+    --------
+    >>> from gsme.pairing import check, count_tasks, pair_tasks
+    >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+    ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+    ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    >>> slots = check(t).slots
+    >>> paired = pair_tasks(slots, count_tasks(slots), ["c", "d"], ["p", "p"], "train")
+    >>> tested = significance(describe(paired), paired, config=GateConfig())
+    >>> tested["decision"] = decide(tested, level=0.025, config=GateConfig())
+    >>> paired_frame(["c", "d"], ["p", "p"], "train", tested)[
+    ...     ["candidate", "parent", "split", "n_tasks", "decision"]]
+      candidate parent  split  n_tasks      decision
+    0         c      p  train        6        credit
+    1         d      p  train        6  inconclusive
+    """
     columns = {"candidate": text(child), "parent": text(parent),
                "split": text([split] * len(child))}
     for name in PAIRED_COLUMNS[3:]:

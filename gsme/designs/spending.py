@@ -100,7 +100,16 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
 @functools.lru_cache(maxsize=128)
 def planned(config: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per planned look: repeats of the extended tasks, efficacy boundary and its nominal
-    one-sided level (read-only arrays, computed once per config)."""
+    one-sided level (read-only arrays, computed once per config).
+
+    Examples
+    --------
+    >>> repeats, bounds, levels = planned(GateConfig(design="adaptive"))
+    >>> repeats.tolist(), bounds.round(2).tolist(), levels.round(4).tolist()
+    ([3, 6, 9], [3.71, 2.51, 1.99], [0.0001, 0.006, 0.0231])
+    >>> planned(GateConfig(design="fixed"))[1].tolist()
+    [1.96]
+    """
     repeats = look_repeats(config)
     if len(repeats) == 1:
         bounds = np.array([config.z_crit])
