@@ -235,7 +235,7 @@ def check_loop(parent: np.ndarray, child: np.ndarray, config: GateConfig,
         if (new_parent == have_parent).all() and (new_child == have_child).all():
             break
         have_parent, have_child = new_parent, new_child
-    decided = gates.significance_gate(trials, pairs, config=config)
+    decided = gates.significance_gate(trials, pairs, gate=config)
     credit = int((decided["decision"] == "credit").sum())
     child_trials = float(have_child.sum(axis=1).mean())
     same = (credit == expected["credit"]

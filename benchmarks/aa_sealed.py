@@ -75,7 +75,7 @@ def _fresh_sealed(run, chosen: str, run_seed: int) -> str:
                   "passed": t.passed, "infra_ok": t.infra_ok}
                  for (task, r, _), t in zip(specs, made)]
     return gstats.paired_test(pd.DataFrame(rows), parent=BASELINE, child=chosen, split="test",
-                              config=run.config.gate)["decision"].iloc[0]
+                              gate=run.config.gate)["decision"].iloc[0]
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:

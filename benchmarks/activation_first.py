@@ -71,7 +71,7 @@ def spent(n_tasks: int, seed: int, *, first: bool) -> tuple[int, int]:
         len(pairs), dtype=bool))
     with tempfile.TemporaryDirectory() as root, Run.create(
             Path(root) / "run", agent=Bimodal(n_tasks, seed),
-            config=RunConfig(gate=GateConfig(design="adaptive"), workers=1)) as run:
+            run_config=RunConfig(gate=GateConfig(design="adaptive"), workers=1)) as run:
         measure.measure(run, "baseline", round=0, progress=False)
         before = run.trials_spent()
         child, _ = run.add_candidate(["baseline"], patch=PATCH, round=1)

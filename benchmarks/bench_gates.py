@@ -134,23 +134,23 @@ def main(argv=None) -> None:
     times, cpu = [], []
     for _ in range(args.repeats):
         start, start_cpu = time.perf_counter(), time.process_time()
-        decisions = gates.credit(trials, candidates, config=STORED)
+        decisions = gates.credit(trials, candidates, gate=STORED)
         times.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     best = min(times)
-    n_checks = checks(lambda: gates.credit(trials, candidates, config=STORED))
+    n_checks = checks(lambda: gates.credit(trials, candidates, gate=STORED))
     checked = pairing.check(trials)
-    n_checks_given = checks(lambda: gates.credit(checked, candidates, config=STORED))
+    n_checks_given = checks(lambda: gates.credit(checked, candidates, gate=STORED))
     one_pair = {"parent": "baseline", "child": decisions["candidate"].iloc[0]}
     compare_cpu = min(cpu_seconds(lambda: compare.compare(trials, **one_pair))
                       for _ in range(args.repeats))
     compare_checks = checks(lambda: compare.compare(trials, **one_pair))
     parts = split_cpu(trials, candidates, args.repeats)
     arrow = trials.astype({c: "str" for c in ("candidate", "task_id", "split", "beacons")})
-    arrow_cpu = min(cpu_seconds(lambda: gates.credit(arrow, candidates, config=STORED))
+    arrow_cpu = min(cpu_seconds(lambda: gates.credit(arrow, candidates, gate=STORED))
                     for _ in range(args.repeats))
     tracemalloc.start()
-    gates.credit(trials, candidates, config=STORED)
+    gates.credit(trials, candidates, gate=STORED)
     traced_peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     rss_unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB

@@ -89,7 +89,7 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
                         config=no_borrow, tasks=tasks, progress=False)
     decided = candidates[candidates["candidate"].isin(run.decisions()["candidate"])]
-    return gates.credit(current, decided, split="train", config=run.config.gate)
+    return gates.credit(current, decided, split="train", gate=run.config.gate)
 
 
 def _agreement(borrowed: pd.DataFrame, full: pd.DataFrame) -> tuple[int, int]:
@@ -116,7 +116,7 @@ def one_run(args) -> dict:
     path = Path(root) / f"{preset}-b{breadth}-s{seed}"
     with Run.create(path, agent=sim.preset(preset, suite_seed=seed, breadth=breadth),
                     evolver=RuleEvolver(seed=seed),
-                    config=RunConfig(run_seed=seed, **max_failures),
+                    run_config=RunConfig(run_seed=seed, **max_failures),
                     schedule=Schedule(rounds=rounds), agent_spec=spec,
                     evolver_spec={"kind": "rule", "seed": seed}) as run:
         evolve.evolve(run, progress=False)

@@ -217,7 +217,7 @@ def one_run(label: str, evolver, *, preset: str, seed: int, rounds: int, childre
     """Evolve one run; its proposals' numbers."""
     agent = sim.preset(preset, suite_seed=seed, breadth=breadth)
     path = root / f"{re.sub(r'[^a-z0-9]+', '-', label.lower())}-s{seed}"
-    run = Run.create(path, agent=agent, evolver=evolver, config=RunConfig(run_seed=seed),
+    run = Run.create(path, agent=agent, evolver=evolver, run_config=RunConfig(run_seed=seed),
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=0))
     try:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
 
@@ -26,3 +27,39 @@ def renamed(module: str, names: dict[str, str]):
             return getattr(sys.modules[module], names[name])
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
+
+
+def renamed_keywords(**old_to_new: str):
+    """A decorator letting a function still take each old keyword of ``old_to_new`` (old →
+    new) for one release, as the new one, with a DeprecationWarning. The function keeps its
+    name, docstring and signature (``inspect.signature`` shows only the new keywords).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> @renamed_keywords(config="gate")
+    ... def credit(trials, *, gate=None):
+    ...     return gate
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     credit(None, config="g"), str(caught[0].message)
+    ('g', 'credit(config=) is now credit(gate=) (the old keyword goes in 0.4.0)')
+    >>> import inspect; str(inspect.signature(credit))
+    '(trials, *, gate=None)'
+    """
+    def decorate(function):
+        name = function.__qualname__
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            for old in old_to_new.keys() & kwargs.keys():
+                new = old_to_new[old]
+                if new in kwargs:
+                    raise TypeError(f"{name}() takes {new}= (formerly {old}=), not both")
+                warnings.warn(f"{name}({old}=) is now {name}({new}=) (the old keyword goes in "
+                              "0.4.0)", DeprecationWarning, stacklevel=2)
+                kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+        wrapper.renamed_keywords = dict(old_to_new)
+        return wrapper
+    return decorate

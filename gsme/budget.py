@@ -36,7 +36,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from gsme import compare, designs
+from gsme import compare
+from gsme._renamed import renamed_keywords
+from gsme.designs import design_of, look_repeats
 from gsme.schema import SEALED_ROUND
 from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig, RunConfig, Schedule
 
@@ -118,7 +120,7 @@ def account(run) -> pd.DataFrame:
         evolver = calls["round"].between(1, done)
         round_evolver = float(np.nansum(calls.loc[evolver, "cost_usd"].astype(float))) / done
     else:
-        most = int(designs.design_of(gate).look_repeats(gate)[-1])
+        most = int(design_of(gate).look_repeats(gate)[-1])
         candidates = schedule.children_per_round + schedule.recombinations_per_round
         parent = most if gate.parent_trials == "fresh" else most - gate.k
         round_trials = len(run.tasks("train")) * (candidates * most + parent)
@@ -176,13 +178,14 @@ def over_budget(run) -> str | None:
     return None
 
 
+@renamed_keywords(config="gate")
 def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math.nan,
              minutes_per_trial: float = math.nan, concurrency: int | None = None,
              test_tasks: int = 0, test_dataset: bool = False, rounds: int | None = None,
              children: int | None = None, recombinations: int | None = None,
              k: int | None = None, repeat_sd_pp: float = REPEAT_SD_PP,
              task_sd_pp: float = 0.0, power: float = TARGET_POWER,
-             config: GateConfig | None = None, designs=None) -> pd.DataFrame:
+             gate: GateConfig | None = None, designs=None) -> pd.DataFrame:
     """Trials, dollars and wall hours of a round and of a run for each gate design, beside
     its power on the train split (:func:`gsme.compare.plan`).
 
@@ -211,7 +214,7 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
         Trials in flight at once (default ``RunConfig().workers``).
     rounds, children, recombinations : int, optional
         The schedule (default :class:`~gsme.settings.Schedule`'s).
-    k, repeat_sd_pp, task_sd_pp, power, config, designs
+    k, repeat_sd_pp, task_sd_pp, power, gate, designs
         As :func:`gsme.compare.plan`.
 
     Returns
@@ -252,9 +255,9 @@ def run_plan(*, n_tasks: int, effect_pp: float, cost_per_trial_usd: float = math
                          "tasks to train on; a comparison needs 2 or more")
     table = compare.plan(n_tasks=n_train, effect_pp=effect_pp, k=k,
                          repeat_sd_pp=repeat_sd_pp, task_sd_pp=task_sd_pp, power=power,
-                         config=config, designs=designs)
-    gate = GateConfig() if config is None else config
-    most = [int(designs.look_repeats(gate.model_copy(update={
+                         gate=gate, designs=designs)
+    gate = GateConfig() if gate is None else gate
+    most = [int(look_repeats(gate.model_copy(update={
         "design": d, "k": kk, "k_max": max(gate.k_max, kk)}))[-1])
         for d, kk in zip(table["design"], table["k"], strict=True)]
     first_look = n_train * table["k"]

@@ -473,7 +473,7 @@ def _start(spec, args, *, banner: str | None = None) -> int:
 
     executor = _executor(spec.executor)  # a bad setting stops before the run is created
     with Run.create(spec.dir, agent=plugins.build_agent(spec.agent),
-                    evolver=plugins.build_evolver(spec.evolver), config=spec.config,
+                    evolver=plugins.build_evolver(spec.evolver), run_config=spec.config,
                     schedule=spec.schedule, agent_spec=spec.agent,
                     evolver_spec=spec.evolver, executor_spec=spec.executor) as run:
         if banner and not (args.json or args.silent):
@@ -704,7 +704,7 @@ def _compare(args) -> int:
         held = set(imported.trials["split"])
         split = args.split or ("test" if held == {"test"} else "train")
         try:
-            row = compare.compare(imported.trials, parent=parent, child=child, config=config,
+            row = compare.compare(imported.trials, parent=parent, child=child, gate=config,
                                   on=args.on, split=split)
         except ValueError as err:
             raise ConfigError(str(err)) from None

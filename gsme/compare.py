@@ -16,6 +16,7 @@ import pandas as pd
 
 from gsme import _checks, gates, pairing, schema, stats
 from gsme import power as power_mod
+from gsme._renamed import renamed, renamed_keywords
 from gsme.designs import Fixed
 from gsme.registry import DESIGNS
 from gsme.schema import COMPARE_COLUMNS, PLAN_COLUMNS
@@ -30,33 +31,35 @@ from gsme.settings import (
     GateConfig,
 )
 
-__all__ = ["COMPARE_COLUMNS", "LOGS_GATE", "MAX_K", "MAX_TASKS", "OUTCOMES", "PLAN_COLUMNS",
+__all__ = ["COMPARED_ON", "COMPARE_COLUMNS", "LOGS_GATE", "MAX_K", "MAX_TASKS", "PLAN_COLUMNS",
            "compare", "outcome", "plan", "repeat_sd_from_aa"]
 
 LOGS_GATE = GateConfig(design="fixed")
 """The gate of :func:`compare` unless told otherwise: one look at every repeat the logs hold
 (logs cannot be extended with the repeats an adaptive design would ask for)."""
-OUTCOMES = ("score", "passed")
-"""What :func:`compare` can gate on: the trials' scores, or ``passed`` as 0/1."""
+__getattr__ = renamed(__name__, {"OUTCOMES": "COMPARED_ON"})
+COMPARED_ON = ("score", "passed")
+"""What :func:`compare` can gate on (its ``on``): the trials' scores, or ``passed`` as 0/1."""
 
 
+@renamed_keywords(config="gate")
 def compare(
     trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
     effect_pp: float = EFFECT_PP,
     power: float = TARGET_POWER,
     on: str | None = None,
 ) -> pd.DataFrame:
     """The paper's row for ``child`` against ``parent``: the gate's verdict and its reach.
 
-    The significance test is :func:`gsme.gates.significance_gate` under ``config.design``
+    The significance test is :func:`gsme.gates.significance_gate` under ``gate.design``
     (fixed: the one-look test of :func:`gsme.stats.paired_test`). The validity gate of
     :func:`gsme.gates.credit` applies too (``invalid`` when more than
-    ``config.max_dropped_frac`` of the tasks cannot be paired); the activation gate does
+    ``gate.max_dropped_frac`` of the tasks cannot be paired); the activation gate does
     not, since logs carry no patch beacons. Repeats lost to infrastructure failures are
     counted, never scored: logs cannot be re-run.
 
@@ -68,7 +71,7 @@ def compare(
     parent, child : str
         Candidate ids.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Default: :class:`~gsme.settings.GateConfig` with ``design="fixed"``. Logs cannot be
         extended with more repeats, so the adaptive design can decide only on logs that
         already hold ``k_max`` repeats of every task; ask for it explicitly.
@@ -97,10 +100,10 @@ def compare(
         * ``rate_parent, rate_child, delta_pp, se_pp, z`` of the decision, as in
           :func:`gsme.gates.significance_gate`, and ``p_one_sided``: the p of a gain, which
           the one-sided rule compares with its level (α = 2.5% for the fixed design)
-        * ``pass_k`` (``config.k``, or fewer when a side has fewer valid repeats on
+        * ``pass_k`` (``gate.k``, or fewer when a side has fewer valid repeats on
           every task), ``pass_at_k_parent``, ``pass_at_k_child``
           (:func:`gsme.stats.pass_at_k` of :func:`gsme.stats.first_repeats`: over the first
-          ``config.k`` repeats of every task, fractions; tasks with fewer than ``pass_k``
+          ``gate.k`` repeats of every task, fractions; tasks with fewer than ``pass_k``
           valid repeats among them left out; NaN when gating on graded scores, which have
           no pass@k)
         * ``sd_pp`` (sd of the per-task differences at this K), ``mde_pp`` (the effect
@@ -124,13 +127,13 @@ def compare(
        n_tasks  n_up  n_down  delta_pp decision
     0       20    16       1      41.7   credit
     """
-    config = LOGS_GATE if config is None else _checks.gate_config(config)
+    gate = LOGS_GATE if gate is None else _checks.gate_config(gate)
     _checks.check_choice("split", split, schema.SPLITS)
     _checks.check_finite("effect_pp", effect_pp)
     if not 0 < _checks.check_finite("power", power) < 1:
         raise ValueError(f"power must lie strictly between 0 and 1, got {power!r}")
     if on is not None:
-        _checks.check_choice("on", on, OUTCOMES)
+        _checks.check_choice("on", on, COMPARED_ON)
     trials, on = _outcome(pairing.check(trials), on)  # checked once: every step reads it
     frame = trials.frame
     on_split = frame.loc[frame["split"] == split, "candidate"]
@@ -145,33 +148,33 @@ def compare(
         trials = trials.rows(theirs)
         frame = trials.frame
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    tested = gates.significance_gate(trials, pairs, split=split, config=config).iloc[0]
-    verdict = _validity(trials, parent, child, split, config)
-    tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split, config=config)
+    tested = gates.significance_gate(trials, pairs, split=split, gate=gate).iloc[0]
+    verdict = _validity(trials, parent, child, split, gate)
+    tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split, gate=gate)
     n, k = int(tested["n_tasks"]), int(tested["k"])
-    pass_k = min(config.k, *(int(tasks[c].to_numpy().max(initial=0))
+    pass_k = min(gate.k, *(int(tasks[c].to_numpy().max(initial=0))
                              for c in ("n_parent", "n_child")))
     sd = float(tested["se_pp"]) * np.sqrt(n) if n >= 2 else np.nan
     reach = np.isfinite(sd) and sd > 0
     invalid = verdict["gate_failed"] == "validity"
     row = {
-        "parent": parent, "child": child, "split": split, "design": config.design,
+        "parent": parent, "child": child, "split": split, "design": gate.design,
         "outcome": on,
         "n_tasks": n, "n_dropped": int(tested["n_dropped"]), "n_changed": int(tested["n_changed"]),
         "n_up": int((tasks["diff"] > 0).sum()), "n_down": int((tasks["diff"] < 0).sum()),
         "n_tied": int((tasks["diff"] == 0).sum()), "k": k, "looks": int(tested["looks"]),
-        **_infra_counts(trials, parent, child, split, config),
+        **_infra_counts(trials, parent, child, split, gate),
         **{c: float(tested[c]) for c in ("rate_parent", "rate_child", "delta_pp", "se_pp", "z",
                                          "p_one_sided")},
         "pass_k": pass_k,
-        **_pass_at_k(stats.first_repeats(trials, k=config.k), parent, child, split,
+        **_pass_at_k(stats.first_repeats(trials, k=gate.k), parent, child, split,
                      0 if schema.graded(frame) else pass_k),
         "sd_pp": sd,
-        "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
+        "mde_pp": power_mod.mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, gate=gate)
         if reach else np.nan,
         "power_effect_pp": float(effect_pp),
         "power": power_mod.power(n_tasks=n, effect_pp=effect_pp, repeat_sd_pp=sd, k=1,
-                                 config=config) if reach else np.nan,
+                                 gate=gate) if reach else np.nan,
         "gate_failed": "validity" if invalid else (
             None if tested["decision"] == "credit" else "significance"),
         "decision": "invalid" if invalid else tested["decision"],
@@ -206,7 +209,7 @@ def outcome(trials: pd.DataFrame, *, on: str | None = None) -> tuple[pd.DataFram
     ('score', 'passed', False)
     """
     if on is not None:
-        _checks.check_choice("on", on, OUTCOMES)
+        _checks.check_choice("on", on, COMPARED_ON)
     checked, on = _outcome(pairing.check(trials), on)
     return checked.frame, on
 
@@ -231,12 +234,12 @@ def _validity(trials, parent, child, split, config) -> pd.Series:
     })
     frame = trials.frame
     active = trials.with_flags(activated=frame["activated"] | (frame["candidate"] == child))
-    return gates.credit(active, candidates, split=split, config=config).iloc[0]
+    return gates.credit(active, candidates, split=split, gate=config).iloc[0]
 
 
 def _infra_counts(trials, parent, child, split, config) -> dict:
     slots = gates.validity_gate(trials.rows((trials.frame["split"] == split).to_numpy()),
-                                config=config)
+                                gate=config)
     lost = slots.loc[~slots["valid"], "candidate"]
     return {"n_infra_parent": int((lost == parent).sum()),
             "n_infra_child": int((lost == child).sum())}
@@ -255,6 +258,7 @@ def _pass_at_k(trials, parent, child, split, k) -> dict:
 
 # ---------------------------------------------------------------------------------- plan
 
+@renamed_keywords(config="gate")
 def plan(
     *,
     n_tasks: int,
@@ -263,7 +267,7 @@ def plan(
     repeat_sd_pp: float = REPEAT_SD_PP,
     task_sd_pp: float = 0.0,
     power: float = TARGET_POWER,
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
     designs=None,
     simulations: int = SIMULATIONS,
     rng=None,
@@ -286,7 +290,7 @@ def plan(
     effect_pp : float
         The true effect to detect, percentage points.
     k : int, optional
-        Repeats per task and side (the adaptive design's first look); default ``config.k``.
+        Repeats per task and side (the adaptive design's first look); default ``gate.k``.
     repeat_sd_pp, task_sd_pp : float
         The noise model of :func:`gsme.power.power` (default: the largest repeat sd a
         pass/fail outcome or a score in [0, 1] allows, 70.7, which errs towards too little
@@ -295,7 +299,7 @@ def plan(
         design's are simulated with pass/fail outcomes of that spread, an approximation.
     power : float
         The target power (default 0.8).
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``z_crit``, ``reference`` and, for the adaptive design, ``k_max``, ``k_step``
         and ``futility_z``.
     designs : str or sequence of str, optional
@@ -325,8 +329,8 @@ def plan(
        power  mde_pp  k_needed  n_tasks_needed
     0  0.127  17.434      37.0           526.0
     """
-    config = _checks.gate_config(config)
-    k = config.k if k is None else _checks.check_int("k", k, 1)
+    gate = _checks.gate_config(gate)
+    k = gate.k if k is None else _checks.check_int("k", k, 1)
     if k > MAX_K:
         raise ValueError(f"k must be at most {MAX_K} repeats per task, got {k}")
     n_tasks = _checks.check_int("n_tasks", n_tasks, 2)
@@ -340,8 +344,8 @@ def plan(
     rows = []
     for design in designs:
         _checks.check_choice("design", design, DESIGNS.names())
-        cfg = config.model_copy(update={"design": design, "k": k,
-                                        "k_max": max(config.k_max, k)})
+        cfg = gate.model_copy(update={"design": design, "k": k,
+                                        "k_max": max(gate.k_max, k)})
         _check_simulation_size(design, simulations * n_tasks * cfg.k_max * 2)
         common = {"design": design, "n_tasks": n_tasks, "k": k, "effect_pp": float(effect_pp),
                   "repeat_sd_pp": float(repeat_sd_pp), "task_sd_pp": float(task_sd_pp),
@@ -402,7 +406,7 @@ def repeat_sd_from_aa(trials: pd.DataFrame, *, candidate: str, rerun: str,
         raise ValueError(f"an A/A estimate needs two runs of the harness; candidate and rerun "
                          f"are both {candidate!r}")
     tasks = stats.paired_tasks(trials, parent=candidate, child=rerun, split=split,
-                               config=LOGS_GATE)  # every repeat
+                               gate=LOGS_GATE)  # every repeat
     if len(tasks) < 2:
         raise schema.FrameError(f"an A/A estimate needs two or more tasks scored on both "
                                 f"{candidate!r} and {rerun!r} on split {split!r}; "

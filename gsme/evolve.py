@@ -255,9 +255,9 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
         return schema.empty("decisions").assign(kept=pd.Series(dtype=bool),
                                                 expected_delta_pp=pd.Series(dtype=float))
     decided = gates.credit(run.trials(split="train"), candidates, split="train",
-                           config=run.config.gate)
+                           gate=run.config.gate)
     screened = policy.screen(decided, policy=run.config.policy,
-                             past=run.comparisons(before_round=round), config=run.config.keep)
+                             past=run.comparisons(before_round=round), keep=run.config.keep)
     decided = decided.assign(kept=screened["kept"],
                              expected_delta_pp=screened["expected_delta_pp"])
     run.record("decisions", decided, round=round)

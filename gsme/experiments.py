@@ -132,7 +132,7 @@ def simulated_run(preset: str, *, root=None, seed: int = 0, profile: str | None 
         world["mix"] = dataclasses.asdict(world["mix"])
     path = _root(root, None) / label
     run = Run.create(path, agent=agent, evolver=RuleEvolver(seed=seed),
-                     config=config,
+                     run_config=config,
                      schedule=Schedule(rounds=rounds, children_per_round=children,
                                        recombinations_per_round=recombinations),
                      agent_spec={"kind": "sim", "preset": preset, "suite_seed": suite_seed,
@@ -330,7 +330,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
         agent = sim.preset(preset, suite_seed=seed, profile=profile)
         with Run.create(root / f"ablation-{preset}-{agent.profile.name}-s{seed}", agent=agent,
                         evolver=MechanismEvolver(list(mechanisms)),
-                        config=RunConfig(run_seed=seed, gate=gate or GateConfig()),
+                        run_config=RunConfig(run_seed=seed, gate=gate or GateConfig()),
                         agent_spec={"kind": "sim", "preset": preset, "suite_seed": seed,
                                     "profile": agent.profile.name}) as run:
             evolve.run_round(run, children=len(mechanisms), recombinations=0, progress=False)
@@ -372,7 +372,7 @@ def baseline_pathologies(preset: str = "appworld", *, profiles=tuple(sim.PROFILE
     for name in tqdm(list(profiles), desc=f"{preset}: baselines", disable=not progress):
         with Run.create(root / f"baseline-{preset}-{name}-s{seed}",
                         agent=sim.preset(preset, suite_seed=seed, profile=name),
-                        config=RunConfig(run_seed=seed)) as run:
+                        run_config=RunConfig(run_seed=seed)) as run:
             trials = evolve.cold_start(run, progress=False)
         frames.append(_baseline_shares(trials).assign(
             preset=preset, profile=name, family=sim.PROFILES[name].family))
@@ -491,7 +491,7 @@ def aa_noise(preset: str = "appworld", *, reruns: int = 5, seed: int = 0, root=N
                   disable=not progress):
         with Run.create(root / f"aa-{preset}-s{seed}-run{s}",
                         agent=sim.preset(preset, suite_seed=seed),
-                        config=RunConfig(run_seed=s)) as run:
+                        run_config=RunConfig(run_seed=s)) as run:
             trials = evolve.cold_start(run, progress=False)
         scored.append(trials.assign(candidate=BASELINE if s == seed else f"rerun-{s}"))
     trials = pd.concat(scored, ignore_index=True)

@@ -426,8 +426,8 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     parts = []
     for r, decided in decisions.groupby("round", sort=False):
         past = run.comparisons(before_round=int(r))
-        mix, count = policy.learned_mix(decided, past=past, config=config.keep)
-        post = prior.posterior(decided, mix, config=config.keep)
+        mix, count = policy.learned_mix(decided, past=past, keep=config.keep)
+        post = prior.posterior(decided, mix, keep=config.keep)
         low, high = _posterior_interval(decided, mix, config.keep)
         measured = decided["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
         parts.append(pd.DataFrame({

@@ -17,18 +17,20 @@ import numpy as np
 import pandas as pd
 
 from gsme import _checks, designs, pairing, parent_trials, schema
+from gsme._renamed import renamed_keywords
 from gsme.settings import GateConfig
 
 __all__ = ["activation_gate", "credit", "significance_gate", "silent", "validity_gate"]
 
 
+@renamed_keywords(config="gate")
 def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
-                  config: GateConfig | None = None) -> pd.DataFrame:
+                  gate: GateConfig | None = None) -> pd.DataFrame:
     """State of every (candidate, task_id, split, repeat) slot after its attempts so far.
 
     A slot is valid when one of its attempts held ``infra_ok`` (it is scored by the first
     such attempt). An invalid slot needs a re-run while it has made at most
-    ``config.max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded
+    ``gate.max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded
     from comparisons. Attempts beyond the budget that did succeed still make the slot valid.
     This is the rule the loop's scoring plan runs (:func:`gsme.scoring.plan`).
 
@@ -36,7 +38,7 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     ----------
     trials : DataFrame or gsme.pairing.Checked
         A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``max_reruns``: re-runs allowed after the first attempt.
 
     Returns
@@ -53,9 +55,9 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     >>> validity_gate(t)[["attempts", "valid", "needs_rerun"]].to_dict("records")
     [{'attempts': 2, 'valid': False, 'needs_rerun': True}]
     """
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     slots = pairing.checked_slots(trials)
-    needs_rerun = slots.needs_rerun(config.max_reruns)
+    needs_rerun = slots.needs_rerun(gate.max_reruns)
     return pd.DataFrame(
         {
             "candidate": _checks.text(slots.candidates.to_numpy()[slots.cand]),
@@ -71,17 +73,18 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     )
 
 
+@renamed_keywords(config="gate")
 def activation_gate(
     trials: pd.DataFrame | pairing.Checked,
     candidates: pd.DataFrame,
     *,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Did each candidate's own patch fire? Counted over its valid trials on ``split``.
 
     A candidate is active when its beacon fired (``activated``) in at least
-    ``config.min_activations`` valid trials. The baseline has no patch and is exempt. Trials on
+    ``gate.min_activations`` valid trials. The baseline has no patch and is exempt. Trials on
     tasks its env gate does not admit count in ``trials`` (they cannot fire), so
     ``activation_rate`` is a share of all its valid trials.
 
@@ -92,7 +95,7 @@ def activation_gate(
     candidates : DataFrame
         A candidates frame; one output row per candidate in it.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``min_activations``: activations needed.
 
     Returns
@@ -113,24 +116,25 @@ def activation_gate(
     [{'trials': 2, 'activations': 1, 'active': True}]
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     slots = pairing.checked_slots(trials)
     schema.validate(candidates, "candidates")
-    return _activation(slots, candidates, split, config.min_activations)
+    return _activation(slots, candidates, split, gate.min_activations)
 
 
+@renamed_keywords(config="gate")
 def silent(
     trials: pd.DataFrame | pairing.Checked,
     pairs: pd.DataFrame,
     tasks: pd.DataFrame,
     *,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> np.ndarray:
     """Which pairs' children are already ``inactive``: the activation gate, first.
 
     A child whose beacon fired in none of its trials once its first look is complete
-    (``config.k`` repeats of every task of ``split`` resolved: valid, or excluded after
+    (``gate.k`` repeats of every task of ``split`` resolved: valid, or excluded after
     its re-runs) is inactive whatever more repeats would show, so the scoring loop asks
     nothing more for it (the adaptive design's later looks included). A child scored
     alone (``parent`` None, the baseline) is never silent.
@@ -144,7 +148,7 @@ def silent(
     tasks : DataFrame
         ``task_id, split``: the tasks a first look covers.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``k`` (the first look's repeats) and ``max_reruns``.
 
     Returns
@@ -165,30 +169,31 @@ def silent(
     [False, False]
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     schema.require(pairs, ["candidate", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
     slots = pairing.checked_slots(trials)
-    first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < config.k)
-    resolved = first & ~slots.needs_rerun(config.max_reruns)
+    first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < gate.k)
+    resolved = first & ~slots.needs_rerun(gate.max_reruns)
     size = len(slots.candidates) + 1  # the last bin: candidates without trials (code -1)
     done = np.bincount(slots.cand[resolved], minlength=size)
     fired = np.bincount(slots.cand[first & slots.activated], minlength=size)
     code = slots.candidates.get_indexer(pd.Index(pairs["candidate"].to_numpy(dtype=object),
                                                  dtype=object))
     n_tasks = int((tasks["split"].to_numpy(dtype=object) == split).sum())
-    return (pairs["parent"].notna().to_numpy() & (done[code] >= n_tasks * config.k)
+    return (pairs["parent"].notna().to_numpy() & (done[code] >= n_tasks * gate.k)
             & (fired[code] == 0) & (n_tasks > 0))
 
 
+@renamed_keywords(config="gate")
 def significance_gate(
     trials: pd.DataFrame | pairing.Checked,
     pairs: pd.DataFrame,
     *,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
-    """The significance test of ``config.design`` for many pairs in one pass.
+    """The significance test of ``gate.design`` for many pairs in one pass.
 
     ``fixed``: the one-look test of :func:`gsme.stats.paired_test` on every repeat.
     ``adaptive``: the group-sequential procedure of :mod:`gsme.designs`, replayed from
@@ -203,7 +208,7 @@ def significance_gate(
         Columns ``candidate`` (the child) and ``parent``, one row per comparison. A pair
         whose candidates have no trials on ``split`` comes out ``inconclusive`` with
         ``n_tasks`` 0 and a reason.
-    split, config
+    split, gate
         As in :func:`gsme.stats.paired_test`.
 
     Returns
@@ -223,38 +228,39 @@ def significance_gate(
     >>> significance_gate(t, pairs)[["n_tasks", "delta_pp", "decision"]]
        n_tasks  delta_pp decision
     0       15     100.0   credit
-    >>> significance_gate(t, pairs, config=GateConfig(design="adaptive"))["reason"].item()
+    >>> significance_gate(t, pairs, gate=GateConfig(design="adaptive"))["reason"].item()
     'credited at look 1 of 3; all 15 task differences are equal: exact sign-flip p'
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     _check_pairs(pairs)
     slots = pairing.checked_slots(trials)
-    return designs.compare(slots, pairs, split=split, config=config)
+    return designs.compare(slots, pairs, split=split, config=gate)
 
 
+@renamed_keywords(config="gate")
 def credit(
     trials: pd.DataFrame | pairing.Checked,
     candidates: pd.DataFrame,
     *,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Decide every non-baseline candidate against its parent: validity, activation, z.
 
     Each candidate is compared with the first id in its ``parents`` (for a recombination,
     the elite its patches were stacked onto): on the train split with the block of the
-    parent's trials scored alongside it when ``config.parent_trials`` is ``"fresh"`` (the
+    parent's trials scored alongside it when ``gate.parent_trials`` is ``"fresh"`` (the
     default; :mod:`gsme.parent_trials`), else with the parent's stored trials. Gates run cheapest first and the first that
     stops a candidate is named in ``gate_failed``:
 
-    * validity → ``invalid`` when no task pairs, or more than ``config.max_dropped_frac`` of the
+    * validity → ``invalid`` when no task pairs, or more than ``gate.max_dropped_frac`` of the
       tasks either side was scored on could not be paired (infrastructure failures still
       unresolved after re-runs, tasks scored on one side only);
     * activation → ``inactive`` (see :func:`activation_gate`);
     * significance → ``cull`` or ``inconclusive``; ``credit`` passes all three. Under the
       adaptive design this is the decision of the look the procedure stopped at, replayed
-      from the trials (:mod:`gsme.designs`), so ``config=run.config.gate`` gives the
+      from the trials (:mod:`gsme.designs`), so ``gate=run.config.gate`` gives the
       run's decisions.
 
     The statistics are reported for every pair, also those stopped by an earlier gate;
@@ -268,7 +274,7 @@ def credit(
     candidates : DataFrame
         A candidates frame; every non-baseline row needs a parent.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Every gate setting; default :class:`~gsme.settings.GateConfig`. A run's
         ``run.config.gate`` reproduces the run's own decisions. Trials scored outside
         gsme's loop have no fresh blocks: gate them with ``parent_trials="stored"``.
@@ -298,27 +304,27 @@ def credit(
 
     >>> from gsme import experiments
     >>> run = experiments.simulated_run("tiny", rounds=1, progress=False)  # SIMULATED
-    >>> again = credit(run.trials(split="train"), run.candidates(), config=run.config.gate)
+    >>> again = credit(run.trials(split="train"), run.candidates(), gate=run.config.gate)
     >>> again["decision"].tolist() == run.decisions()["decision"].tolist()
     True
     >>> run.close()
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
-    min_activations, max_dropped_frac = config.min_activations, config.max_dropped_frac
+    gate = _checks.gate_config(gate)
+    min_activations, max_dropped_frac = gate.min_activations, gate.max_dropped_frac
     schema.validate(candidates, "candidates")
     _check_parents(candidates)
-    paired = parent_trials.pairs(candidates, split=split, config=config)
-    view = parent_trials.view(trials, paired, config=config)
+    paired = parent_trials.pairs(candidates, split=split, config=gate)
+    view = parent_trials.view(trials, paired, config=gate)
     if not isinstance(view, pairing.Checked):  # a frame: blocks may be missing
         parent_trials.require_blocks(view, paired)
     seen = pairing.check(view)  # checked once: nothing below checks it again
     slots = seen.slots
     pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
-    tested = designs.compare(slots, pairs, split=split, config=config)
+    tested = designs.compare(slots, pairs, split=split, config=gate)
     tested["parent"] = _checks.text(paired["parent"])
     tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
-                                                                  config)
+                                                                  gate)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
     active = active.loc[pairs["candidate"]]
 

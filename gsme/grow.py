@@ -193,7 +193,7 @@ def regate(run: Run) -> pd.DataFrame:
     DataFrame
         One row per decided candidate: the decisions frame of :func:`gsme.gates.credit`
         (``candidate, parent, split, n_tasks, ..., delta_pp, z, p_value, decision, ...``)
-        with ``config=run.config.gate``, then ``decision_before`` (the decision the run
+        with ``gate=run.config.gate``, then ``decision_before`` (the decision the run
         recorded) and ``changed`` (``decision != decision_before``).
 
     Examples
@@ -215,7 +215,7 @@ def regate(run: Run) -> pd.DataFrame:
     candidates = run.candidates()
     decided = candidates[candidates["candidate"].isin(before.index)].reset_index(drop=True)
     now = gates.credit(run.trials(split="train"), decided, split="train",
-                       config=run.config.gate)
+                       gate=run.config.gate)
     previous = before.loc[now["candidate"], "decision"].to_numpy(dtype=object)
     return now.assign(decision_before=previous, changed=now["decision"].to_numpy() != previous)
 

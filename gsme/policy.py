@@ -31,6 +31,7 @@ import pandas as pd
 
 from gsme import archive as archive_lib
 from gsme import prior, schema, stats
+from gsme._renamed import renamed_keywords
 from gsme.registry import POLICIES
 from gsme.schema import BASELINE
 from gsme.settings import KeepConfig
@@ -39,15 +40,16 @@ __all__ = ["POLICIES", "Gated", "Greedy", "Learned", "Peak", "Policy", "expected
            "history_check", "kept", "learned_mix", "reported", "screen"]
 
 
+@renamed_keywords(config="keep")
 def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
-                     config: KeepConfig | None = None) -> pd.DataFrame:
+                     keep: KeepConfig | None = None) -> pd.DataFrame:
     """Each decided child's true effect as the mix learned from all comparisons sees it.
 
     The mix is fitted (:func:`gsme.prior.fit`) on the comparisons of ``past`` and of
     ``decisions`` whose decision measured an effect (credit, cull, inconclusive), each by
     its first-K Δ where it has one (:func:`gsme.prior.learned_from`); invalid and inactive
     children get NaN. Rows of ``past`` not marked ``own`` are history (earlier runs): only
-    its latest ``config.history_runs`` runs count, and it is dropped when this run's
+    its latest ``keep.history_runs`` runs count, and it is dropped when this run's
     comparisons (its ``own`` rows and ``decisions``) fail the check against it
     (:func:`history_check`).
 
@@ -60,7 +62,7 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
         Earlier comparisons (``delta_pp, se_pp``, and ``decision``, ``run``, ``own`` if
         known): earlier runs of the same world and the run's earlier rounds
         (:meth:`gsme.run.Run.comparisons`).
-    config : KeepConfig, optional
+    keep : KeepConfig, optional
 
     Returns
     -------
@@ -77,22 +79,23 @@ def expected_effects(decisions: pd.DataFrame, *, past: pd.DataFrame | None = Non
     >>> float(expected_effects(d, past=helped)["expected_delta_pp"].iloc[0]) > 0
     True
     """
-    config = config or KeepConfig()
+    keep = keep or KeepConfig()
     schema.require(decisions, ["decision", *prior.COMPARISON_COLUMNS], "decisions")
     measured = decisions["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
-    mix, _ = learned_mix(decisions, past=past, config=config)
-    out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, config=config)
+    mix, _ = learned_mix(decisions, past=past, keep=keep)
+    out = prior.posterior(decisions[prior.COMPARISON_COLUMNS], mix, keep=keep)
     out.loc[~measured] = np.nan
     return out
 
 
+@renamed_keywords(config="keep")
 def learned_mix(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
-                config: KeepConfig | None = None) -> tuple[pd.DataFrame, int]:
+                keep: KeepConfig | None = None) -> tuple[pd.DataFrame, int]:
     """The mix of proposal effects :func:`expected_effects` learns for ``decisions``, and
     how many comparisons it learned from.
 
     The history in ``past`` (rows not marked ``own``) counts when its check passes
-    (:func:`history_check`), capped at its latest ``config.history_runs`` runs; then the
+    (:func:`history_check`), capped at its latest ``keep.history_runs`` runs; then the
     run's own rows and ``decisions``; of each, the rows that measured an effect, by their
     first-look Δ where known (:func:`gsme.prior.learned_from`).
 
@@ -109,20 +112,21 @@ def learned_mix(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
     >>> learned, round(float(mix["weight"].sum()), 6)
     (1, 1.0)
     """
-    config = config or KeepConfig()
+    keep = keep or KeepConfig()
     history, own = _split(past)
-    check = prior.check_history(history, pd.concat([own, decisions]), config=config)
-    kept_history = (prior.recent_runs(history, config.history_runs) if check["used"]
+    check = prior.check_history(history, pd.concat([own, decisions]), keep=keep)
+    kept_history = (prior.recent_runs(history, keep.history_runs) if check["used"]
                     else history.iloc[:0])
     evidence = [prior.learned_from(frame.loc[_learned(frame)])
                 for frame in (kept_history, own, decisions) if len(frame)]
     evidence = (pd.concat(evidence, ignore_index=True) if evidence
                 else pd.DataFrame(columns=prior.COMPARISON_COLUMNS))
-    return prior.fit(evidence, config=config), int(evidence.dropna().shape[0])
+    return prior.fit(evidence, keep=keep), int(evidence.dropna().shape[0])
 
 
+@renamed_keywords(config="keep")
 def history_check(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
-                  config: KeepConfig | None = None) -> dict:
+                  keep: KeepConfig | None = None) -> dict:
     """The check :func:`expected_effects` makes of ``past``'s history before learning from it.
 
     :func:`gsme.prior.check_history` of the rows of ``past`` not marked ``own`` against the
@@ -140,7 +144,7 @@ def history_check(decisions: pd.DataFrame, *, past: pd.DataFrame | None = None,
     """
     history, own = _split(past)
     return prior.check_history(history, pd.concat([own, decisions]),
-                               config=config or KeepConfig())
+                               keep=keep or KeepConfig())
 
 
 def _split(past: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -160,13 +164,14 @@ def _learned(frame: pd.DataFrame) -> np.ndarray:
     return frame["decision"].isin(prior.LEARNED_DECISIONS).to_numpy()
 
 
+@renamed_keywords(config="keep")
 def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
-           config: KeepConfig | None = None) -> pd.DataFrame:
+           keep: KeepConfig | None = None) -> pd.DataFrame:
     """Which decided children ``policy`` keeps, and what each is expected to be worth.
 
-    ``past`` and ``config`` are those of :func:`expected_effects`. The ``learned`` policy
+    ``past`` and ``keep`` are those of :func:`expected_effects`. The ``learned`` policy
     keeps a credited child always, and any other child whose decision measured an effect
-    when its expected true effect is above ``config.worth_pp``.
+    when its expected true effect is above ``keep.worth_pp``.
 
     Returns
     -------
@@ -194,14 +199,15 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
     """
     rule = POLICIES.get(policy)
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
-    out = expected_effects(decisions, past=past, config=config)
-    keep = rule.keep(decisions, out, config=config or KeepConfig())
-    out.insert(0, "kept", np.asarray(keep, dtype=bool))
+    out = expected_effects(decisions, past=past, keep=keep)
+    chosen = rule.keep(decisions, out, config=keep or KeepConfig())
+    out.insert(0, "kept", np.asarray(chosen, dtype=bool))
     return out
 
 
+@renamed_keywords(config="keep")
 def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = None,
-         config: KeepConfig | None = None) -> np.ndarray:
+         keep: KeepConfig | None = None) -> np.ndarray:
     """Which decided children ``policy`` keeps, one bool per row (see :func:`screen`).
 
     Examples
@@ -213,7 +219,7 @@ def kept(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = No
     >>> kept(d, policy="learned").tolist()   # no evidence yet: cautious
     [True, False]
     """
-    return screen(decisions, policy=policy, past=past, config=config)["kept"].to_numpy()
+    return screen(decisions, policy=policy, past=past, keep=keep)["kept"].to_numpy()
 
 
 def reported(archive: pd.DataFrame, trials: pd.DataFrame, *, policy: str, k: int) -> str:

@@ -30,11 +30,13 @@ from scipy import integrate, optimize, stats
 from statsmodels.stats.power import NormalIndPower, TTestPower
 
 from gsme import _checks
+from gsme._renamed import renamed_keywords
 from gsme.settings import REPEAT_SD_PP, TARGET_POWER, GateConfig
 
 __all__ = ["mde", "power", "power_table"]
 
 
+@renamed_keywords(config="gate")
 def power(
     *,
     n_tasks,
@@ -42,7 +44,7 @@ def power(
     repeat_sd_pp,
     k: int | None = None,
     task_sd_pp=0.0,
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ):
     """Probability that the paired test decides (:math:`|z|` ≥ critical value) at a true effect.
 
@@ -62,8 +64,8 @@ def power(
     repeat_sd_pp, task_sd_pp : float
         See above; their combined sd must be positive.
     k : int, optional
-        Repeats per task (≥ 1); default ``config.k``.
-    config : GateConfig, optional
+        Repeats per task (≥ 1); default ``gate.k``.
+    gate : GateConfig, optional
         Its ``z_crit`` and ``reference``, as in :func:`gsme.stats.paired_test`.
 
     Returns
@@ -76,18 +78,19 @@ def power(
     >>> round(power(n_tasks=100, effect_pp=10, repeat_sd_pp=70.7, k=3), 3)
     0.679
     >>> round(power(n_tasks=100, effect_pp=10, repeat_sd_pp=70.7, k=3,
-    ...             config=GateConfig(reference="normal")), 3)
+    ...             gate=GateConfig(reference="normal")), 3)
     0.688
     """
-    config, k = _check_power_args(k, config)
+    gate, k = _check_power_args(k, gate)
     n = _checks.check_finite("n_tasks", n_tasks)
     if np.any(n < 2):
         raise ValueError(f"n_tasks must be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
-    out = _power(n, _checks.check_finite("effect_pp", effect_pp), sd, config)
+    out = _power(n, _checks.check_finite("effect_pp", effect_pp), sd, gate)
     return float(out) if np.ndim(out) == 0 else out
 
 
+@renamed_keywords(config="gate")
 def mde(
     *,
     n_tasks: int,
@@ -95,7 +98,7 @@ def mde(
     k: int | None = None,
     task_sd_pp: float = 0.0,
     power: float = TARGET_POWER,
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> float:
     """Minimum detectable effect (pp): the effect that :func:`power` gives with ``power``.
 
@@ -112,15 +115,15 @@ def mde(
     >>> round(mde(n_tasks=167, repeat_sd_pp=70.7, k=3), 2)
     8.9
     """
-    config, k = _check_power_args(k, config)
+    gate, k = _check_power_args(k, gate)
     n_tasks = _checks.check_int("n_tasks", n_tasks, 2)
-    alpha = 2.0 * config.alpha
+    alpha = 2.0 * gate.alpha
     if not alpha < power < 1:
         raise ValueError(f"power must lie strictly between alpha={alpha:.4g} and 1, got {power!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, k)
 
     def gap(effect):
-        return _power(n_tasks, effect, sd, config) - power
+        return _power(n_tasks, effect, sd, gate) - power
 
     high = sd / np.sqrt(n_tasks)
     while gap(high) < 0:
@@ -128,6 +131,7 @@ def mde(
     return float(optimize.brentq(gap, 0.0, high, xtol=1e-12, rtol=1e-12))
 
 
+@renamed_keywords(config="gate")
 def power_table(
     *,
     n_tasks,
@@ -136,14 +140,14 @@ def power_table(
     repeat_sd_pp: float = REPEAT_SD_PP,
     task_sd_pp: float = 0.0,
     power: float = TARGET_POWER,
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
     """:func:`power` and :func:`mde` over every combination of tasks, effects and K.
 
     The default ``repeat_sd_pp`` (70.7) is the largest a pass/fail outcome, or a score in
     [0, 1], allows (both pass probabilities 0.5), so the table errs towards too little
     power, never too much; scores on another scale need theirs given.
-    ``k`` defaults to ``config.k``.
+    ``k`` defaults to ``gate.k``.
 
     Returns
     -------
@@ -156,8 +160,8 @@ def power_table(
     >>> power_table(n_tasks=[26, 167], effect_pp=[5], k=[3])["mde_pp"].round(1).tolist()
     [23.3, 8.9]
     """
-    config = _checks.gate_config(config)
-    k = config.k if k is None else k
+    gate = _checks.gate_config(gate)
+    k = gate.k if k is None else k
     grid = pd.MultiIndex.from_product(
         [np.atleast_1d(n_tasks), np.atleast_1d(effect_pp), np.atleast_1d(k)],
         names=["n_tasks", "effect_pp", "k"],
@@ -166,16 +170,16 @@ def power_table(
         _checks.check_finite(name, values)
     grid = grid.astype({"n_tasks": np.int64, "effect_pp": np.float64, "k": np.int64})
     for kk in grid["k"].unique():
-        _check_power_args(int(kk), config)
+        _check_power_args(int(kk), gate)
     if (grid["n_tasks"] < 2).any():
         raise ValueError(f"n_tasks must all be >= 2, got {n_tasks!r}")
     sd = _difference_sd(repeat_sd_pp, task_sd_pp, grid["k"].to_numpy())
     grid["power"] = _power(grid["n_tasks"].to_numpy(np.float64), grid["effect_pp"].to_numpy(),
-                           sd, config)
+                           sd, gate)
     designs = grid[["n_tasks", "k"]].drop_duplicates()
     designs["mde_pp"] = [
         mde(n_tasks=int(n), repeat_sd_pp=repeat_sd_pp, k=int(kk), task_sd_pp=task_sd_pp,
-            power=power, config=config)
+            power=power, gate=gate)
         for n, kk in zip(designs["n_tasks"], designs["k"])
     ]
     return grid.merge(designs, on=["n_tasks", "k"], how="left")

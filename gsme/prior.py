@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from gsme._renamed import renamed_keywords
 from gsme.schema import require
 from gsme.settings import KeepConfig
 
@@ -41,7 +42,8 @@ _MAX_ITERATIONS = 5_000
 _TOLERANCE = 1e-8
 
 
-def grid(config: KeepConfig | None = None) -> np.ndarray:
+@renamed_keywords(config="keep")
+def grid(keep: KeepConfig | None = None) -> np.ndarray:
     """The effects (pp) on which g is estimated: a symmetric grid holding 0 exactly.
 
     Examples
@@ -50,12 +52,13 @@ def grid(config: KeepConfig | None = None) -> np.ndarray:
     >>> g.tolist()
     [-20.0, -10.0, 0.0, 10.0, 20.0]
     """
-    config = config or KeepConfig()
-    half = np.arange(config.grid_step_pp, config.grid_max_pp + 1e-9, config.grid_step_pp)
+    keep = keep or KeepConfig()
+    half = np.arange(keep.grid_step_pp, keep.grid_max_pp + 1e-9, keep.grid_step_pp)
     return np.r_[-half[::-1], 0.0, half]
 
 
-def start(config: KeepConfig | None = None) -> pd.DataFrame:
+@renamed_keywords(config="keep")
+def start(keep: KeepConfig | None = None) -> pd.DataFrame:
     """The cautious starting mix: ``start_null`` at 0, the rest Normal(start_mean, start_sd).
 
     Returns
@@ -69,15 +72,16 @@ def start(config: KeepConfig | None = None) -> pd.DataFrame:
     >>> round(float(g["weight"].sum()), 12), float(g.loc[g["effect_pp"] == 0, "weight"].iloc[0]) > 0.5
     (1.0, True)
     """
-    config = config or KeepConfig()
-    effects = grid(config)
-    spread = sps.norm.pdf(effects, config.start_mean_pp, config.start_sd_pp)
-    weight = (1.0 - config.start_null) * spread / spread.sum()
-    weight[effects == 0.0] += config.start_null
+    keep = keep or KeepConfig()
+    effects = grid(keep)
+    spread = sps.norm.pdf(effects, keep.start_mean_pp, keep.start_sd_pp)
+    weight = (1.0 - keep.start_null) * spread / spread.sum()
+    weight[effects == 0.0] += keep.start_null
     return pd.DataFrame({"effect_pp": effects, "weight": weight})
 
 
-def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.DataFrame:
+@renamed_keywords(config="keep")
+def fit(comparisons: pd.DataFrame, *, keep: KeepConfig | None = None) -> pd.DataFrame:
     """The mix of true effects g that best explains ``comparisons``, from the starting mix.
 
     The maximum of the likelihood of the comparisons times a Dirichlet prior on the grid
@@ -93,7 +97,7 @@ def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.Da
     comparisons : DataFrame
         ``delta_pp, se_pp`` (any other columns are ignored); rows with a NaN in either
         are left out.
-    config : KeepConfig, optional
+    keep : KeepConfig, optional
 
     Returns
     -------
@@ -125,18 +129,18 @@ def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.Da
     >>> float((g["effect_pp"] * g["weight"]).sum()) > 4.0
     True
     """
-    config = config or KeepConfig()
-    prior = start(config)
-    delta, se = _observed(comparisons, config)
+    keep = keep or KeepConfig()
+    prior = start(keep)
+    delta, se = _observed(comparisons, keep)
     if len(delta) == 0:
         return prior
     likelihood = _likelihood(delta, se, prior["effect_pp"].to_numpy())
-    pseudo = config.start_weight * prior["weight"].to_numpy()
+    pseudo = keep.start_weight * prior["weight"].to_numpy()
     weight = prior["weight"].to_numpy().copy()
     for _ in range(_MAX_ITERATIONS):
         joint = likelihood * weight
         responsibility = joint / joint.sum(axis=1, keepdims=True)
-        new = (pseudo + responsibility.sum(axis=0)) / (config.start_weight + len(delta))
+        new = (pseudo + responsibility.sum(axis=0)) / (keep.start_weight + len(delta))
         if np.max(np.abs(new - weight)) < _TOLERANCE:
             weight = new
             break
@@ -144,8 +148,9 @@ def fit(comparisons: pd.DataFrame, *, config: KeepConfig | None = None) -> pd.Da
     return prior.assign(weight=weight / weight.sum())
 
 
+@renamed_keywords(config="keep")
 def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
-              config: KeepConfig | None = None) -> pd.DataFrame:
+              keep: KeepConfig | None = None) -> pd.DataFrame:
     """Each comparison's true effect as the mix ``prior`` and its measurement see it.
 
     Parameters
@@ -154,7 +159,7 @@ def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
         ``delta_pp, se_pp``.
     prior : DataFrame
         ``effect_pp, weight``: a mix from :func:`fit` or :func:`start`.
-    config : KeepConfig, optional
+    keep : KeepConfig, optional
         Its ``se_floor_pp``.
 
     Returns
@@ -183,11 +188,11 @@ def posterior(comparisons: pd.DataFrame, prior: pd.DataFrame, *,
        expected_delta_pp  p_positive  lfsr
     0                0.0         0.0   1.0
     """
-    config = config or KeepConfig()
+    keep = keep or KeepConfig()
     require(comparisons, COMPARISON_COLUMNS, "comparisons")
     require(prior, ["effect_pp", "weight"], "prior")
     delta = comparisons["delta_pp"].to_numpy(np.float64)
-    se = np.maximum(comparisons["se_pp"].to_numpy(np.float64), config.se_floor_pp)
+    se = np.maximum(comparisons["se_pp"].to_numpy(np.float64), keep.se_floor_pp)
     known = ~(np.isnan(delta) | np.isnan(se))
     effects = prior["effect_pp"].to_numpy(np.float64)
     out = np.full((len(delta), 3), np.nan)
@@ -250,8 +255,9 @@ def recent_runs(comparisons: pd.DataFrame, runs: int) -> pd.DataFrame:
     return comparisons[comparisons["run"].isin(latest)]
 
 
+@renamed_keywords(config="keep")
 def log_predictive(comparisons: pd.DataFrame, mix: pd.DataFrame, *,
-                   config: KeepConfig | None = None) -> np.ndarray:
+                   keep: KeepConfig | None = None) -> np.ndarray:
     """Each comparison's log density under the mix's predictive law.
 
     A comparison's Δ is predicted by ``mix`` convolved with its own standard error:
@@ -264,16 +270,17 @@ def log_predictive(comparisons: pd.DataFrame, mix: pd.DataFrame, *,
     >>> bool(np.allclose(log_predictive(c, null), sps.norm.logpdf([0.0, 3.0], 0.0, 3.0)))
     True
     """
-    config = config or KeepConfig()
-    delta, se = _observed(comparisons, config)
+    keep = keep or KeepConfig()
+    delta, se = _observed(comparisons, keep)
     return _log_predictive(delta, se, mix)
 
 
+@renamed_keywords(config="keep")
 def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
-                  config: KeepConfig | None = None) -> dict:
+                  keep: KeepConfig | None = None) -> dict:
     """Is ``current`` drawn from the world ``history`` describes? A predictive test.
 
-    The mix g is fitted on the history (its latest ``config.history_runs`` runs,
+    The mix g is fitted on the history (its latest ``keep.history_runs`` runs,
     :func:`recent_runs`). The statistic is how much better g predicts the current
     comparisons than the cautious starting mix g₀ does (:func:`start`): the predictive
     log-score gain T = Σ_i [log f_g(Δ_i) − log f_g₀(Δ_i)] (:func:`log_predictive`, each Δ
@@ -282,7 +289,7 @@ def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
     the same p), and p = P(T_null ≤ T), a Monte-Carlo test of level ``history_alpha`` for a
     known g. A history kinder (or harsher) than the run's own comparisons predicts them
     worse than it predicts its own draws; the history is ``used`` when p ≥
-    ``config.history_alpha``.
+    ``keep.history_alpha``.
 
     Parameters
     ----------
@@ -305,21 +312,21 @@ def check_history(history: pd.DataFrame, current: pd.DataFrame, *,
     >>> check_history(kind, harmful)["used"], check_history(kind, kind.iloc[:8])["used"]
     (False, True)
     """
-    config = config or KeepConfig()
-    history = recent_runs(_measured(history), config.history_runs)
+    keep = keep or KeepConfig()
+    history = recent_runs(_measured(history), keep.history_runs)
     current = _measured(current)
     runs = history["run"].nunique() if "run" in history else int(len(history) > 0)
     out = {"runs": int(runs), "comparisons": len(history), "current": len(current),
            "log_score_gain": float("nan"), "p_value": 1.0, "used": len(history) > 0}
     if history.empty or current.empty:
         return out
-    mix, cautious = fit(history, config=config), start(config)
-    delta, se = _observed(current, config)
+    mix, cautious = fit(history, keep=keep), start(keep)
+    delta, se = _observed(current, keep)
     gain = _log_predictive(delta, se, mix) - _log_predictive(delta, se, cautious)
     null = _null_gains(se, mix, cautious)
     p_value = float((1 + np.sum(null <= gain.sum())) / (1 + len(null)))
     return {**out, "log_score_gain": float(gain.mean()), "p_value": p_value,
-            "used": bool(p_value >= config.history_alpha)}
+            "used": bool(p_value >= keep.history_alpha)}
 
 
 _NULL_DRAWS = 999

@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from gsme import policy, stats
+from gsme._renamed import renamed_keywords
 from gsme.resources import PAPER_TABLE
 from gsme.schema import BASELINE, SEALED_ROUND
 from gsme.settings import GateConfig
@@ -17,7 +18,8 @@ __all__ = ["SHIP_RULE", "SHIP_RULES", "cost_table", "number", "paper_table", "re
            "run_ship_line", "run_table", "ship_line"]
 
 
-def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
+@renamed_keywords(config="gate")
+def paper_table(*, gate: GateConfig | None = None) -> pd.DataFrame:
     """The seed paper's results table with retention and p recomputed by gsme beside it.
 
     The published columns come from ``data/paper_table.csv`` as printed (deltas rounded
@@ -26,7 +28,7 @@ def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
 
     Parameters
     ----------
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``z_crit`` decides ``credited``; default :class:`~gsme.settings.GateConfig`.
 
     Returns
@@ -39,7 +41,7 @@ def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
         to first order, plus 0.5 for the whole-percent retention), ``p_value_gsme``
         (two-sided p of the published z, as papers print it), ``p_one_sided_gsme`` (the p
         of a gain, 1 − Φ(z): the one the credit rule compares with its level) and
-        ``credited`` (z ≥ ``config.z_crit``, i.e. ``p_one_sided_gsme`` ≤ α).
+        ``credited`` (z ≥ ``gate.z_crit``, i.e. ``p_one_sided_gsme`` ≤ α).
 
     Examples
     --------
@@ -56,7 +58,7 @@ def paper_table(*, config: GateConfig | None = None) -> pd.DataFrame:
     table["retention_tolerance_pp"] = _rounding_tolerance(table)
     table["p_value_gsme"] = stats.p_value(table["z"].to_numpy())
     table["p_one_sided_gsme"] = stats.p_value(table["z"].to_numpy(), alternative="greater")
-    table["credited"] = table["z"].to_numpy() >= (config or GateConfig()).z_crit
+    table["credited"] = table["z"].to_numpy() >= (gate or GateConfig()).z_crit
     return table
 
 
@@ -175,7 +177,7 @@ def run_table(run) -> pd.DataFrame:
     row["significance_tests"] = tested
     row["false_credits_if_null"] = tested * gate.alpha
     no_gain = 1.0 - policy.expected_effects(decisions, past=run.comparisons(before_round=1),
-                                            config=run.config.keep)["p_positive"]
+                                            keep=run.config.keep)["p_positive"]
     row["false_credits_estimate"] = float(no_gain[decisions["decision"] == "credit"].sum())
     row["false_keeps_estimate"] = float(no_gain[decisions["kept"].astype(bool)].sum())
     row.update(_true_effects(run, chosen))
@@ -186,7 +188,7 @@ def _versus_baseline(trials: pd.DataFrame, chosen: str, split: str, gate) -> pd.
     """The paired test of ``chosen`` against the baseline; a null row when it is the baseline."""
     if chosen != BASELINE:
         return stats.paired_test(trials, parent=BASELINE, child=chosen, split=split,
-                                 config=gate).iloc[0]
+                                 gate=gate).iloc[0]
     rate = float(stats.candidate_rates(trials, k=gate.k, split=split)["rate"].iloc[0])
     return pd.Series({"rate_parent": rate, "rate_child": rate, "delta_pp": 0.0, "se_pp": 0.0,
                       "z": 0.0, "p_one_sided": 1.0, "n_tasks": 0, "decision": "inconclusive"})

@@ -30,6 +30,7 @@ import pandas as pd
 
 from gsme import comparisons, plugins, policy, sandbox, schema, scoring, seal
 from gsme._proc import scratch
+from gsme._renamed import renamed_keywords
 from gsme._run_dir import (
     LEDGER,
     LOCK,
@@ -129,8 +130,9 @@ class Run(RunFrames):
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
+    @renamed_keywords(config="run_config")
     def create(cls, path, *, agent: TaskAgent, evolver: Evolver | None = None,
-               config: RunConfig | None = None, schedule: Schedule | None = None,
+               run_config: RunConfig | None = None, schedule: Schedule | None = None,
                agent_spec: dict | None = None, evolver_spec: dict | None = None,
                executor_spec: dict | None = None, baseline_dir=SEED_HARNESS) -> Run:
         """Create a run directory at ``path`` (which must not exist or be empty).
@@ -141,14 +143,14 @@ class Run(RunFrames):
         own; without them, pass both to :meth:`open`. ``executor_spec`` is kept for
         :attr:`executor_spec` (``gsme resume`` rebuilds the executor). The test split is fixed now and
         committed by hash; it is scored once, by :func:`gsme.measure.finalize`. With
-        ``config.learn_from``, the comparisons of earlier runs of the same world
-        (``config.learn_match``) are read from that file now and kept in the run
+        ``run_config.learn_from``, the comparisons of earlier runs of the same world
+        (``run_config.learn_match``) are read from that file now and kept in the run
         (:mod:`gsme.comparisons`).
         """
         refuse_credentials(agent_spec, "[agent]")
         refuse_credentials(evolver_spec, "[evolver]")
         refuse_credentials(executor_spec, "[executor]")
-        config = checked_settings(config, RunConfig, "config")
+        run_config = checked_settings(run_config, RunConfig, "run_config")
         schedule = None if schedule is None else checked_settings(schedule, Schedule, "schedule")
         path = Path(path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -156,20 +158,20 @@ class Run(RunFrames):
                            "directory (to continue a run: gsme resume DIR)")
         tasks = checked_tasks(agent.tasks())
         if (agent.task_model is not None and getattr(evolver, "model", None) == agent.task_model
-                and not config.allow_same_model):
+                and not run_config.allow_same_model):
             raise RunError(f"the evolver's model {agent.task_model!r} is the frozen task model; "
                            "the evolver must be another (a stronger) model, or set [run] "
                            "allow_same_model = true")
         world = comparisons.signature(agent, evolver)
-        learned = (schema.empty("comparisons") if config.learn_from is None else
-                   comparisons.relevant(comparisons.read(config.learn_from), signature=world,
-                                        match=config.learn_match))
+        learned = (schema.empty("comparisons") if run_config.learn_from is None else
+                   comparisons.relevant(comparisons.read(run_config.learn_from), signature=world,
+                                        match=run_config.learn_match))
         path.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.creating-", dir=path.parent))
         try:
             ledger = Ledger(staging / cls.LEDGER, create=True)
             ledger.redact_secrets(secrets_of(agent, evolver))
-            ledger.put("config", config.model_dump(mode="json"))
+            ledger.put("config", run_config.model_dump(mode="json"))
             ledger.put("schedule", None if schedule is None else schedule.model_dump())
             ledger.put("agent", {"name": agent.name, "simulated": bool(agent.simulated),
                                  "spec": agent_spec, "task_model": agent.task_model,
@@ -368,7 +370,7 @@ class Run(RunFrames):
         past = self.comparisons(before_round=round)
         if past["own"].all():
             return
-        check = policy.history_check(decided, past=past, config=self.config.keep)
+        check = policy.history_check(decided, past=past, keep=self.config.keep)
         earlier = self.events("history_checked")
         self._ledger.event("history_checked", round, **check)
         if not check["used"] and (earlier.empty or earlier["payload"].iloc[-1]["used"]):

@@ -41,9 +41,11 @@ import pandas as pd
 import pandera.pandas as pa
 from pandera.errors import SchemaErrors
 
+from gsme import _renamed
+
 __all__ = [
-    "BASELINE", "CHECKS", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES",
-    "KINDS", "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "OUTCOMES", "PAIRED_COLUMNS", "PLAN_COLUMNS",
+    "ARCHIVE_STATUSES", "BASELINE", "CHECKS", "COMPARE_COLUMNS", "DECISIONS", "FAILURE_MODES", "FRAMES", "GATES",
+    "KINDS", "LEDGER_TABLES", "LEVERS", "LOOK_COLUMNS", "PAIRED_COLUMNS", "PLAN_COLUMNS",
     "SEALED_ROUND", "SLOT_KEY", "SPLITS", "TRIAL_KEY", "Column",
     "FrameError", "as_trials", "carries_scores", "columns", "conforms", "empty", "graded",
     "join_ids", "require", "split_ids", "task_features", "trial_values", "validate",
@@ -60,8 +62,9 @@ LEVERS = ("prompt", "knowledge", "runtime", "config")
 KINDS = ("baseline", "mutation", "recombination")
 DECISIONS = ("credit", "cull", "inconclusive", "invalid", "inactive")
 GATES = ("validity", "activation", "significance")
-OUTCOMES = ("new_cell", "improved", "not_added")
-"""What :func:`gsme.archive.insert` did with a decided candidate."""
+__getattr__ = _renamed.renamed(__name__, {"OUTCOMES": "ARCHIVE_STATUSES"})
+ARCHIVE_STATUSES = ("new_cell", "improved", "not_added")
+"""What :func:`gsme.archive.insert` did with a decided candidate (the archive outcomes' ``status``)."""
 
 PAIRED_COLUMNS = [
     "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
@@ -219,7 +222,7 @@ FRAMES = MappingProxyType({f.name: f for f in (
     )),
     Frame("outcomes", (
         _text("candidate"), _text("where", nullable=True), _text("why", nullable=True),
-        _text("status", isin=OUTCOMES), _float("improvement"), _text("reason", nullable=True),
+        _text("status", isin=ARCHIVE_STATUSES), _float("improvement"), _text("reason", nullable=True),
     )),
     Frame("history", (
         _text("candidate"), _text("mechanism"), _text("where", isin=LEVERS), _text("why"),
@@ -518,7 +521,9 @@ def graded(trials: pd.DataFrame) -> bool:
 CHECKS: Counter = Counter()
 """How many times a frame was checked against its contract, by kind (``CHECKS["trials"]``):
 every :func:`conforms` counts one, and every :func:`validate` and :func:`as_trials` runs one
-(a frame that fails the fast check is counted again by the full one). Benchmarks read it to
+(a frame that fails the fast check is counted again by the full one). Rows added to a
+checked frame and checked on their own (:meth:`gsme.pairing.Checked.extended`) count in
+``CHECKS["trials_added"]``. Benchmarks read it to
 count a call's checks (``benchmarks/bench_gates.py``); a :class:`gsme.pairing.Checked` is
 never checked again."""
 
@@ -550,7 +555,8 @@ _PANDERA = {name: _pandera(frame) for name, frame in FRAMES.items()}
 
 
 def conforms(frame: pd.DataFrame, kind: str, *,
-             codes: Mapping[str, tuple[np.ndarray, pd.Index]] | None = None) -> bool:
+             codes: Mapping[str, tuple[np.ndarray, pd.Index]] | None = None,
+             tally: str | None = None) -> bool:
     """True when ``frame`` meets every check of the contract of ``kind`` (no message).
 
     The fast path of :func:`validate`, in NumPy, and never more lenient than it: a frame
@@ -558,7 +564,8 @@ def conforms(frame: pd.DataFrame, kind: str, *,
     columns may hold object or a pandas string dtype (Arrow-backed included) and are
     checked as they are, never converted. ``codes`` maps text columns the caller has
     already factorized to ``pandas.factorize``'s ``(codes, uniques)`` (code -1: missing),
-    so that they are not hashed again.
+    so that they are not hashed again. ``tally`` names the :data:`CHECKS` entry the check
+    counts in (default ``kind``).
 
     Examples
     --------
@@ -567,7 +574,7 @@ def conforms(frame: pd.DataFrame, kind: str, *,
     (False, True)
     """
     contract = _frame(kind)
-    CHECKS[kind] += 1
+    CHECKS[tally or kind] += 1
     codes = codes or {}
     if not frame.columns.is_unique:
         return False

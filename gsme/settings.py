@@ -3,7 +3,7 @@ a run's schedule of rounds (:class:`Schedule`).
 
 These hold the only defaults gsme has. The statistics and gate functions take a
 ``GateConfig``; a run embeds one in its ``RunConfig``, so re-gating a run's trials in a
-notebook with ``config=run.config.gate`` decides exactly as the run did. Every setting is
+notebook with ``gate=run.config.gate`` decides exactly as the run did. Every setting is
 checked when it is made (:class:`pydantic.ValidationError` names the field, the value and
 what is allowed; :func:`describe` turns it into one line per problem).
 """

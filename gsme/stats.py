@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from gsme import _checks, designs, pairing, schema
+from gsme._renamed import renamed_keywords
 from gsme.designs import significance
 from gsme.power import mde, power, power_table
 from gsme.settings import TARGET_POWER, GateConfig
@@ -183,13 +184,14 @@ def candidate_rates(trials: pd.DataFrame | pairing.Checked, *, k: int,
         {"n_tasks": np.int64, "n_dropped": np.int64})
 
 
+@renamed_keywords(config="gate")
 def paired_test(
     trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
     """Per-task paired test of ``child`` against ``parent`` on one split: one look.
 
@@ -200,14 +202,14 @@ def paired_test(
     side: ``credit`` when the upper p (``p_one_sided``, the p of a gain) is at most α,
     ``cull`` when the lower p is, else ``inconclusive``; ``p_value`` is two-sided (for
     reference: the rule never reads it). The p-values come from
-    ``config.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
-    distribution of the d_i when fewer than ``config.exact_below`` tasks changed (for
+    ``gate.reference`` (normal, or Student t with n − 1 df), or from the exact sign-flip
+    distribution of the d_i when fewer than ``gate.exact_below`` tasks changed (for
     graded scores by enumerating the 2^m sign flips, m at most
     :data:`gsme.designs.exact.MAX_GRADED_FLIPS`). On per-task mean scores with the t reference
     and no exact p, z and ``p_one_sided`` are those of ``scipy.stats.ttest_rel``
     (``alternative="greater"``).
 
-    This is always the one-look test over every repeat, whatever ``config.design``; the
+    This is always the one-look test over every repeat, whatever ``gate.design``; the
     adaptive design's look-by-look procedure is :func:`gsme.designs.looks` and
     :func:`gsme.gates.significance_gate`. On a run's trials under the adaptive design, test
     :func:`first_repeats` for a one-look test that the extensions do not bias.
@@ -226,7 +228,7 @@ def paired_test(
     parent, child : str
         Candidate ids; both must have trials on ``split``.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         ``z_crit`` (the level), ``reference``, ``exact_below`` and ``min_tasks``; default
         :class:`~gsme.settings.GateConfig`.
 
@@ -251,13 +253,13 @@ def paired_test(
     --------
     >>> t = pd.DataFrame({"candidate": ["p"] * 3 + ["c"] * 3, "task_id": ["t1", "t2", "t3"] * 2,
     ...                   "split": "train", "repeat": 0, "passed": [0, 1, 0, 1, 1, 0]})
-    >>> paired_test(t, parent="p", child="c", config=GateConfig(min_tasks=2))[
+    >>> paired_test(t, parent="p", child="c", gate=GateConfig(min_tasks=2))[
     ...     ["delta_pp", "p_one_sided", "decision"]]
         delta_pp  p_one_sided      decision
     0  33.333333          0.5  inconclusive
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     if parent == child:
         raise ValueError(f"parent and child must differ, both are {child!r}")
     slots = pairing.checked_slots(trials)
@@ -270,20 +272,21 @@ def paired_test(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    return significance.one_look(slots, pairs, split=split, config=config)
+    return significance.one_look(slots, pairs, split=split, config=gate)
 
 
+@renamed_keywords(config="gate")
 def paired_tasks(
     trials: pd.DataFrame | pairing.Checked,
     *,
     parent: str,
     child: str,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
 ) -> pd.DataFrame:
     """The task-by-task pairing behind the decision of ``child`` against ``parent``.
 
-    Per task and side it reads the repeats the decision of ``config.design`` read
+    Per task and side it reads the repeats the decision of ``gate.design`` read
     (:func:`gsme.designs.decided_repeats`): under the adaptive design those up to the
     look it stopped at (the extended tasks' extra repeats up to that look, the first ``k``
     of the others); under the fixed design every repeat. The mean of ``diff`` is the
@@ -296,7 +299,7 @@ def paired_tasks(
     parent, child : str
         Candidate ids.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
         The gate that decided (a run's ``run.config.gate``); default
         :class:`~gsme.settings.GateConfig`.
 
@@ -316,10 +319,10 @@ def paired_tasks(
     [{'task_id': 't1', 'diff': 1.0}]
     """
     _checks.check_choice("split", split, schema.SPLITS)
-    config = _checks.gate_config(config)
+    gate = _checks.gate_config(gate)
     checked = pairing.check(trials)
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    read = designs.decided_repeats(checked, pairs, split=split, config=config)
+    read = designs.decided_repeats(checked, pairs, split=split, config=gate)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
     frame = checked.frame
     sides = np.flatnonzero(((frame["split"] == split)
@@ -343,13 +346,14 @@ def paired_tasks(
                 "diff"]]
 
 
+@renamed_keywords(config="gate")
 def aa_test(
     trials: pd.DataFrame | pairing.Checked,
     *,
     candidate: str,
     rerun: str,
     split: str = "train",
-    config: GateConfig | None = None,
+    gate: GateConfig | None = None,
     power: float = TARGET_POWER,
 ) -> pd.DataFrame:
     """A/A test: a candidate re-scored against itself, the run's own noise floor.
@@ -375,13 +379,13 @@ def aa_test(
     >>> aa_test(t, candidate="base", rerun="base2")["decision"].item()
     'inconclusive'
     """
-    config = _checks.gate_config(config)
-    out = paired_test(trials, parent=candidate, child=rerun, split=split, config=config)
+    gate = _checks.gate_config(gate)
+    out = paired_test(trials, parent=candidate, child=rerun, split=split, gate=gate)
     n = int(out["n_tasks"].iloc[0])
     out["sd_pp"] = out["se_pp"] * np.sqrt(n)
     sd = float(out["sd_pp"].iloc[0])
     out["mde_pp"] = (
-        mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, config=config)
+        mde(n_tasks=n, repeat_sd_pp=sd, k=1, power=power, gate=gate)
         if n >= 2 and sd > 0 else np.nan
     )
     return out

@@ -293,7 +293,7 @@ class Explorer:
             seen, reference = parent_trials.of_child(self.trials, self.candidates, child,
                                                      split=self.split, config=self.gate)
             tasks = stats.paired_tasks(seen, parent=reference, child=child, split=self.split,
-                                       config=self.gate)
+                                       gate=self.gate)
             top = self.max_tasks if len(tasks) > self.max_tasks else None
             plot.paired_tasks(tasks, parent_label=row["parent"], child_label=child, top=top,
                               ax=ax, title=f"{self.tag}{child} vs {row['parent']}: "

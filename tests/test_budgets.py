@@ -23,7 +23,7 @@ CONFIG = RunConfig(run_seed=SEED, policy="gated", gate=GateConfig(design="fixed"
 
 def _run(path, **budgets):
     return Run.create(path, agent=sim.SimAgent("tiny", suite_seed=SEED),
-                      evolver=RuleEvolver(seed=SEED), config=CONFIG,
+                      evolver=RuleEvolver(seed=SEED), run_config=CONFIG,
                       schedule=Schedule(rounds=3, **budgets),
                       agent_spec={"kind": "sim", "preset": "tiny", "suite_seed": SEED},
                       evolver_spec={"kind": "rule", "seed": SEED})
@@ -95,7 +95,7 @@ class _NoCost(sim.SimAgent):
 def test_a_dollar_budget_without_trial_costs_stops_before_the_first_round_and_says_so(
         tmp_path):
     with Run.create(tmp_path / "run", agent=_NoCost("tiny", suite_seed=SEED),
-                    evolver=RuleEvolver(seed=SEED), config=CONFIG,
+                    evolver=RuleEvolver(seed=SEED), run_config=CONFIG,
                     schedule=Schedule(rounds=2, budget_usd=1000.0)) as run:
         evolve.evolve(run, progress=False)
         assert run.rounds_done() == 0
@@ -153,7 +153,7 @@ def test_run_plan_counts_a_round_and_a_run_by_hand():
     assert plan["run_hours"] == pytest.approx(run_trials * 6 / 60 / 32)
     stored = budget.run_plan(n_tasks=89, test_tasks=30, effect_pp=5, children=3,
                              recombinations=1, designs=["fixed"],
-                             config=GateConfig(design="fixed", parent_trials="stored")).iloc[0]
+                             gate=GateConfig(design="fixed", parent_trials="stored")).iloc[0]
     assert stored["round_trials"] == 4 * n_train * k  # the parent's stored trials: no block
     other = budget.run_plan(n_tasks=89, test_tasks=30, test_dataset=True, effect_pp=5,
                             designs=["fixed"]).iloc[0]
@@ -201,7 +201,7 @@ def test_a_test_dataset_is_the_whole_sealed_split_and_a_resumed_run_reads_the_sa
     spec = load(_suite(tmp_path))
     assert spec.agent["test_tasks"] == str((tmp_path / "test.csv").resolve())
     agent = plugins.build_agent(spec.agent)
-    with Run.create(spec.dir, agent=agent, config=spec.config, schedule=spec.schedule,
+    with Run.create(spec.dir, agent=agent, run_config=spec.config, schedule=spec.schedule,
                     agent_spec=spec.agent, evolver_spec=spec.evolver) as run:
         assert run.tasks("test")["task_id"].tolist() == ["u1", "u2", "u3"]
         assert run.tasks("train")["task_id"].tolist() == [f"t{i}" for i in range(6)]

@@ -53,7 +53,7 @@ def test_row_matches_the_library_functions(fmt):
         assert row[name] == tested[name], name
     if tested["n_changed"] >= compare.LOGS_GATE.exact_below:  # else the exact sign-flip p
         assert row["p_one_sided"] == pytest.approx(sps.t.sf(row["z"], row["n_tasks"] - 1))
-    tasks = stats.paired_tasks(trials, parent=parent, child=child, config=compare.LOGS_GATE)
+    tasks = stats.paired_tasks(trials, parent=parent, child=child, gate=compare.LOGS_GATE)
     assert 100 * tasks["diff"].mean() == pytest.approx(row["delta_pp"])
     assert (row["n_up"], row["n_down"], row["n_tied"]) == (
         (tasks["diff"] > 0).sum(), (tasks["diff"] < 0).sum(), (tasks["diff"] == 0).sum())
@@ -89,7 +89,7 @@ def _statsmodels_power(reference: str, size: float, n: int, alpha: float) -> flo
 def test_mde_and_power_agree_with_statsmodels(reference):
     config = GateConfig(reference=reference)
     trials = _simulated(n_tasks=40, p=(0.4, 0.55))
-    row = compare.compare(trials, parent="base", child="v2", effect_pp=10, config=config).iloc[0]
+    row = compare.compare(trials, parent="base", child="v2", effect_pp=10, gate=config).iloc[0]
     alpha = 2 * config.alpha
     expected = _statsmodels_power(reference, row["power_effect_pp"] / row["sd_pp"], 40, alpha)
     assert row["power"] == pytest.approx(expected, rel=1e-3)
@@ -111,8 +111,8 @@ def test_decisions_and_the_adaptive_design_go_through_the_gate():
     pairs = pd.DataFrame({"candidate": ["v2"], "parent": ["base"]})
     for design in ("fixed", "adaptive"):
         config = GateConfig(design=design)
-        row = compare.compare(trials, parent="base", child="v2", config=config).iloc[0]
-        gate = gates.significance_gate(trials, pairs, config=config).iloc[0]
+        row = compare.compare(trials, parent="base", child="v2", gate=config).iloc[0]
+        gate = gates.significance_gate(trials, pairs, gate=config).iloc[0]
         assert row["design"] == design
         assert (row["decision"], row["z"], row["looks"]) == (gate["decision"], gate["z"],
                                                              gate["looks"])
@@ -132,11 +132,11 @@ def test_unknown_candidates_are_refused():
 @pytest.mark.parametrize("reference", ["normal", "t"])
 def test_fixed_plan_is_the_power_module(reference):
     config = GateConfig(reference=reference)
-    table = compare.plan(n_tasks=45, effect_pp=5, designs=["fixed"], config=config).iloc[0]
+    table = compare.plan(n_tasks=45, effect_pp=5, designs=["fixed"], gate=config).iloc[0]
     reach = {"effect_pp": 5, "repeat_sd_pp": 100 * 0.5 ** 0.5, "config": config}
     assert table["power"] == power.power(n_tasks=45, **reach)
     assert table["mde_pp"] == power.mde(n_tasks=45, repeat_sd_pp=100 * 0.5 ** 0.5,
-                                        config=config)
+                                        gate=config)
     k, n = int(table["k_needed"]), int(table["n_tasks_needed"])
     assert power.power(n_tasks=45, k=k, **reach) >= 0.8 > power.power(n_tasks=45, k=k - 1,
                                                                        **reach)
@@ -158,7 +158,7 @@ def test_plan_k_needed_is_nan_when_task_spread_dominates():
 def test_adaptive_plan_simulates_the_real_gate():
     config = GateConfig()
     row = compare.plan(n_tasks=30, effect_pp=20, designs=["adaptive"], simulations=60,
-                       config=config).iloc[0]
+                       gate=config).iloc[0]
     assert row["method"] == "simulated"
     assert 0.3 < row["power"] <= 1
     assert 30 * config.k <= row["trials_per_side"] <= 30 * config.k_max
@@ -176,7 +176,7 @@ def test_simulated_decisions_are_the_gates():
     trials, pairs = designs.adaptive._simulated_pairs(draws, 15.0, 70.0, 0.0)
     last = designs.looks(trials, pairs, config=config).groupby(
         "candidate", sort=False).tail(1)
-    gate = gates.significance_gate(trials, pairs, config=config)
+    gate = gates.significance_gate(trials, pairs, gate=config)
     assert last["decision"].tolist() == gate["decision"].tolist()
 
 

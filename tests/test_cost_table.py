@@ -40,7 +40,7 @@ def run(tmp_path_factory):
     path = tmp_path_factory.mktemp("cost") / "run"
     # failure modes concentrated on a third of the tasks: narrow env gates, borrowed trials
     run = Run.create(path, agent=sim.SimAgent("tiny", suite_seed=1, breadth=0.33),
-                     evolver=CallingEvolver(seed=1), config=RunConfig(run_seed=1),
+                     evolver=CallingEvolver(seed=1), run_config=RunConfig(run_seed=1),
                      schedule=Schedule(children_per_round=3, recombinations_per_round=1))
     run.record("calls", call("warm-up", input_tokens=7, cost_usd=0.125), round=None)  # no round
     evolve.evolve(run, rounds=2, progress=False)

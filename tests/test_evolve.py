@@ -20,7 +20,7 @@ def _run(path, *, seed=SEED, fault=0.0, canary=None, policy="gated", evolver=Non
          budget=None):
     agent = sim.SimAgent("tiny", suite_seed=seed, infra_fault_rate=fault, test_canary=canary)
     return Run.create(path, agent=agent, evolver=evolver or RuleEvolver(seed=seed),
-                      config=RunConfig(run_seed=seed, policy=policy),
+                      run_config=RunConfig(run_seed=seed, policy=policy),
                       schedule=Schedule(children_per_round=3, recombinations_per_round=1,
                                         trial_budget=budget))
 
@@ -200,7 +200,7 @@ class NoRuntimeAgent(sim.SimAgent):
 def test_candidates_the_agent_cannot_run_are_refused_with_their_reason(tmp_path):
     agent = NoRuntimeAgent("tiny", suite_seed=1, infra_fault_rate=0.0)
     run = Run.create(tmp_path / "r", agent=agent, evolver=RuleEvolver(seed=1),
-                     config=RunConfig(run_seed=1))
+                     run_config=RunConfig(run_seed=1))
     for _ in range(3):
         evolve.run_round(run, children=4, recombinations=0, progress=False)
     proposals = run.proposals()

@@ -59,7 +59,7 @@ def inspect_pass(tmp_path_factory):
     those of ``hold`` wait until gsme has read a trial."""
     root = tmp_path_factory.mktemp("inspect")
     with Run.create(root / "run", agent=sim.preset("tiny", infra_fault_rate=0.0),
-                    config=RunConfig(run_seed=SEED)) as run:
+                    run_config=RunConfig(run_seed=SEED)) as run:
         train = run.tasks("train")["task_id"].tolist()
         specs = ([TrialSpec("baseline", t, "train", r) for t in train[:3] for r in range(2)]
                  + [TrialSpec("baseline", train[3], "train", 2, attempt=1)])
@@ -240,12 +240,12 @@ PATCH = Patch(id="p-verify", where="runtime", why="careless-submit", mechanism="
 
 def _measured(path: Path, executor) -> tuple[pd.DataFrame, pd.DataFrame]:
     config = RunConfig(run_seed=SEED, gate=GateConfig(design="fixed"))  # one look: 2 passes
-    with Run.create(path, agent=sim.preset("tiny"), config=config) as run:
+    with Run.create(path, agent=sim.preset("tiny"), run_config=config) as run:
         child, reason = run.add_candidate(["baseline"], patch=PATCH, round=1)
         assert reason is None
         measure.measure(run, ["baseline", child], executor=executor, progress=False)
         trials = run.trials(split="train")
-        decided = gates.credit(trials, run.candidates(), config=run.config.gate)
+        decided = gates.credit(trials, run.candidates(), gate=run.config.gate)
     keys = ["candidate", "task_id", "repeat", "attempt"]
     trials = trials.sort_values(keys).reset_index(drop=True)
     return trials[keys + ["passed", "infra_ok", "beacons", "activated", "borrowed_from"]], decided

@@ -154,7 +154,7 @@ def _outcomes(run):
 
 def _sim_run(path, fault=0.1):
     return Run.create(path, agent=sim.preset("tiny", infra_fault_rate=fault),
-                      config=RunConfig(gate=GateConfig(k=2, k_max=2)))
+                      run_config=RunConfig(gate=GateConfig(k=2, k_max=2)))
 
 
 @pytest.mark.parametrize("kind", ["processes", "plain pool"])

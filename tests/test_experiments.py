@@ -102,7 +102,7 @@ def test_audit_flags_kept_and_credited_children_without_a_true_gain(tmp_path):
     from gsme import evolve
 
     agent = sim.preset("tiny", suite_seed=0)
-    run = Run.create(tmp_path / "r", agent=agent, config={"run_seed": 0, "policy": "greedy"},
+    run = Run.create(tmp_path / "r", agent=agent, run_config={"run_seed": 0, "policy": "greedy"},
                      evolver=MechanismEvolver(
                          ["submit-verify", "thinking-off", "concise-reasoning"]))
     evolve.run_round(run, children=3, recombinations=0, progress=False)

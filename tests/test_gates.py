@@ -53,12 +53,12 @@ def test_validity_gate_reruns_then_excludes():
         "passed": [True, False, True, False, False, False, False],
         "infra_ok": [True, False, True, False, False, False, False],
     }))
-    out = gates.validity_gate(trials, config=GateConfig(max_reruns=2)).set_index("task_id")
+    out = gates.validity_gate(trials, gate=GateConfig(max_reruns=2)).set_index("task_id")
     assert out["attempts"].to_dict() == {"t1": 1, "t2": 2, "t3": 3, "t4": 1}
     assert out["valid"].to_dict() == {"t1": True, "t2": True, "t3": False, "t4": False}
     assert out["needs_rerun"].to_dict() == {"t1": False, "t2": False, "t3": False, "t4": True}
     assert out["excluded"].to_dict() == {"t1": False, "t2": False, "t3": True, "t4": False}
-    strict = gates.validity_gate(trials, config=GateConfig(max_reruns=0)).set_index("task_id")
+    strict = gates.validity_gate(trials, gate=GateConfig(max_reruns=0)).set_index("task_id")
     assert strict.loc["t4", "excluded"] and not strict.loc["t4", "needs_rerun"]
     # the infrastructure failure of t2 is not a task failure: the re-run's pass counts
     assert stats.task_rates(trials).set_index("task_id").loc["t2", "rate"] == 1.0
@@ -81,7 +81,7 @@ def test_activation_gate_counts_valid_trials_and_exempts_baseline():
     assert out.loc["c1", "activation_rate"] == pytest.approx(2 / 3)
     assert out["active"].to_dict() == {"base": True, "c1": True, "c2": False, "c3": False}
     assert out.loc["c3", "trials"] == 0 and np.isnan(out.loc["c3", "activation_rate"])
-    stricter = gates.activation_gate(trials, candidates, config=GateConfig(min_activations=3))
+    stricter = gates.activation_gate(trials, candidates, gate=GateConfig(min_activations=3))
     assert not stricter.set_index("candidate").loc["c1", "active"]
 
 
@@ -90,7 +90,7 @@ def test_significance_gate_equals_paired_test_pair_by_pair():
     names = [f"c{i}" for i in range(8)]
     trials = make_run(rng, dict(zip(names, rng.normal(0, 0.15, 8))))
     pairs = pd.DataFrame({"candidate": names[1:] + ["ghost"], "parent": names[:-1] + ["c0"]})
-    out = gates.significance_gate(trials, pairs, config=GateConfig(design="fixed"))
+    out = gates.significance_gate(trials, pairs, gate=GateConfig(design="fixed"))
     assert out["candidate"].tolist() == pairs["candidate"].tolist()
     for i, (child, parent) in enumerate(zip(pairs["candidate"][:-1], pairs["parent"][:-1])):
         one = stats.paired_test(trials, parent=parent, child=child)
@@ -120,7 +120,7 @@ def scenario():
 
 def test_credit_names_the_first_gate_that_stopped_each_candidate(scenario):
     trials, candidates = scenario
-    out = gates.credit(trials, candidates, config=STORED).set_index("candidate")
+    out = gates.credit(trials, candidates, gate=STORED).set_index("candidate")
     assert list(out.index) == ["good", "silent", "broken", "bad", "flat", "merge"]
     assert out["decision"].to_dict() == {
         "good": "credit", "silent": "inactive", "broken": "invalid", "bad": "cull",
@@ -139,7 +139,7 @@ def test_credit_names_the_first_gate_that_stopped_each_candidate(scenario):
 
 def test_credit_statistics_equal_paired_test_and_validate(scenario):
     trials, candidates = scenario
-    out = gates.credit(trials, candidates, config=STORED)
+    out = gates.credit(trials, candidates, gate=STORED)
     schema.validate(out, "decisions")
     assert list(out.columns) == DECISION_COLUMNS
     row = out[out["candidate"] == "silent"]
@@ -151,11 +151,11 @@ def test_credit_statistics_equal_paired_test_and_validate(scenario):
 def test_credit_thresholds_move_decisions(scenario):
     trials, candidates = scenario
     lenient = gates.credit(trials, candidates,
-                           config=STORED.model_copy(update={"max_dropped_frac": 0.99})
+                           gate=STORED.model_copy(update={"max_dropped_frac": 0.99})
                            ).set_index("candidate")
     assert lenient.loc["broken", "decision"] != "invalid"
     strict = gates.credit(trials, candidates,
-                          config=STORED.model_copy(update={"z_crit": 50.0})).set_index("candidate")
+                          gate=STORED.model_copy(update={"z_crit": 50.0})).set_index("candidate")
     assert strict.loc["good", "decision"] == "inconclusive"
     assert strict.loc["good", "gate_failed"] == "significance"
 
@@ -171,7 +171,7 @@ def test_hand_made_trials_without_fresh_blocks_are_refused_in_one_line(scenario)
 def test_credit_does_not_mutate_inputs(scenario):
     trials, candidates = scenario
     before_t, before_c = trials.copy(), candidates.copy()
-    gates.credit(trials, candidates, config=STORED)
+    gates.credit(trials, candidates, gate=STORED)
     pd.testing.assert_frame_equal(trials, before_t)
     pd.testing.assert_frame_equal(candidates, before_c)
 
@@ -208,8 +208,8 @@ def test_normal_reference_over_credits_null_pairs_at_small_n():
                           "parent": [f"p{i}" for i in range(n_pairs)]})
     fixed = GateConfig(design="fixed", exact_below=0)
     normal = gates.significance_gate(trials, pairs,
-                                     config=fixed.model_copy(update={"reference": "normal"}))
-    student = gates.significance_gate(trials, pairs, config=fixed)
+                                     gate=fixed.model_copy(update={"reference": "normal"}))
+    student = gates.significance_gate(trials, pairs, gate=fixed)
     false_normal = (normal["decision"] == "credit").mean()
     false_t = (student["decision"] == "credit").mean()
     assert false_t <= false_normal

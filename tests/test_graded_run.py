@@ -36,11 +36,11 @@ def test_a_graded_command_agent_is_gated_on_its_scores(tmp_path, monkeypatch, ca
     assert set(valid["score"]) <= {0.0, 0.25, 0.5, 0.75, 1.0} and valid["score"].between(
         0, 1).all() and (valid["score"] % 1 != 0).any()
     assert (valid["passed"] == (valid["score"] >= 1.0)).all()  # passed by the threshold
-    again = gates.credit(trials[trials["split"] == "train"], candidates, config=gate)
+    again = gates.credit(trials[trials["split"] == "train"], candidates, gate=gate)
     assert again[["candidate", "delta_pp", "decision"]].equals(
         decided[["candidate", "delta_pp", "decision"]])
     on_passed = gates.credit(trials[trials["split"] == "train"].drop(columns="score"),
-                             candidates, config=gate)
+                             candidates, gate=gate)
     assert not on_passed["delta_pp"].equals(decided["delta_pp"])  # the scores decided
 
     test = trials[trials["split"] == "test"]

@@ -33,7 +33,7 @@ def base(tmp_path_factory):
     """A closed tiny run at breadth 0.33, two rounds; and the same run sealed."""
     root = tmp_path_factory.mktemp("grow")
     with Run.create(root / "open", agent=agent(SPEC), evolver=RuleEvolver(seed=2),
-                    config=RunConfig(run_seed=2), schedule=Schedule(rounds=2),
+                    run_config=RunConfig(run_seed=2), schedule=Schedule(rounds=2),
                     agent_spec=SPEC, evolver_spec={"kind": "rule", "seed": 2}) as run:
         evolve.evolve(run, progress=False)
     shutil.copytree(root / "open", root / "sealed")
@@ -103,7 +103,7 @@ def test_decisions_are_regated_on_the_grown_split_and_the_changed_ones_listed(co
         decided = run.candidates()
         decided = decided[decided["candidate"].isin(recorded["candidate"])]
         direct = gates.credit(run.trials(split="train"), decided, split="train",
-                              config=run.config.gate)
+                              gate=run.config.gate)
         pd.testing.assert_frame_equal(regate(run), table)
         assert run.decisions().equals(recorded)  # the run's own record stays
     assert table["candidate"].tolist() == direct["candidate"].tolist()
@@ -124,7 +124,7 @@ def run_trials_on(copy, ids):
         decided = run.candidates()
         decided = decided[decided["candidate"].isin(run.decisions()["candidate"])]
         out = gates.credit(trials[trials["task_id"].isin(ids)], decided, split="train",
-                           config=run.config.gate)
+                           gate=run.config.gate)
     return dict(zip(out["candidate"], out["decision"]))
 
 

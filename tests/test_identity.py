@@ -118,11 +118,11 @@ def gate_digests() -> dict[str, str]:
         plan = scoring.plan(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
         specs = pd.DataFrame([vars(s) for s in plan.specs])
         out[name] = digest(
-            gates.credit(trials, candidates, config=config).drop(columns=ADDED),
+            gates.credit(trials, candidates, gate=config).drop(columns=ADDED),
             designs.looks(trials, pairs, config=config),
             designs.decided_repeats(trials, pairs, config=config),
-            gates.validity_gate(trials, config=config),
-            stats.paired_test(trials, parent="baseline", child="m01", config=config),
+            gates.validity_gate(trials, gate=config),
+            stats.paired_test(trials, parent="baseline", child="m01", gate=config),
             wanted, specs, plan.borrowed)
     out["rates"] = digest(stats.task_rates(trials), scoring.behaviour(candidates, tasks))
     return out

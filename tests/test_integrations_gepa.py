@@ -151,7 +151,7 @@ def test_the_persisted_decisions_equal_credit_on_the_persisted_trials(gated):
                               "why": [None, "x"], "patch_id": [None, child],
                               "beacon": [None, child], "env_gate": None, "commit": None,
                               "branch": None, "round": np.array([0, 1]), "rationale": None})
-        again = gates.credit(trials, frame, config=STORED).iloc[0]
+        again = gates.credit(trials, frame, gate=STORED).iloc[0]
         assert again["decision"] == record["decision"]
         assert again["z"] == pytest.approx(record["z"], nan_ok=True)
         assert again["n_tasks"] == record["n_tasks"] == len(TRAIN) - 12
@@ -224,7 +224,7 @@ def test_dspy_gepa_completes_with_the_gate(tmp_path):
                               "patch_id": [None, "p"], "beacon": [None, "p"], "env_gate": None,
                               "commit": None, "branch": None, "round": np.array([0, 1]),
                               "rationale": None})
-        assert gates.credit(trials, frame, config=STORED).iloc[0]["decision"] == row["decision"]
+        assert gates.credit(trials, frame, gate=STORED).iloc[0]["decision"] == row["decision"]
 
 
 # ------------------------------------------ issue 32: DataLoaders, resumes, a front's family

@@ -40,13 +40,13 @@ PATCH = Patch(id="coin", where="prompt", why="careless-submit", mechanism="a not
 
 def _child_trials(tmp_path, fires: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     gate = GateConfig(design="adaptive")
-    with Run.create(tmp_path / "run", agent=CoinAgent(fires), config=RunConfig(gate=gate)) as run:
+    with Run.create(tmp_path / "run", agent=CoinAgent(fires), run_config=RunConfig(gate=gate)) as run:
         measure.measure(run, "baseline", round=0, progress=False)
         child, reason = run.add_candidate(["baseline"], patch=PATCH, round=1)
         assert reason is None
         measure.measure(run, child, round=1, progress=False)
         trials = run.trials(split="train")
-        decided = gates.credit(trials, run.candidates(), config=gate)
+        decided = gates.credit(trials, run.candidates(), gate=gate)
         return trials[trials["candidate"] == child], decided
 
 
@@ -70,10 +70,10 @@ def test_silent_waits_for_every_slot_of_the_first_look(k):
                           "passed": False, "activated": False} for t in ("t1", "t2")
                          for r in range(k)])
     config = GateConfig(k=k)
-    assert gates.silent(rows, pairs, tasks, config=config).tolist() == [True]
-    assert gates.silent(rows.iloc[1:], pairs, tasks, config=config).tolist() == [False]
+    assert gates.silent(rows, pairs, tasks, gate=config).tolist() == [True]
+    assert gates.silent(rows.iloc[1:], pairs, tasks, gate=config).tolist() == [False]
     fired = rows.assign(activated=[True] + [False] * (len(rows) - 1))
-    assert gates.silent(fired, pairs, tasks, config=config).tolist() == [False]
+    assert gates.silent(fired, pairs, tasks, gate=config).tolist() == [False]
     # an infrastructure failure that may still be re-run leaves the look open
     faulted = rows.assign(infra_ok=[False] + [True] * (len(rows) - 1))
-    assert gates.silent(faulted, pairs, tasks, config=config).tolist() == [False]
+    assert gates.silent(faulted, pairs, tasks, gate=config).tolist() == [False]

@@ -147,7 +147,7 @@ def test_a_config_inline_table_builds_the_mix_and_resume_rebuilds_it(tmp_path):
     spec = config.load(_config(tmp_path / "a.toml", tmp_path / "a", INLINE))
     assert spec.agent["mix"] == TABLE
     with Run.create(spec.dir, agent=plugins.build_agent(spec.agent),
-                    evolver=plugins.build_evolver(spec.evolver), config=spec.config,
+                    evolver=plugins.build_evolver(spec.evolver), run_config=spec.config,
                     schedule=spec.schedule, agent_spec=spec.agent, evolver_spec=spec.evolver):
         pass  # created, not started: `gsme resume` drives it from its stored spec
     assert main(["resume", str(tmp_path / "a"), "--quiet", "--json"]) == 0

@@ -140,7 +140,7 @@ def test_a_call_chain_checks_its_trials_once(call):
     trials, candidates = _run()
     pairs = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"]})
     calls = {
-        "credit": lambda t: gates.credit(t, candidates, config=GateConfig()),
+        "credit": lambda t: gates.credit(t, candidates, gate=GateConfig()),
         "compare": lambda t: compare.compare(t, parent="baseline", child="c1"),
         "paired_tasks": lambda t: stats.paired_tasks(t, parent="baseline", child="c1"),
         "candidate_rates": lambda t: stats.candidate_rates(t, k=3),

@@ -50,7 +50,7 @@ def test_fresh_comparison_reads_the_block_brute_force(mode, block):
     parent = rng.random((5, 6)) < np.array([[0.9], [0.2], [0.6], [0.5], [0.8]])
     child = rng.random((5, 3)) < 0.7
     config = FIXED.model_copy(update={"parent_trials": mode})
-    decided = gates.credit(_trials(parent, child), _candidates(), config=config).iloc[0]
+    decided = gates.credit(_trials(parent, child), _candidates(), gate=config).iloc[0]
     d = child.mean(axis=1) - parent[:, block].mean(axis=1)
     assert decided["parent"] == "p"
     assert decided["delta_pp"] == pytest.approx(100 * d.mean(), abs=1e-9)
@@ -110,7 +110,7 @@ def test_children_borrow_only_from_their_block_and_blocks_never_borrow(fresh_run
 
 def test_replayed_decisions_equal_the_recorded_ones(fresh_run):
     again = gates.credit(fresh_run.trials(split="train"), fresh_run.candidates(),
-                         config=fresh_run.config.gate)
+                         gate=fresh_run.config.gate)
     recorded = fresh_run.decisions()
     assert again["decision"].tolist() == recorded["decision"].tolist()
     np.testing.assert_allclose(again["delta_pp"], recorded["delta_pp"])
@@ -125,7 +125,7 @@ def test_first_look_delta_is_the_fixed_design_on_the_first_k(fresh_run):
     first_k = seen[seen["repeat"] < gate.k]
     fixed = gate.model_copy(update={"design": "fixed", "parent_trials": "stored"})
     pairs = paired.rename(columns={"parent": "real", "reference": "parent"})
-    by_hand = gates.significance_gate(first_k, pairs[["candidate", "parent"]], config=fixed)
+    by_hand = gates.significance_gate(first_k, pairs[["candidate", "parent"]], gate=fixed)
     decided = fresh_run.decisions()
     measured = decided["decision"].isin(["credit", "cull", "inconclusive"]).to_numpy()
     assert measured.any()

@@ -31,14 +31,14 @@ def test_power_matches_statsmodels(n, effect, k):
     sd = math.sqrt(task_sd**2 + repeat_sd**2 / k)
     alpha = 2 * sps.norm.sf(1.96)
     got_t = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
-                        task_sd_pp=task_sd, config=STUDENT)
+                        task_sd_pp=task_sd, gate=STUDENT)
     assert got_t == pytest.approx(TTestPower().power(effect_size=effect / sd, nobs=n,
                                                      alpha=alpha), rel=1e-6)
     got_z = stats.power(n_tasks=n, effect_pp=effect, repeat_sd_pp=repeat_sd, k=k,
-                        task_sd_pp=task_sd, config=NORMAL)
+                        task_sd_pp=task_sd, gate=NORMAL)
     assert got_z == pytest.approx(normal_power(effect / sd, n, alpha), rel=1e-6)
     mde_t = stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k, task_sd_pp=task_sd,
-                      config=STUDENT)
+                      gate=STUDENT)
     expected = TTestPower().solve_power(nobs=n, alpha=alpha, power=0.8) * sd
     assert mde_t == pytest.approx(expected, rel=1e-4)
 
@@ -56,7 +56,7 @@ def test_power_matches_monte_carlo_of_the_paired_test():
     z = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(n))
     simulated = np.mean(np.abs(z) >= 1.96)
     analytic = stats.power(n_tasks=n, effect_pp=100 * effect, repeat_sd_pp=repeat_sd, k=k,
-                           config=NORMAL)
+                           gate=NORMAL)
     assert simulated == pytest.approx(analytic, abs=0.04)
     at_mde = stats.power(n_tasks=n, effect_pp=stats.mde(n_tasks=n, repeat_sd_pp=repeat_sd, k=k),
                          repeat_sd_pp=repeat_sd, k=k)  # the default (t) reference

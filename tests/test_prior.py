@@ -21,7 +21,7 @@ def test_the_posterior_under_a_normal_mix_is_the_conjugate_closed_form():
                                      "start_sd_pp": 4.0})
     mix = prior.start(config)
     delta, se = np.array([-6.0, 0.0, 2.5, 9.0]), np.array([3.5, 2.0, 1.0, 5.0])
-    out = prior.posterior(_comparisons(delta, se), mix, config=config)
+    out = prior.posterior(_comparisons(delta, se), mix, keep=config)
     tau2, mu = 4.0**2, 1.5
     mean = (tau2 * delta + se**2 * mu) / (tau2 + se**2)
     sd = np.sqrt(tau2 * se**2 / (tau2 + se**2))
@@ -49,7 +49,7 @@ def test_fit_maximises_the_penalised_likelihood_found_by_a_general_optimiser():
     config = KeepConfig(grid_step_pp=5.0, grid_max_pp=10.0, start_weight=3.0)
     rng = np.random.default_rng(0)
     data = _comparisons(rng.normal([4.0] * 12 + [0.0] * 8, 3.0), np.full(20, 3.0))
-    fitted = prior.fit(data, config=config)["weight"].to_numpy()
+    fitted = prior.fit(data, keep=config)["weight"].to_numpy()
     effects = prior.grid(config)
     pseudo = config.start_weight * prior.start(config)["weight"].to_numpy()
     like = sps.norm.pdf(data["delta_pp"].to_numpy()[:, None], effects[None, :], 3.0)
@@ -69,7 +69,7 @@ def test_fit_maximises_the_penalised_likelihood_found_by_a_general_optimiser():
 
 def test_with_no_comparisons_the_mix_is_the_cautious_start():
     config = KeepConfig()
-    pd.testing.assert_frame_equal(prior.fit(_comparisons([], []), config=config),
+    pd.testing.assert_frame_equal(prior.fit(_comparisons([], []), keep=config),
                                   prior.start(config))
     start = prior.start(config)
     assert float(start["effect_pp"] @ start["weight"]) < 0  # acting proposals hurt a little
@@ -94,19 +94,19 @@ def test_before_evidence_the_learned_rule_keeps_above_the_start_threshold():
     threshold = -config.start_mean_pp * se**2 / config.start_sd_pp**2
     d = pd.DataFrame({"decision": "inconclusive", "delta_pp": [threshold - 0.2,
                                                               threshold + 0.2], "se_pp": se})
-    expected = prior.posterior(d, prior.start(config), config=config)["expected_delta_pp"]
+    expected = prior.posterior(d, prior.start(config), keep=config)["expected_delta_pp"]
     assert (expected > 0).tolist() == [False, True]
     # a start counted as many comparisons is what a run's first child meets
     firm = config.model_copy(update={"start_weight": 1e6})
-    assert policy.kept(d, policy="learned", config=firm).tolist() == [False, True]
+    assert policy.kept(d, policy="learned", keep=firm).tolist() == [False, True]
 
 
 def test_an_uncredited_child_must_be_expected_to_be_worth_worth_pp():
     firm = KeepConfig(start_weight=1e6)  # the start mix alone decides
     d = pd.DataFrame({"decision": "inconclusive", "delta_pp": np.linspace(0.0, 8.0, 81),
                       "se_pp": 3.5})
-    expected = prior.posterior(d, prior.start(firm), config=firm)["expected_delta_pp"]
-    kept = policy.kept(d, policy="learned", config=firm)
+    expected = prior.posterior(d, prior.start(firm), keep=firm)["expected_delta_pp"]
+    kept = policy.kept(d, policy="learned", keep=firm)
     assert ((expected > 0) & (expected <= firm.worth_pp)).any()  # the band exists here
     assert kept.tolist() == (expected > firm.worth_pp).tolist()
 
@@ -168,7 +168,7 @@ def test_the_log_predictive_density_is_the_mix_convolved_with_each_se():
 def test_the_history_check_has_its_level_when_the_mix_is_known(monkeypatch):
     """Current comparisons drawn from the history's own (known) mix are flagged at the level:
     300 seeded runs of 10 comparisons at α = 5% (binomial 99.9% range 1.6%-9.7%)."""
-    monkeypatch.setattr(prior, "fit", lambda history, config=None: KNOWN)
+    monkeypatch.setattr(prior, "fit", lambda history, keep=None: KNOWN)
     rng = np.random.default_rng(11)
     history = _comparisons([0.0], [3.0])
     flagged = [not prior.check_history(history, _draw(KNOWN, rng.uniform(2, 5, 10), rng))["used"]
@@ -177,7 +177,7 @@ def test_the_history_check_has_its_level_when_the_mix_is_known(monkeypatch):
 
 
 def test_the_history_check_p_value_agrees_with_a_brute_force_simulation(monkeypatch):
-    monkeypatch.setattr(prior, "fit", lambda history, config=None: KNOWN)
+    monkeypatch.setattr(prior, "fit", lambda history, keep=None: KNOWN)
     rng = np.random.default_rng(5)
     se = rng.uniform(2, 5, 12)
     current = _comparisons(rng.normal(-5.0, 3.0, 12), se)  # a harsher world than KNOWN's
@@ -221,7 +221,7 @@ def test_history_counts_by_runs_the_latest_ones():
     check = prior.check_history(rows, _comparisons([5.0], [3.0]))
     assert (check["runs"], check["comparisons"]) == (5, 20)
     none = prior.check_history(rows, _comparisons([5.0], [3.0]),
-                               config=KeepConfig(history_runs=0))
+                               keep=KeepConfig(history_runs=0))
     assert (none["runs"], none["used"]) == (0, False)
 
 

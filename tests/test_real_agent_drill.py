@@ -150,7 +150,7 @@ def drill(tmp_path_factory):
     evolver = ClaudeEvolver(client=client(evolver_model), model=EVOLVER_MODEL)
     config = RunConfig(run_seed=11, workers=2, gate=GateConfig(design="fixed", k=1))
     run = Run.create(tmp_path_factory.mktemp("drill") / "run", agent=agent, evolver=evolver,
-                     config=config)
+                     run_config=config)
     try:
         evolve.cold_start(run, progress=False)
         result = evolve.run_round(run, children=4, recombinations=0, progress=False)

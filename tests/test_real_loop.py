@@ -102,7 +102,7 @@ def loop(tmp_path_factory):
                            tasks=RIGHT + FIXABLE + TEST, grade_timeout_s=20)
     evolver = ClaudeEvolver(client=client(evolver_model), model="claude-opus-4-8")
     run = Run.create(tmp_path_factory.mktemp("real") / "run", agent=agent, evolver=evolver,
-                     config=RunConfig(run_seed=7, workers=2, gate=PAPER_GATE))
+                     run_config=RunConfig(run_seed=7, workers=2, gate=PAPER_GATE))
     try:
         result = evolve.run_round(run, children=3, recombinations=1, progress=False)
         measure.finalize(run, progress=False)

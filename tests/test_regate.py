@@ -17,11 +17,11 @@ from gsme.settings import GateConfig, RunConfig
 def test_credit_with_the_run_config_reproduces_the_runs_decisions(tmp_path, preset, design):
     config = RunConfig(run_seed=2, gate=GateConfig(design=design))
     with Run.create(tmp_path / "r", agent=sim.preset(preset, suite_seed=2),
-                    evolver=RuleEvolver(seed=2), config=config) as run:
+                    evolver=RuleEvolver(seed=2), run_config=config) as run:
         evolve.run_round(run, children=2, recombinations=0, progress=False)
         stored = run.decisions()
         again = gates.credit(run.trials(split="train"), run.candidates(), split="train",
-                             config=run.config.gate)
+                             gate=run.config.gate)
     assert len(stored) >= 1
     pd.testing.assert_frame_equal(
         stored.drop(columns=["round", "kept", "expected_delta_pp"]), again)
@@ -33,7 +33,7 @@ def test_replaying_the_keep_rule_reproduces_what_the_run_kept(tmp_path, name):
                                    finalize=False) as run:
         stored = run.decisions()
         regated = gates.credit(run.trials(split="train"), run.candidates(), split="train",
-                               config=run.config.gate)
+                               gate=run.config.gate)
         replayed = []
         for r in sorted(stored["round"].unique()):
             mine = stored["round"] == r
@@ -41,7 +41,7 @@ def test_replaying_the_keep_rule_reproduces_what_the_run_kept(tmp_path, name):
             decided = decided.reset_index()
             replayed.append(policy.screen(decided, policy=name,
                                           past=run.comparisons(before_round=r),
-                                          config=run.config.keep))
+                                          keep=run.config.keep))
         replayed = pd.concat(replayed, ignore_index=True)
     assert len(stored) >= 6
     assert stored["kept"].tolist() == replayed["kept"].tolist()

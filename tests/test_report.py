@@ -161,8 +161,8 @@ def test_false_credit_and_keep_estimates_sum_the_posterior_probability_of_no_gai
     decided = sealed_run.decisions()
     measured = decided[decided["decision"].isin(prior.LEARNED_DECISIONS)]
     mix = prior.fit(prior.learned_from(measured),  # by first-K Δ; nothing learned before
-                    config=sealed_run.config.keep)
-    post = prior.posterior(decided, mix, config=sealed_run.config.keep)
+                    keep=sealed_run.config.keep)
+    post = prior.posterior(decided, mix, keep=sealed_run.config.keep)
     no_gain = np.where(decided["decision"].isin(prior.LEARNED_DECISIONS),
                        1.0 - post["p_positive"], np.nan)
     credited = (decided["decision"] == "credit").to_numpy()

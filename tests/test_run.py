@@ -24,7 +24,7 @@ def _patch(pid="p-verify", gate=""):
 @pytest.fixture
 def run(tmp_path):
     agent = sim.preset("tiny", suite_seed=3, infra_fault_rate=0.0)
-    with Run.create(tmp_path / "run", agent=agent, config=RunConfig(run_seed=3),
+    with Run.create(tmp_path / "run", agent=agent, run_config=RunConfig(run_seed=3),
                     agent_spec={"kind": "sim", "preset": "tiny", "suite_seed": 3,
                                 "infra_fault_rate": 0.0}) as made:
         yield made
@@ -136,7 +136,7 @@ class FlakyAgent(TaskAgent):
 
 def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
     run = Run.create(tmp_path / "r", agent=FlakyAgent(),
-                     config=RunConfig(gate=GateConfig(max_reruns=2)))
+                     run_config=RunConfig(gate=GateConfig(max_reruns=2)))
     trials = measure.measure(run, "baseline", progress=False)
     even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1, 2}
@@ -147,7 +147,7 @@ def test_infra_failures_are_rerun_up_to_the_limit(tmp_path):
 
 def test_slot_still_failing_after_reruns_is_left_alone(tmp_path):
     run = Run.create(tmp_path / "r", agent=FlakyAgent(),
-                     config=RunConfig(gate=GateConfig(max_reruns=1)))
+                     run_config=RunConfig(gate=GateConfig(max_reruns=1)))
     trials = measure.measure(run, "baseline", progress=False)
     even = trials[trials["repeat"] % 2 == 0]
     assert set(even["attempt"]) == {0, 1}
@@ -230,7 +230,7 @@ def test_gates_with_the_run_config_reproduce_its_decisions(run):
     cands = run.candidates().query("candidate in @made").reset_index(drop=True)
     measure.measure(run, made, progress=False, round=1)
     decided = evolve.credit(run, cands, round=1)
-    again = gates.credit(run.trials(split="train"), cands, config=run.config.gate)
+    again = gates.credit(run.trials(split="train"), cands, gate=run.config.gate)
     kept = ["kept", "expected_delta_pp"]
     pd.testing.assert_frame_equal(again, decided.drop(columns=kept))
     pd.testing.assert_frame_equal(run.decisions().drop(columns=["round", *kept]), again)

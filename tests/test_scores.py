@@ -57,7 +57,7 @@ def test_paired_test_on_scores_is_scipys_paired_t_on_per_task_mean_scores(effect
     assert row["delta_pp"] == pytest.approx(100 * np.mean(child - parent), abs=1e-9)
     assert row["rate_child"] == pytest.approx(child.mean(), abs=1e-12)
     normal = stats.paired_test(trials, parent="p", child="c",
-                               config=GateConfig(reference="normal")).iloc[0]
+                               gate=GateConfig(reference="normal")).iloc[0]
     assert normal["p_one_sided"] == pytest.approx(sps.norm.sf(reference.statistic), rel=1e-9)
 
 
@@ -82,8 +82,8 @@ def test_credit_on_scores_decides_as_the_paired_test_says(design):
         "env_gate": None, "commit": None, "branch": None, "round": [0, 1], "rationale": None})
     for effect, expected in ((0.15, "credit"), (-0.15, "cull"), (0.0, "inconclusive")):
         trials = scored(effect=effect, seed=5).assign(activated=True)
-        decided = gates.credit(trials, candidates, config=config).iloc[0]
-        tested = stats.paired_test(trials, parent="p", child="c", config=config).iloc[0]
+        decided = gates.credit(trials, candidates, gate=config).iloc[0]
+        tested = stats.paired_test(trials, parent="p", child="c", gate=config).iloc[0]
         child, parent = task_means(trials)
         assert decided["decision"] == tested["decision"] == expected
         assert decided["z"] == pytest.approx(sps.ttest_rel(child, parent).statistic, rel=1e-10)
@@ -118,7 +118,7 @@ def test_exact_sign_flip_p_of_few_changed_scores_enumerates_every_flip():
     assert row["p_one_sided"] == pytest.approx(permuted.pvalue)
     with pytest.raises(ValueError, match="at most 20 changed tasks"):
         stats.paired_test(scored(n=25, k=1, seed=1), parent="p", child="c",
-                          config=GateConfig(exact_below=30))
+                          gate=GateConfig(exact_below=30))
 
 
 def test_pass_at_k_refuses_graded_scores_and_counts_binary_ones():
@@ -138,8 +138,8 @@ def test_frames_without_scores_give_what_pass_fail_gives():
     blank = trials.assign(score=np.nan)
     binary = trials.assign(score=trials["passed"].astype(float))
     for other in (blank, binary):
-        for fn in (lambda t: stats.paired_test(t, parent="p", child="c", config=config),
-                   lambda t: gates.significance_gate(t, PAIR, config=config),
+        for fn in (lambda t: stats.paired_test(t, parent="p", child="c", gate=config),
+                   lambda t: gates.significance_gate(t, PAIR, gate=config),
                    lambda t: designs.looks(t, PAIR, config=config),
                    lambda t: stats.task_rates(t)):
             pd.testing.assert_frame_equal(fn(other), fn(trials))

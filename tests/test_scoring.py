@@ -183,7 +183,7 @@ class SickSim(SickAfterFirstBatch, SimAgent):
 def test_a_failed_health_check_marks_its_batch_after_writing_it(tmp_path, agent):
     config = RunConfig(batch_size=5, flush_trials=1000, flush_seconds=3600.0,
                        gate=GateConfig(k=1, k_max=1))
-    with Run.create(tmp_path / "r", agent=agent, config=config) as run:
+    with Run.create(tmp_path / "r", agent=agent, run_config=config) as run:
         measure.measure(run, "baseline", progress=False)
         trials = run.trials()
         events = run.events("health_failed_after_batch")
@@ -212,7 +212,7 @@ class Broken(SimAgent):
                                            ("short", "ValueError: run_many returned 4 trajectories")])
 def test_a_broken_run_many_is_an_infrastructure_failure_of_each_trial(tmp_path, how, says):
     config = RunConfig(batch_size=5, flush_trials=1000, flush_seconds=3600.0)
-    with Run.create(tmp_path / "r", agent=Broken(how), config=config) as run:
+    with Run.create(tmp_path / "r", agent=Broken(how), run_config=config) as run:
         with pytest.raises(InfraError, match="all 5 first attempts of a batch failed"):
             measure.measure(run, "baseline", progress=False)
         trials = run.trials()
@@ -225,7 +225,7 @@ def test_trials_lost_with_the_process_are_run_again_and_nothing_twice(tmp_path, 
                                                                        one_at_a_time):
     agent = (OneAtATime if one_at_a_time else SimAgent)("tiny", infra_fault_rate=0.1)
     config = RunConfig(run_seed=3, batch_size=8, flush_trials=8, flush_seconds=3600.0)
-    with Run.create(tmp_path / "whole", agent=agent, config=config) as whole:
+    with Run.create(tmp_path / "whole", agent=agent, run_config=config) as whole:
         expected = measure.measure(whole, "baseline", progress=False)
     writes = []
     real = Ledger.add_trials
@@ -237,7 +237,7 @@ def test_trials_lost_with_the_process_are_run_again_and_nothing_twice(tmp_path, 
         real(self, rows)
 
     monkeypatch.setattr(Ledger, "add_trials", dies_on_the_third_write)
-    with Run.create(tmp_path / "killed", agent=agent, config=config) as run:
+    with Run.create(tmp_path / "killed", agent=agent, run_config=config) as run:
         with pytest.raises(SystemExit):
             measure.measure(run, "baseline", progress=False)
         kept = run.trials()
@@ -260,7 +260,7 @@ def test_a_run_borrows_outside_env_gates_only_for_agents_that_honour_them(tmp_pa
         agent = sim.preset("tb2", suite_seed=0, breadth=0.1)
         agent.honours_env_gates = honours
         with Run.create(tmp_path / folder, agent=agent, evolver=RuleEvolver(seed=0),
-                        config=RunConfig(run_seed=0)) as run:
+                        run_config=RunConfig(run_seed=0)) as run:
             evolve.run_round(run, progress=False)
             trials = run.trials(split="train")
             gated = run.candidates()["env_gate"].fillna("").ne("").any()

@@ -257,7 +257,7 @@ def test_scoring_loop_reaches_a_fixed_point_and_credit_replays_its_decision(seed
     config = GateConfig(design="adaptive", futility_z=futility)
     trials, passes = score_loop(parent, child, config)
     taken = designs.looks(trials, PAIRS, config=config)
-    decided = gates.significance_gate(trials, PAIRS, config=config).iloc[0]
+    decided = gates.significance_gate(trials, PAIRS, gate=config).iloc[0]
     last = taken.iloc[-1]
     assert passes == len(taken) + 1  # one pass per look, one more to see nothing is new
     assert decided["looks"] == len(taken) == last["look"]
@@ -271,7 +271,7 @@ def test_scoring_loop_reaches_a_fixed_point_and_credit_replays_its_decision(seed
     repeats = np.where((pooled > 0) & (pooled < 6), 9, 3)
     full = frame({name: np.where(np.arange(9)[None, :] < repeats[:, None], grid, np.nan)
                   for name, grid in (("p", parent), ("c", child))})
-    again = gates.significance_gate(full, PAIRS, config=config).iloc[0]
+    again = gates.significance_gate(full, PAIRS, gate=config).iloc[0]
     assert (again["decision"], again["looks"], again["z"]) == (
         decided["decision"], decided["looks"], pytest.approx(decided["z"]))
 
@@ -298,7 +298,7 @@ def test_strong_gain_is_credited_early_and_says_at_which_look():
     child = np.zeros((20, 9))
     child[:, :2] = 1  # every task 0/3 -> 2/3
     config = GateConfig(design="adaptive")
-    out = gates.significance_gate(frame({"p": parent, "c": child}), PAIRS, config=config)
+    out = gates.significance_gate(frame({"p": parent, "c": child}), PAIRS, gate=config)
     row = out.iloc[0]
     assert (row["decision"], row["looks"]) == ("credit", 1)
     assert row["reason"].startswith("credited at look 1 of 3")
@@ -314,7 +314,7 @@ def test_negative_look_one_stops_for_futility_and_harm_is_culled_at_look_one():
     assert taken["decision"].item() == "inconclusive"
     assert taken["reason"].item().startswith("stopped for futility at look 1 of 3")
     parent, child = draws(rng, base, base - 0.3)
-    out = gates.significance_gate(frame({"p": parent, "c": child}), PAIRS, config=config).iloc[0]
+    out = gates.significance_gate(frame({"p": parent, "c": child}), PAIRS, gate=config).iloc[0]
     one_look = stats.paired_test(frame({"p": parent[:, :3], "c": child[:, :3]}), parent="p",
                                  child="c").iloc[0]
     assert (out["decision"], out["looks"]) == ("cull", 1) == (one_look["decision"], 1)
@@ -327,7 +327,7 @@ def test_credit_on_a_look_not_yet_scored_is_inconclusive_and_says_so():
     parent, child = draws(rng, base, np.clip(base + 0.1, 0, 1), k_max=3)
     trials = frame({"p": parent, "c": child})
     config = GateConfig(design="adaptive", futility_z=None)
-    row = gates.significance_gate(trials, PAIRS, config=config).iloc[0]
+    row = gates.significance_gate(trials, PAIRS, gate=config).iloc[0]
     taken = designs.looks(trials, PAIRS, config=config)
     assert row["decision"] == "inconclusive" and row["looks"] == 1
     assert row["reason"].startswith("awaiting look 2 of 3")
@@ -374,7 +374,7 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
         "round": [0, 1, 1, 1], "rationale": None,
     })
     stored = config.model_copy(update={"parent_trials": "stored"})  # scored here, no blocks
-    decided = gates.credit(trials, candidates, config=stored).set_index("candidate")
+    decided = gates.credit(trials, candidates, gate=stored).set_index("candidate")
     taken = designs.looks(trials, pairs, config=config).groupby("candidate").tail(1)
     for last in taken.itertuples():
         assert decided.loc[last.candidate, "looks"] == last.look
@@ -383,7 +383,7 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
     assert decided.loc["good", "decision"] == "credit"
     assert decided.loc["bad", "decision"] == "cull"
     fixed = gates.credit(trials, candidates,
-                         config=GateConfig(design="fixed")).set_index("candidate")
+                         gate=GateConfig(design="fixed")).set_index("candidate")
     assert (fixed["looks"] == 1).all()
     schema.validate(decided.reset_index(), "decisions")
 
@@ -415,7 +415,7 @@ def test_adaptive_a_a_false_credit_stays_near_the_level():
     trials, pairs = aa_pairs(seed=11, n_pairs=400, n_tasks=80)
     lenient = GateConfig(design="adaptive", reference="normal", exact_below=0, futility_z=None)
     for config in (lenient, ADAPTIVE):
-        out = gates.significance_gate(trials, pairs, config=config)
+        out = gates.significance_gate(trials, pairs, gate=config)
         # Seeded, so it cannot flake: 6 credits here (2.5% of 400 is 10). An allocation that
         # looks at the sign of a task's difference (say, never extending the tasks where the
         # child did better at look 1) credits 130 of these 400 null pairs. The boundaries
@@ -424,7 +424,7 @@ def test_adaptive_a_a_false_credit_stays_near_the_level():
         assert (out["decision"] == "cull").sum() <= 20  # look 1 only, at level alpha
     naive = GateConfig(design="adaptive", reference="normal", exact_below=0, futility_z=None,
                        k_max=3)  # a single look: the fixed test on the first 3 repeats
-    one_look = gates.significance_gate(trials, pairs, config=naive)
+    one_look = gates.significance_gate(trials, pairs, gate=naive)
     assert (one_look["decision"] == "credit").sum() <= 16
 
 

@@ -80,7 +80,7 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
     outcomes = random_pair(rng, n_tasks=40)
     outcomes["c"][3, 2] = np.nan  # unequal K
     trials = make_trials(outcomes, infra_fail=0.05)
-    row = stats.paired_test(trials, parent="p", child="c", config=NORMAL).iloc[0]
+    row = stats.paired_test(trials, parent="p", child="c", gate=NORMAL).iloc[0]
     both = pd.concat([reference_task_means(trials, "c"), reference_task_means(trials, "p")],
                      axis=1, join="inner")
     expected = sps.ttest_rel(both.iloc[:, 0], both.iloc[:, 1])
@@ -92,7 +92,7 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
     assert row["n_changed"] == int((diff.abs() > 1e-12).sum())
     assert row["rate_child"] - row["rate_parent"] == pytest.approx(diff.mean())
     assert row["p_one_sided"] == pytest.approx(sps.norm.sf(expected.statistic), rel=1e-9)
-    t_row = stats.paired_test(trials, parent="p", child="c", config=T_ONLY).iloc[0]
+    t_row = stats.paired_test(trials, parent="p", child="c", gate=T_ONLY).iloc[0]
     assert t_row["p_value"] == pytest.approx(expected.pvalue, rel=1e-9)
     greater = sps.ttest_rel(both.iloc[:, 0], both.iloc[:, 1], alternative="greater")
     assert t_row["p_one_sided"] == pytest.approx(greater.pvalue, rel=1e-9)
@@ -105,9 +105,9 @@ def test_paired_z_equals_ttest_rel_and_p_equals_normal_tail():
 def test_decision_follows_z_against_critical_value():
     rng = np.random.default_rng(3)
     up = stats.paired_test(make_trials(random_pair(rng, 80, shift=0.3)), parent="p", child="c",
-                           config=NORMAL)
+                           gate=NORMAL)
     down = stats.paired_test(make_trials(random_pair(rng, 80, shift=-0.3)), parent="p",
-                             child="c", config=NORMAL)
+                             child="c", gate=NORMAL)
     assert up["z"].item() >= 1.96 and up["decision"].item() == "credit"
     assert down["z"].item() <= -1.96 and down["decision"].item() == "cull"
     assert up["reason"].isna().all() and down["reason"].isna().all()
@@ -125,8 +125,8 @@ def test_t_reference_is_stricter_at_small_n():
     child[diffs > 0, 0] = 1
     parent[diffs < 0, 0] = 1
     trials = make_trials({"p": parent, "c": child})
-    normal = stats.paired_test(trials, parent="p", child="c", config=NORMAL)
-    student = stats.paired_test(trials, parent="p", child="c", config=T_ONLY)
+    normal = stats.paired_test(trials, parent="p", child="c", gate=NORMAL)
+    student = stats.paired_test(trials, parent="p", child="c", gate=T_ONLY)
     assert normal["decision"].item() == "credit"
     assert student["decision"].item() == "inconclusive"
     assert student["z"].item() == pytest.approx(normal["z"].item())
@@ -151,7 +151,7 @@ def test_equal_nonzero_differences_use_exact_sign_flip(n, decision):
     parent = np.tile([[1.0, 0.0, 0.0]], (n, 1))  # 1/3 each task
     child = np.tile([[1.0, 1.0, 0.0]], (n, 1))  # 2/3: every difference is 1/3
     row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c",
-                            config=GateConfig(min_tasks=2)).iloc[0]
+                            gate=GateConfig(min_tasks=2)).iloc[0]
     assert row["p_value"] == pytest.approx(sign_flip_p(np.full(n, 1 / 3)))
     assert np.isfinite(row["z"]) and row["z"] > 0
     assert row["p_value"] == pytest.approx(2 * sps.norm.sf(row["z"]))
@@ -170,7 +170,7 @@ def test_fewer_than_min_tasks_is_inconclusive_and_says_why():
     rng = np.random.default_rng(4)
     trials = make_trials(random_pair(rng, n_tasks=6, shift=0.8))
     row = stats.paired_test(trials, parent="p", child="c",
-                            config=GateConfig(min_tasks=10)).iloc[0]
+                            gate=GateConfig(min_tasks=10)).iloc[0]
     assert row["n_tasks"] == 6 and row["decision"] == "inconclusive"
     assert "min_tasks=10" in row["reason"]
 
@@ -201,8 +201,8 @@ def test_unequal_k_weights_tasks_equally():
 def test_swapping_parent_and_child_flips_the_test(seed, n_tasks, exact_below):
     trials = make_trials(random_pair(np.random.default_rng(seed), n_tasks=n_tasks))
     config = GateConfig(min_tasks=2, exact_below=exact_below)
-    ab = stats.paired_test(trials, parent="p", child="c", config=config).iloc[0]
-    ba = stats.paired_test(trials, parent="c", child="p", config=config).iloc[0]
+    ab = stats.paired_test(trials, parent="p", child="c", gate=config).iloc[0]
+    ba = stats.paired_test(trials, parent="c", child="p", gate=config).iloc[0]
     np.testing.assert_allclose([ba["z"], ba["delta_pp"]], [-ab["z"], -ab["delta_pp"]],
                                atol=1e-12)
     assert ba["p_value"] == pytest.approx(ab["p_value"], nan_ok=True)
@@ -230,7 +230,7 @@ def test_paired_test_rejects_bad_arguments():
     with pytest.raises(ValueError, match="reference"):
         GateConfig(reference="z")
     with pytest.raises(TypeError, match="GateConfig"):
-        stats.paired_test(trials, parent="p", child="c", config={"reference": "t"})
+        stats.paired_test(trials, parent="p", child="c", gate={"reference": "t"})
     with pytest.raises(ValueError, match="parent and child must differ"):
         stats.paired_test(trials, parent="p", child="p")
     with pytest.raises(ValueError, match="child 'nope' has no trials on split 'train'"):
@@ -369,7 +369,7 @@ def test_exact_sign_flip_p_equals_full_enumeration_of_t(seed, n_tasks):
     outcomes["p"][1, 1:] = np.nan
     trials = make_trials(outcomes)
     config = GateConfig(exact_below=100, min_tasks=2)
-    row = stats.paired_test(trials, parent="p", child="c", config=config).iloc[0]
+    row = stats.paired_test(trials, parent="p", child="c", gate=config).iloc[0]
     diffs = stats.paired_tasks(trials, parent="p", child="c")["diff"].to_numpy()
     upper, lower, two = brute_sign_flip(diffs)
     if row["n_changed"] == 0:
@@ -390,7 +390,7 @@ def test_four_of_26_tasks_gaining_one_pass_in_three_is_not_credited():
     parent[:4] = [1, 0, 0]  # four tasks: 1/3 -> 2/3, none lose
     child[:4] = [1, 1, 0]
     trials = make_trials({"p": parent, "c": child})
-    student = stats.paired_test(trials, parent="p", child="c", config=T_ONLY).iloc[0]
+    student = stats.paired_test(trials, parent="p", child="c", gate=T_ONLY).iloc[0]
     assert student["z"] == pytest.approx(2.13, abs=0.01) and student["decision"] == "credit"
     row = stats.paired_test(trials, parent="p", child="c").iloc[0]
     assert row["n_changed"] == 4 and row["decision"] == "inconclusive"
@@ -407,7 +407,7 @@ def test_exact_p_needs_enough_changed_tasks_to_credit():
         child[:m, 0] = 1
         config = GateConfig(exact_below=50)
         row = stats.paired_test(make_trials({"p": parent, "c": child}), parent="p", child="c",
-                                config=config).iloc[0]
+                                gate=config).iloc[0]
         assert row["p_value"] == pytest.approx(2.0 ** (1 - m))
         assert row["decision"] == decision
 
@@ -565,7 +565,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
     differs = 0
     for row in decisions.itertuples():
         seen, parent = parent_trials.of_child(trials, candidates, row.candidate, config=gate)
-        tasks = stats.paired_tasks(seen, parent=parent, child=row.candidate, config=gate)
+        tasks = stats.paired_tasks(seen, parent=parent, child=row.candidate, gate=gate)
         assert len(tasks) == row.n_tasks
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
         assert tasks["rate_child"].mean() == pytest.approx(row.rate_child, abs=1e-12)
@@ -574,7 +574,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
         assert set(tasks["repeats"]) <= looks
         assert (tasks[["n_parent", "n_child"]].max(axis=1) <= tasks["repeats"]).all()
         old = stats.paired_tasks(seen, parent=parent, child=row.candidate,
-                                 config=every_repeat)
+                                 gate=every_repeat)
         differs += abs(100 * old["diff"].mean() - row.delta_pp) > 1e-6
     assert differs >= 1  # reading every repeat would not match: the test can fail
 
@@ -605,7 +605,7 @@ def test_one_look_credits_exactly_when_p_one_sided_is_at_most_alpha(config):
         pairs.append((f"c{i}", f"p{i}"))
     trials = pd.concat(frames, ignore_index=True)
     pairs = pd.DataFrame(pairs, columns=["candidate", "parent"])
-    out = gates.significance_gate(trials, pairs, config=config.model_copy(
+    out = gates.significance_gate(trials, pairs, gate=config.model_copy(
         update={"design": "fixed"}))
     assert {"credit", "inconclusive"} <= set(out["decision"])
     enough = (out["n_tasks"] >= config.min_tasks) & (out["n_changed"] > 0)

@@ -65,7 +65,7 @@ def test_the_evolver_may_not_run_the_task_model_unless_the_run_says_so(tmp_path,
         Run.create(tmp_path / "same", agent=agent, evolver=evolver)
     assert not (tmp_path / "same").exists()
     with Run.create(tmp_path / "allowed", agent=agent, evolver=evolver,
-                    config=RunConfig(allow_same_model=True)) as run:
+                    run_config=RunConfig(allow_same_model=True)) as run:
         assert run.task_model == "claude-opus-4-8"
 
 

@@ -50,7 +50,7 @@ cut; no more than that is read.
 
 Exit codes and timeouts
 -----------------------
-Each exit code maps to an outcome in :data:`OUTCOMES`:
+Each exit code maps to an outcome in :data:`EXIT_OUTCOMES`:
 
 * ``"result"`` — the trial is what ``result.json`` says; a missing or invalid
   ``result.json`` is an infrastructure failure whose ``error`` gives the reason (but see
@@ -110,7 +110,7 @@ from pathlib import Path, PurePosixPath
 
 import pandas as pd
 
-from gsme import sandbox
+from gsme import _renamed, sandbox
 from gsme._proc import remove_tree, remove_when_gone, run_limited, scratch
 from gsme.agents.base import TaskAgent, Trajectory
 from gsme.comparisons import digest
@@ -118,10 +118,12 @@ from gsme.redact import Redactor, passed_secrets
 from gsme.schema import LEVERS, SPLITS
 from gsme.settings import DEFAULT_ISOLATION, ISOLATIONS
 
-__all__ = ["BASE_ENV", "DEFAULT_EXIT_CODES", "MAX_RESULT_BYTES", "MAX_TRANSCRIPT_BYTES",
-           "OUTCOMES", "PLACEHOLDERS", "CommandAgent", "Refused", "read_inside", "template"]
+__all__ = ["BASE_ENV", "DEFAULT_EXIT_CODES", "EXIT_OUTCOMES", "MAX_RESULT_BYTES",
+           "MAX_TRANSCRIPT_BYTES", "PLACEHOLDERS", "CommandAgent", "Refused", "read_inside",
+           "template"]
 
-OUTCOMES = ("result", "failure", "infra")
+__getattr__ = _renamed.renamed(__name__, {"OUTCOMES": "EXIT_OUTCOMES"})
+EXIT_OUTCOMES = ("result", "failure", "infra")
 DEFAULT_EXIT_CODES = {0: "result", 75: "infra"}
 PLACEHOLDERS = ("harness", "task_id", "repeat", "attempt", "run_seed", "out", "python")
 BASE_ENV = ("PATH", "HOME", "LANG")
@@ -158,7 +160,7 @@ class CommandAgent(TaskAgent):
     pass_env : sequence of str
         Names of variables copied from this process's environment.
     exit_codes : mapping of int to str, optional
-        Overrides of :data:`DEFAULT_EXIT_CODES`; values from :data:`OUTCOMES`.
+        Overrides of :data:`DEFAULT_EXIT_CODES`; values from :data:`EXIT_OUTCOMES`.
     timeout_is : {"infra", "failure"}
         What a timeout counts as.
     workdir : str or Path, optional
@@ -683,8 +685,8 @@ def _check_exit_codes(exit_codes: Mapping) -> dict[int, str]:
     for code, outcome in exit_codes.items():
         if isinstance(code, bool) or not isinstance(code, int):
             raise TypeError(f"exit_codes keys must be ints, got {code!r}")
-        if outcome not in OUTCOMES:
-            raise ValueError(f"exit_codes[{code}] is {outcome!r}; allowed: {list(OUTCOMES)}")
+        if outcome not in EXIT_OUTCOMES:
+            raise ValueError(f"exit_codes[{code}] is {outcome!r}; allowed: {list(EXIT_OUTCOMES)}")
     return dict(exit_codes)
 
 

@@ -375,7 +375,7 @@ def _holm(table: pd.DataFrame, level: float) -> pd.DataFrame:
 
 def _row(trials, name, measurement, split, gate, biased) -> dict:
     row = compare.compare(trials, parent=schema.BASELINE, child=name, split=split,
-                          config=gate).iloc[0]
+                          gate=gate).iloc[0]
     return {"candidate": name, "measurement": measurement, "split": split,
             "selection_biased": biased,
             **{c: row[c] for c in RETEST_COLUMNS[4:] if c != "p_holm"}}
@@ -440,7 +440,7 @@ def regate_accepts(run: GepaRun, *, gate: GateConfig | None = None) -> pd.DataFr
     trials = pd.DataFrame(rows)
     trials["repeat"] = trials.groupby(["candidate", "task_id"]).cumcount()
     tested = gates.significance_gate(schema.as_trials(trials), pd.DataFrame(pairs),
-                                     config=gate)
+                                     gate=gate)
     out = log[["iteration", "kind", "parent", "child", "accepted", "sum_before", "sum_after"]]
     out = out.assign(n_tasks=tested["n_tasks"].to_numpy(), delta_pp=tested["delta_pp"].to_numpy(),
                      p_one_sided=tested["p_one_sided"].to_numpy(), level=gate.alpha)

@@ -187,7 +187,7 @@ class GateAcceptance:
             "round": np.array([0, iteration], dtype=np.int64), "rationale": None})
         # GEPA's loop scores no fresh block of the parent: its stored gate trials are read
         stored = self.gate.model_copy(update={"parent_trials": "stored"})
-        decided = gates.credit(self.trials, candidates, config=stored).iloc[0].to_dict()
+        decided = gates.credit(self.trials, candidates, gate=stored).iloc[0].to_dict()
         record = {**{k: (None if isinstance(v, float) and math.isnan(v) else v)
                      for k, v in decided.items()},
                   "iteration": iteration, "parent_index": parent_index,

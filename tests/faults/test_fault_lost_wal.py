@@ -18,7 +18,7 @@ EVOLVER = {"kind": "rule"}
 def _create(run_dir) -> Run:
     return Run.create(run_dir, agent=plugins.build_agent(AGENT),
                       evolver=plugins.build_evolver(EVOLVER), agent_spec=AGENT,
-                      evolver_spec=EVOLVER, config={"gate": {"design": "fixed"}},
+                      evolver_spec=EVOLVER, run_config={"gate": {"design": "fixed"}},
                       schedule={"rounds": 2, "children_per_round": 2})
 
 
