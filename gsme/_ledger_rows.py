@@ -42,7 +42,7 @@ _NATIVE = frozenset({str, int, float, bool, bytes, type(None)})
 
 
 def fetch_frame(cursor, table: str, *, block: int = 65_536) -> pd.DataFrame:
-    """Every row of ``cursor`` (a SELECT of ``table``'s columns) as a frame, read a block
+    """Every row of ``cursor`` (a query of ``table``'s columns) as a frame, read a block
     at a time so that only a block is ever held as Python rows; each text value that
     recurs across rows is kept once (a million trials name a few hundred candidates and
     tasks, which SQLite returns as a new string per row). Trial references, unique per
