@@ -17,9 +17,12 @@ machine is):
    directly) and the ratio of the two;
 3. a simulated run of ``--rounds`` evolution rounds (``--round-preset``, SIMULATED) through
    ``evolve.evolve``: the trials read from the ledger file per round (``Run.reads``;
-   target: 2 or fewer), the trials frame checks per round (``schema.CHECKS["trials"]``;
-   target: 2 or fewer) and the trials run per CPU second of the whole loop (git commits,
-   the evolver and the gates included; no target);
+   target: 2 or fewer), the trials frame checks per round (``schema.CHECKS["trials"]``:
+   every check of a whole trials frame; target: 2 or fewer), beside them the checks of
+   rows added to a checked frame, checked on their own (``schema.CHECKS["trials_added"]``:
+   the rows a scoring pass wrote, a parent's fresh block; no target), and the trials run
+   per CPU second of the whole loop (git commits, the evolver and the gates included; no
+   target);
 4. (not with ``--quick``) simulated trials/s with a ``dask.distributed`` LocalCluster
    executor, which takes the per-trial path, beside the default;
 5. what one command trial costs beyond its command: a ``sh`` one-liner run as a plain
@@ -99,9 +102,9 @@ def time_simulator(run: Run) -> tuple[int, float]:
 def time_rounds(root: Path, preset: str, rounds: int) -> dict[str, float]:
     """A simulated run of ``rounds`` rounds through ``evolve.evolve`` (not sealed): trials
     run, CPU seconds of this process, and per round the trials read from the ledger file
-    and the frame checks (None where this gsme counts none)."""
+    and the frame checks: whole frames and added rows (None where this gsme counts none)."""
     checks = getattr(schema, "CHECKS", None)  # a Counter by frame kind
-    checked = None if checks is None else checks["trials"]
+    checked = None if checks is None else checks.copy()
     cpu = time.process_time()
     run = simulated_run(preset, root=root, rounds=rounds, finalize=False)
     cpu = time.process_time() - cpu
@@ -110,7 +113,9 @@ def time_rounds(root: Path, preset: str, rounds: int) -> dict[str, float]:
         reads = getattr(run, "reads", None)
         return {"rounds": done, "trials": run.trials_spent(), "cpu": cpu,
                 "reads": None if reads is None else reads.get("trials", 0) / done,
-                "checks": None if checked is None else (checks["trials"] - checked) / done}
+                "checks": None if checked is None else (checks["trials"] - checked["trials"]) / done,
+                "added": None if checked is None else (
+                    checks["trials_added"] - checked["trials_added"]) / done}
     finally:
         run.close()
 
@@ -131,8 +136,10 @@ def print_rounds(root: Path, preset: str, rounds: int, repeats: int) -> None:
     print(f"SIMULATED {preset}, {last['rounds']} rounds through evolve.evolve: "
           f"{last['trials']} trials run; trials reads (from the ledger file) per round "
           f"{verdict(last['reads'], READS_PER_ROUND_TARGET, at_most=True)}; trials frame checks "
-          f"per round {verdict(last['checks'], CHECKS_PER_ROUND_TARGET, at_most=True)}; trials per "
-          f"CPU second of the whole loop {spread(rates, '{:,.0f}', max)}")
+          f"per round {verdict(last['checks'], CHECKS_PER_ROUND_TARGET, at_most=True)} (and "
+          f"{'-' if last['added'] is None else format(last['added'], '.1f')} checks of added "
+          "rows alone, no target); trials per CPU second of the whole loop "
+          f"{spread(rates, '{:,.0f}', max)}")
 
 
 def time_command_trials(root: Path, n: int) -> dict[str, float]:

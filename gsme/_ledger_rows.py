@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from gsme import schema
+from gsme import pairing, schema
 
 __all__ = ["KEYS", "TABLES", "KeptTrials", "as_stored", "columns_of", "fetch_frame",
            "frame_of", "sort_rows", "to_sql"]
@@ -95,6 +95,7 @@ class KeptTrials:
     frame: pd.DataFrame
     version: int
     answers: dict = field(default_factory=dict)
+    checks: dict = field(default_factory=dict)
 
     @classmethod
     def of(cls, frame: pd.DataFrame, version: int) -> KeptTrials:
@@ -112,8 +113,23 @@ class KeptTrials:
         kept for this filter)."""
         asked = tuple(sorted(equal.items()))
         if asked not in self.answers:
-            self.answers[asked] = _where(self.frame, equal)
+            checked = self.checks.get(asked)
+            self.answers[asked] = (_where(self.frame, equal) if checked is None
+                                   else checked.frame)
         return self.answers[asked].copy(deep=False)
+
+    def checked(self, equal: dict) -> pairing.Checked:
+        """The rows whose columns equal the given values, checked (kept for this filter
+        in ``checks``: read it, never change it). The whole frame is checked once; a
+        filter takes its rows (:meth:`gsme.pairing.Checked.rows`), and the rows
+        :meth:`merged` adds extend the whole frame's check."""
+        asked = tuple(sorted(equal.items()))
+        if asked not in self.checks:
+            whole = self.checks.get(())
+            if whole is None:
+                whole = self.checks[()] = pairing.check(self.frame)
+            self.checks[asked] = whole.rows(_matching(whole.frame, equal)) if asked else whole
+        return self.checks[asked]
 
     def merged(self, data: list[tuple]) -> KeptTrials | None:
         """These rows and ``data`` (rows written since) in key order; None when a row
@@ -136,6 +152,12 @@ class KeptTrials:
         order[fresh] = old + np.arange(new)
         order[~fresh] = np.arange(old)
         added = frame_of("trials", data)
+        whole = self.checks.get(())
+        if whole is not None and whole.frame is self.frame:  # check the added rows only
+            whole = whole.extended(added, order)
+            kept = KeptTrials(whole.frame, self.version, checks={(): whole})
+            kept.__dict__["keys"] = every  # known: no need to list them again
+            return kept
         frame = added if not old else pd.concat([self.frame, added], ignore_index=True).take(
             order).reset_index(drop=True)
         kept = KeptTrials(frame, self.version)
@@ -179,10 +201,15 @@ def _where(frame: pd.DataFrame, equal: dict) -> pd.DataFrame:
     """The rows of ``frame`` whose columns equal the given values, as a new frame."""
     if not equal:
         return frame.copy(deep=False)
+    return frame[_matching(frame, equal)].reset_index(drop=True)
+
+
+def _matching(frame: pd.DataFrame, equal: dict) -> np.ndarray:
+    """Whether each row's columns equal the given values."""
     keep = np.ones(len(frame), dtype=bool)
     for name, value in equal.items():
         keep &= frame[name].to_numpy() == to_sql(value)
-    return frame[keep].reset_index(drop=True)
+    return keep
 
 
 def to_sql(value):

@@ -141,15 +141,16 @@ def _acting_codes(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return codes.reshape(has.shape[0], acts.shape[1])
 
 
-def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
+def plan(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame, tasks: pd.DataFrame,
          wanted: pd.DataFrame, *, config: RunConfig,
          lenders: pd.DataFrame | None = None) -> Plan:
     """The trials still needed for the ``wanted`` slots, and the rows to borrow.
 
     Parameters
     ----------
-    trials : DataFrame
-        The run's trials so far (any candidates; with ``borrowed_from``).
+    trials : DataFrame or gsme.pairing.Checked
+        The run's trials so far (any candidates; with ``borrowed_from``); a Checked is not
+        checked again.
     candidates, tasks : DataFrame
         The run's candidates and tasks (env gates are evaluated on the tasks' features).
     wanted : DataFrame
@@ -189,7 +190,9 @@ def plan(trials: pd.DataFrame, candidates: pd.DataFrame, tasks: pd.DataFrame,
     if unknown:
         raise KeyError(f"unknown candidate(s) {unknown}; the run has "
                        f"{list(candidates['candidate'])}")
-    slots = pairing.checked_slots(trials)
+    slots = pairing.check(trials).slots
+    if isinstance(trials, pairing.Checked):
+        trials = trials.frame
     at = slots.locate(want["candidate"], want["split"], want["task_id"], want["repeat"])
     needs = np.zeros(len(at), dtype=bool)  # the validity gate's rule: re-run, or not yet
     needs[at >= 0] = slots.needs_rerun(config.gate.max_reruns)[at[at >= 0]]

@@ -12,7 +12,7 @@ import html
 import pandas as pd
 
 from gsme import archive as archive_lib
-from gsme import comparisons, schema, scoring
+from gsme import comparisons, pairing, schema, scoring
 from gsme._run_dir import check_split, frame_from_json
 from gsme.schema import BASELINE
 
@@ -34,6 +34,15 @@ class RunFrames:
         if split is not None:
             check_split(split)
         return self._ledger.frame("trials", split=split, candidate=candidate)
+
+    def checked_trials(self, *, split: str | None = None) -> pairing.Checked:
+        """The trials of :meth:`trials`, checked against their contract
+        (:class:`gsme.pairing.Checked`: every statistic takes it without checking again).
+        The run checks its trials once; the rows it records afterwards are checked on
+        their own (:meth:`gsme.ledger.Ledger.checked_trials`)."""
+        if split is not None:
+            check_split(split)
+        return self._ledger.checked_trials(split=split)
 
     def candidates(self) -> pd.DataFrame:
         """The candidates frame (the git repository is its source of truth)."""

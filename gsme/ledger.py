@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import pandas as pd
 
-from gsme import schema
+from gsme import pairing, schema
 from gsme._ledger_rows import (
     KEYS,
     TABLES,
@@ -262,6 +262,18 @@ class Ledger:
             self.reads["trials"] += 1
             known = self._trials = KeptTrials.of(data, version)
         return known
+
+    def checked_trials(self, **equal) -> pairing.Checked:
+        """The trials whose columns equal the given values (None: no filter), checked
+        (:class:`gsme.pairing.Checked`; read it, never change it). Kept between reads as
+        :meth:`frame` keeps them: the whole table is checked once, and the rows this ledger
+        writes afterwards are checked on their own as they are merged in
+        (:meth:`gsme.pairing.Checked.extended`)."""
+        clauses = {k: v for k, v in equal.items() if v is not None}
+        unknown = sorted(set(clauses) - set(columns_of("trials")))
+        if unknown:
+            raise ValueError(f"table trials has no column(s) {unknown}")
+        return self._all_trials().checked(clauses)
 
     def recorded(self, keys: list[tuple]) -> list[tuple]:
         """Those of these trial keys (values of :data:`gsme.schema.TRIAL_KEY`) that the

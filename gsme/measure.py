@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from gsme import designs, gates, pairing, parent_trials, policy, schema, scoring, stats
+from gsme import designs, gates, parent_trials, policy, schema, scoring, stats
 from gsme.run import Run, RunError, SealedError
 from gsme.schema import BASELINE, SEALED_ROUND
 
@@ -131,10 +131,10 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
     run_config = run.config if split == "train" else run.config.model_copy(
         update={"borrow": False})
     for _ in range(MAX_SCORING_PASSES):
-        trials = run.trials(split=split)
+        trials = run.checked_trials(split=split)  # checked once; rows added since, alone
         lenders = None
         if paired is not None:  # the activation gate first: an inactive child wants nothing
-            seen = pairing.check(parent_trials.view(trials, paired, config=gate))  # once
+            seen = parent_trials.view(trials, paired, config=gate)
             pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
             quiet = gates.silent(seen, pairs, tasks, split=split, config=gate)
             paired, pairs = paired[~quiet], pairs[~quiet]

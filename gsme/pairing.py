@@ -103,6 +103,47 @@ class Checked:
             codes[name] = kept, uniques[seen]
         return Checked(self.frame[keep].reset_index(drop=True), codes)
 
+    def extended(self, added: pd.DataFrame, order=None) -> Checked:
+        """These trials and the rows ``added``, checked: only ``added`` is checked against
+        the contract (counted in ``gsme.schema.CHECKS["trials_added"]``) and hashed, and
+        its keys against those held (integer codes); the text codes are merged, not
+        computed again. ``order`` (positions into this frame followed by ``added``; default:
+        ``added`` after) orders the rows. The result is what :func:`check` gives on the
+        frame (the codes in order of first appearance); added rows that are not in the
+        contracted dtypes, or that break the contract, are checked with the whole frame.
+
+        Examples
+        --------
+        >>> t = pd.DataFrame({"candidate": "a", "task_id": ["t1", "t2"], "split": "train",
+        ...                   "repeat": 0, "passed": [True, False]})
+        >>> grown = check(t).extended(checked_trials(t.assign(candidate="b")))
+        >>> len(grown), list(grown.slots.candidates), grown.slots.passed.tolist()
+        (4, ['a', 'b'], [True, False, True, False])
+        """
+        frame = (pd.concat([self.frame, added], ignore_index=True) if len(self.frame)
+                 else added.reset_index(drop=True))
+        if order is not None:
+            frame = frame.take(np.asarray(order)).reset_index(drop=True)
+        new = _text_codes(added)
+        if not (_in_contract_dtypes(added) and _in_contract_dtypes(frame)
+                and schema.conforms(added, "trials", codes=new, tally="trials_added")):
+            return check(frame)
+        codes, joined = {}, {}
+        for name, (code, uniques) in self._codes.items():
+            new_code, new_uniques = new[name]
+            at = uniques.get_indexer(new_uniques)
+            fresh = np.flatnonzero(at < 0)
+            at[fresh] = len(uniques) + np.arange(len(fresh))
+            joined[name] = np.concatenate([code, at[new_code]]).astype(np.int64, copy=False)
+            codes[name] = uniques.append(new_uniques[fresh])
+        if _keys_held(self.frame, added, joined):
+            return check(frame)
+        for name, uniques in codes.items():
+            code = joined[name] if order is None else joined[name][np.asarray(order)]
+            renumbered, seen = pd.factorize(code)  # in order of first appearance
+            codes[name] = renumbered, uniques[seen]
+        return Checked(frame, codes)
+
     def with_flags(self, **flags) -> Checked:
         """The same trials with the bool columns named (``passed``, ``infra_ok``,
         ``activated``) replaced by ``flags`` (bools, one per row): still checked, since
@@ -119,6 +160,21 @@ class Checked:
         if "score" not in self.frame.columns:
             return self
         return Checked(self.frame.drop(columns="score"), self._codes)
+
+
+def _keys_held(held: pd.DataFrame, added: pd.DataFrame, codes: dict[str, np.ndarray]) -> bool:
+    """True when an ``added`` row has the key of a ``held`` row (``codes``: the key's text
+    codes over both, ``held`` first)."""
+    n = len(held)
+    repeat = np.concatenate([held["repeat"].to_numpy(np.int64), added["repeat"].to_numpy(np.int64)])
+    attempt = np.concatenate([held["attempt"].to_numpy(np.int64),
+                              added["attempt"].to_numpy(np.int64)])
+    parts = (codes["candidate"], codes["task_id"], codes["split"], repeat, attempt)
+    dims = tuple(int(p.max(initial=0)) + 1 for p in parts)
+    if math.prod(dims) >= 2**62:
+        return True  # too many keys for one integer: the whole frame is checked
+    key = np.ravel_multi_index(parts, dims)
+    return bool(np.isin(key[n:], key[:n]).any())
 
 
 def check(trials: pd.DataFrame | Checked) -> Checked:

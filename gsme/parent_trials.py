@@ -128,8 +128,9 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
     ``first .. first + S - 1``, renamed :func:`label` and renumbered from 0,
     ``borrowed_from`` the parent (so a child's slot borrowed from its block counts as the
     same trial). Under ``"stored"`` the trials are returned as they are. Given a
-    :class:`gsme.pairing.Checked` and no block to add, the view is its rows, still checked
-    (:meth:`gsme.pairing.Checked.rows`); else a new frame.
+    :class:`gsme.pairing.Checked`, the view is checked too: its own rows as they are
+    (:meth:`gsme.pairing.Checked.rows`) and the blocks' rows checked on their own
+    (:meth:`gsme.pairing.Checked.extended`); given a frame, a frame.
 
     Examples
     --------
@@ -153,7 +154,7 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
     own = (trials["split"] != "train") | (trials["repeat"] < span)
     if checked is not None and blocks.empty:
         return checked.rows(own.to_numpy())
-    parts = [trials[own]]
+    parts = [] if checked is not None else [trials[own]]
     for parent, first in zip(blocks["parent"], blocks["first"]):
         rows = trials[(trials["candidate"] == parent) & (trials["split"] == "train")
                       & (trials["repeat"] >= first) & (trials["repeat"] < first + span)]
@@ -161,6 +162,8 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
                 else pd.Series(None, index=rows.index, dtype=object))
         parts.append(rows.assign(candidate=label(parent, first), repeat=rows["repeat"] - first,
                                  borrowed_from=lent.where(lent.notna(), parent)))
+    if checked is not None:
+        return checked.rows(own.to_numpy()).extended(pd.concat(parts, ignore_index=True))
     return pd.concat(parts, ignore_index=True)
 
 
