@@ -95,8 +95,10 @@ class Checked:
         """The rows where ``keep`` (bools, one per row) holds, numbered from 0: still
         checked, since any rows of a checked frame keep its contract. Nothing is hashed
         again: the text codes are those of the kept rows, renumbered in order of first
-        appearance as a fresh check would."""
+        appearance as a fresh check would; all of them: these trials themselves."""
         keep = np.asarray(keep, dtype=bool)
+        if keep.all() and self.frame.index.equals(pd.RangeIndex(len(self.frame))):
+            return self  # its codes are already in order of first appearance
         codes = {}
         for name, (code, uniques) in self._codes.items():
             kept, seen = pd.factorize(code[keep])
