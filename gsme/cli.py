@@ -692,7 +692,7 @@ def _compare(args) -> int:
     from gsme import compare, importers, schema
     from gsme.settings import ConfigError, GateConfig
 
-    config = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
+    gate = compare.LOGS_GATE if args.design is None else GateConfig(design=args.design)
     with tqdm(total=2, desc="gsme compare: reading the logs", unit="step", leave=False,
               disable=None if _bars(args) else True, file=sys.stderr) as bar:  # a terminal's
         imported = importers.read_pair(args.baseline, args.child, format=args.format,
@@ -704,7 +704,7 @@ def _compare(args) -> int:
         held = set(imported.trials["split"])
         split = args.split or ("test" if held == {"test"} else "train")
         try:
-            row = compare.compare(imported.trials, parent=parent, child=child, gate=config,
+            row = compare.compare(imported.trials, parent=parent, child=child, gate=gate,
                                   on=args.on, split=split)
         except ValueError as err:
             raise ConfigError(str(err)) from None
@@ -716,7 +716,7 @@ def _compare(args) -> int:
         return 0
     counts = imported.trials.groupby("candidate", sort=False).size()
     print(f"gsme compare: {parent} ({counts[parent]} trials, {args.baseline}) vs "
-          f"{child} ({counts[child]} trials, {args.child}); {config.design} gate on "
+          f"{child} ({counts[child]} trials, {args.child}); {gate.design} gate on "
           f"{row['outcome'].iloc[0]}")
     _print_frame(row.drop(columns=["tasks_up", "tasks_down"]).T, header=False)
     for direction in ("up", "down"):
