@@ -137,7 +137,8 @@ class Checked:
             fresh = np.flatnonzero(at < 0)
             at[fresh] = len(uniques) + np.arange(len(fresh))
             joined[name] = np.concatenate([code, at[new_code]]).astype(np.int64, copy=False)
-            codes[name] = uniques.append(new_uniques[fresh])
+            names = np.concatenate([uniques.to_numpy(), new_uniques.to_numpy()[fresh]])
+            codes[name] = pd.Index(names, dtype=object)  # Index.append would infer str
         if _keys_held(self.frame, added, joined):
             return check(frame)
         for name, uniques in codes.items():
