@@ -132,6 +132,26 @@ def test_trials_read_pass_after_pass_are_what_the_file_holds(ledger, tmp_path):
     pd.testing.assert_frame_equal(mine, expected)
 
 
+def test_trials_kept_checked_check_only_the_rows_written_since(ledger):
+    from gsme import pairing, schema
+
+    tasks = [f"t{i}" for i in range(9)]
+    ledger.add_trials(_rows(tasks, candidate="m"))
+    assert len(ledger.checked_trials()) == 9
+    for candidate in ["b", "z", "a"]:
+        before = schema.CHECKS.copy()
+        ledger.add_trials(_rows(tasks[3:], candidate=candidate))
+        checked = ledger.checked_trials(split="train")
+        assert schema.CHECKS["trials"] == before["trials"]
+        assert schema.CHECKS["trials_added"] == before["trials_added"] + 1
+        fresh = ledger.frame("trials", split="train")
+        pd.testing.assert_frame_equal(checked.frame, fresh)
+        assert list(checked.slots.candidates) == list(pairing.checked_slots(fresh).candidates)
+        assert ledger.checked_trials(split="train") is checked  # kept until the trials change
+    with pytest.raises(ValueError, match="no column"):
+        ledger.checked_trials(nope=1)
+
+
 def test_trials_written_here_are_read_from_the_file_again_only_after_another_writer(ledger):
     ledger.frame("trials")
     for batch in range(3):  # written here: kept, merged without SQL

@@ -99,6 +99,31 @@ def test_rows_of_a_checked_frame_are_what_checking_those_rows_gives(seed, text):
     _same_slots(kept.slots, pairing.checked_slots(fresh))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_rows_added_to_a_checked_frame_are_checked_alone_and_give_a_fresh_checks_slots(seed):
+    trials = _random_trials(seed)
+    cut = len(trials) // 3
+    held, added = (trials.iloc[:cut].reset_index(drop=True),
+                   trials.iloc[cut:].reset_index(drop=True))
+    order = np.random.default_rng(seed).permutation(len(trials))
+    checked = pairing.check(held)
+    before = schema.CHECKS.copy()
+    grown = checked.extended(added, order)
+    assert schema.CHECKS["trials"] == before["trials"]  # the whole frame is not checked
+    assert schema.CHECKS["trials_added"] == before["trials_added"] + 1
+    fresh = trials.take(order).reset_index(drop=True)
+    pd.testing.assert_frame_equal(grown.frame, fresh)
+    _same_slots(grown.slots, pairing.checked_slots(fresh))
+    assert grown.slots.candidates.dtype == object
+
+
+def test_an_added_row_whose_key_is_held_is_refused():
+    trials = _random_trials(1)
+    checked = pairing.check(trials)
+    with pytest.raises(FrameError, match="trials"):
+        checked.extended(trials.tail(1).assign(passed=True))
+
+
 def test_a_checked_frame_is_never_checked_again_and_its_flags_stay_checked():
     trials = _random_trials(2)
     before = schema.CHECKS["trials"]
