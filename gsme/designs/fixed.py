@@ -63,7 +63,7 @@ class Fixed(Design):
         """Analytic (:mod:`gsme.power`), with the fewest K and tasks reaching ``power``."""
         def reach(n, kk):
             return power_mod.power(n_tasks=n, effect_pp=effect_pp, repeat_sd_pp=repeat_sd_pp,
-                                   task_sd_pp=task_sd_pp, k=kk, config=config)
+                                   task_sd_pp=task_sd_pp, k=kk, gate=config)
 
         ks = np.arange(1, MAX_K + 1)
         enough = np.array([reach(n_tasks, int(kk)) for kk in ks]) >= power
@@ -81,7 +81,7 @@ class Fixed(Design):
         return {"method": "analytic", "power": reach(n_tasks, k),
                 "mde_pp": power_mod.mde(n_tasks=n_tasks, repeat_sd_pp=repeat_sd_pp,
                                         task_sd_pp=task_sd_pp, k=k, power=power,
-                                        config=config),
+                                        gate=config),
                 "k_needed": float(ks[enough][0]) if enough.any() else np.nan,
                 "n_tasks_needed": n_needed, "trials_per_side": float(n_tasks * k)}
 
