@@ -226,7 +226,7 @@ def main(argv=None) -> None:
 
     per_trial, cpu_per_trial = [], []
     for i in range(args.repeats):
-        with Run.create(root / f"noop-{i}", agent=NoOpAgent(args.tasks), config=config) as run:
+        with Run.create(root / f"noop-{i}", agent=NoOpAgent(args.tasks), run_config=config) as run:
             n, wall, cpu = time_score(run)
         per_trial.append(1e3 * wall / n)
         cpu_per_trial.append(1e3 * cpu / n)
@@ -236,7 +236,7 @@ def main(argv=None) -> None:
 
     scored, scored_cpu, alone = [], [], []
     for i in range(args.repeats):
-        with Run.create(root / f"sim-{i}", agent=sim.preset(args.preset), config=config) as run:
+        with Run.create(root / f"sim-{i}", agent=sim.preset(args.preset), run_config=config) as run:
             n, wall, cpu = time_score(run)
             n_alone, wall_alone = time_simulator(run)
         scored.append(n / wall)
@@ -261,7 +261,7 @@ def main(argv=None) -> None:
         return
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster) as client, \
-            Run.create(root / "dask", agent=sim.preset(args.preset), config=config) as run:
+            Run.create(root / "dask", agent=sim.preset(args.preset), run_config=config) as run:
         n_d, s_d, _ = time_score(run, executor=client.get_executor())
     print(f"simulated {args.preset}, dask LocalCluster (2 workers, per-trial path): {n_d} "
           f"trials in {s_d:.2f} s -> {n_d / s_d:,.0f} trials/s "
