@@ -291,11 +291,16 @@ def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
     return decision, reason.astype(object)
 
 
-def _adaptive_decide(slots: Slots, pairs: pd.DataFrame, *, split: str,
-                     config: GateConfig) -> pd.DataFrame:
+def _replayed(slots: Slots, pairs: pd.DataFrame, split: str, config: GateConfig):
+    """The pairs' children and parents, and every look of their comparisons replayed."""
     child = pairs["candidate"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    replay = _replay(panel_of(slots, child, parent, split, config), config)
+    return child, parent, _replay(panel_of(slots, child, parent, split, config), config)
+
+
+def _adaptive_decide(slots: Slots, pairs: pd.DataFrame, *, split: str,
+                     config: GateConfig) -> pd.DataFrame:
+    child, parent, replay = _replayed(slots, pairs, split, config)
     look = _stopping_look(replay)
     index = np.arange(len(child))
     row = look * len(child) + index
@@ -306,9 +311,7 @@ def _adaptive_decide(slots: Slots, pairs: pd.DataFrame, *, split: str,
 
 def _adaptive_looks(slots: Slots, pairs: pd.DataFrame, *, split: str,
                     config: GateConfig) -> pd.DataFrame:
-    child = pairs["candidate"].to_numpy(dtype=object)
-    parent = pairs["parent"].to_numpy(dtype=object)
-    replay = _replay(panel_of(slots, child, parent, split, config), config)
+    child, parent, replay = _replayed(slots, pairs, split, config)
     stop = _stopping_look(replay)
     n_pairs = len(child)
     index = np.repeat(np.arange(n_pairs), stop + 1)
