@@ -254,7 +254,7 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
     if candidates.empty:
         return schema.empty("decisions").assign(kept=pd.Series(dtype=bool),
                                                 expected_delta_pp=pd.Series(dtype=float))
-    decided = gates.credit(run.trials(split="train"), candidates, split="train",
+    decided = gates.credit(run.checked_trials(split="train"), candidates, split="train",
                            gate=run.config.gate)
     screened = policy.screen(decided, policy=run.config.policy,
                              past=run.comparisons(before_round=round), keep=run.config.keep)
