@@ -137,6 +137,30 @@ def problems(ledger: Ledger, repo: HarnessRepo) -> list[str]:
     >>> verify(run.path)  # problems() of the run's ledger and repository
     []
     """
+    # What sealing writes outside the ledger is read before and after the ledger: a writer
+    # records each event before the anchor or tag naming it, so when both reads agree the
+    # ledger read between them cannot lack an event an anchor or tag names; when a seal
+    # went on meanwhile they differ, and the reading is done again.
+    for _ in range(_READS):
+        outside = _outside(ledger, repo)
+        found = _found(ledger, repo, outside)
+        if _outside(ledger, repo) == outside:
+            break
+    return found
+
+
+_READS = 5
+"""How often :func:`problems` reads again while a seal goes on beside it."""
+
+
+def _outside(ledger: Ledger, repo: HarnessRepo) -> dict:
+    """What sealing writes outside the ledger: the sealing tag, the anchor, the seal tag."""
+    return {"sealing tag": repo.seal(tag=SEALING_TAG), "anchor": _read_anchor(ledger),
+            "seal tag": repo.seal()}
+
+
+def _found(ledger: Ledger, repo: HarnessRepo, outside: dict) -> list[str]:
+    """:func:`problems`, with what sealing wrote outside the ledger already read."""
     events = ledger.chain()
     found = [] if ledger.guarded() else ["the events table's append-only triggers were removed"]
     found += _broken_links(events)
@@ -149,7 +173,7 @@ def problems(ledger: Ledger, repo: HarnessRepo) -> list[str]:
     held = commitment(ledger)
     found += [f"the ledger's {_COMMITTED.get(key, key)} differs from what was committed when "
               "the run was created" for key in promised if held.get(key) != promised[key]]
-    return found + _seal_problems(ledger, repo, events)
+    return found + _seal_problems(ledger, repo, events, outside)
 
 
 def repair(ledger: Ledger, repo: HarnessRepo) -> bool:
@@ -214,19 +238,20 @@ def _agents_since(events: list[tuple], sealing: _Event, held: str) -> set[str]:
         if e.payload.get("agent_spec") is not None}
 
 
-def _seal_problems(ledger: Ledger, repo: HarnessRepo, events: list[tuple]) -> list[str]:
-    """The seal's part of :func:`problems`."""
+def _seal_problems(ledger: Ledger, repo: HarnessRepo, events: list[tuple],
+                   outside: dict) -> list[str]:
+    """The seal's part of :func:`problems` (``outside``: the sealing tag, the anchor and
+    the seal tag, read before ``events``)."""
     sealing, sealed = _first(events, "sealing"), _first(events, "sealed")
     test_trials = ledger.digest("test")
-    anchors = {f"the tag {SEALING_TAG}": repo.seal(tag=SEALING_TAG),
-               ANCHOR: _read_anchor(ledger)}
+    anchors = {f"the tag {SEALING_TAG}": outside["sealing tag"], ANCHOR: outside["anchor"]}
     found = []
     for where, record in anchors.items():
         if record is not None and (sealing is None or record.get("chain_head") != sealing.hash):
             found.append(f"{where} says sealing began at event "
                          f"{str(record.get('chain_head'))[:12]}, which is not the ledger's "
                          "sealing event: events were removed")
-    tag = repo.seal()
+    tag = outside["seal tag"]
     if tag is not None:
         if sealed is None or tag.get("chain_head") != sealed.hash:
             found.append(f"the seal tag names chain head {str(tag.get('chain_head'))[:12]}, "

@@ -322,3 +322,36 @@ def test_a_run_killed_before_its_seal_was_anchored_is_anchored_on_resume(tmp_pat
     assert cli(capsys, "resume", run_dir, "--quiet")[0] == 0
     assert cli(capsys, "verify", run_dir)[:2] == (0, "ok\n")
     assert (run_dir / seal.ANCHOR).is_file()
+
+
+def test_a_reader_racing_the_seal_never_takes_it_for_tampering(tmp_path):
+    """A run sealed while a reader reads it (here: just after the reader read the event
+    chain) is read again, not taken for a tag naming an event the chain lacks."""
+    from gsme import seal
+    from gsme.gitrepo import HarnessRepo
+    from gsme.ledger import Ledger
+
+    with simulated_run_unsealed(tmp_path) as run:
+        path = run.path
+    ledger = Ledger(path / Run.LEDGER, read_only=True)
+    chain = ledger.chain
+
+    def sealed_meanwhile():
+        events = chain()  # read before the seal; the tags are read after it
+        with Run.open(path) as writer:
+            measure.finalize(writer)
+        return events
+
+    ledger.chain = sealed_meanwhile
+    try:
+        found = seal.problems(ledger, HarnessRepo.open(path / Run.REPO))
+    finally:
+        ledger.close()
+    assert found == [], found
+    assert verify(path) == []
+
+
+def simulated_run_unsealed(root):
+    from gsme.experiments import simulated_run
+
+    return simulated_run("tiny", root=root, seed=3, rounds=1, finalize=False)
