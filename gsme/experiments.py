@@ -13,7 +13,6 @@ it, so calls never collide and any run can be reopened with :meth:`gsme.run.Run.
 from __future__ import annotations
 
 import dataclasses
-
 import tempfile
 from pathlib import Path
 
