@@ -83,7 +83,7 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
         current = pd.concat([own, pd.DataFrame(sink.rows, columns=own.columns)],
                             ignore_index=True).astype(own.dtypes.to_dict())
         wanted = designs.wanted(current, pairs, tasks, split="train", config=run.config.gate)
-        todo = scoring.plan(current, candidates, tasks, wanted, config=no_borrow)
+        todo = scoring.plan_trials(current, candidates, tasks, wanted, config=no_borrow)
         if not todo.specs:
             break
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,

@@ -1,6 +1,6 @@
 """The scoring plan: which trials candidates still need, as a pure function of frames.
 
-:func:`plan` takes the trials so far, the candidates, the tasks and the slots wanted
+:func:`plan_trials` takes the trials so far, the candidates, the tasks and the slots wanted
 (``candidate, task_id, split, repeats``). A slot with a trial is judged by the validity
 gate (:func:`gsme.gates.validity_gate`: re-run an infrastructure failure up to
 ``max_reruns`` times, never re-score a valid slot); a slot never tried is borrowed when a
@@ -19,7 +19,7 @@ from gsme import envgate, pairing, schema
 from gsme.agents.base import TrialSpec
 from gsme.settings import RunConfig
 
-__all__ = ["Plan", "behaviour", "plan", "wanted_slots"]
+__all__ = ["Plan", "behaviour", "plan_trials", "wanted_slots"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class Plan:
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
     >>> len(todo.specs), len(todo.borrowed)
     (32, 0)
     >>> run.close()
@@ -141,9 +141,9 @@ def _acting_codes(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return codes.reshape(has.shape[0], acts.shape[1])
 
 
-def plan(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame, tasks: pd.DataFrame,
-         wanted: pd.DataFrame, *, config: RunConfig,
-         lenders: pd.DataFrame | None = None) -> Plan:
+def plan_trials(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame,
+                tasks: pd.DataFrame, wanted: pd.DataFrame, *, config: RunConfig,
+                lenders: pd.DataFrame | None = None) -> Plan:
     """The trials still needed for the ``wanted`` slots, and the rows to borrow.
 
     Parameters
@@ -179,7 +179,7 @@ def plan(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame, tasks
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
     >>> todo.specs[0]
     TrialSpec(candidate='baseline', task_id='tiny-001', split='train', repeat=0, attempt=0, beacon=None)
     >>> run.close()

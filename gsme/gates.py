@@ -32,7 +32,7 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     such attempt). An invalid slot needs a re-run while it has made at most
     ``gate.max_reruns`` re-runs (``attempts <= max_reruns``); after that it is excluded
     from comparisons. Attempts beyond the budget that did succeed still make the slot valid.
-    This is the rule the loop's scoring plan runs (:func:`gsme.scoring.plan`).
+    This is the rule the loop's scoring plan runs (:func:`gsme.scoring.plan_trials`).
 
     Parameters
     ----------

@@ -25,7 +25,7 @@ Guarantees.
   candidate can be added, evolution does not go on). The run's decisions table keeps the
   decisions the run made, its record; the re-gated decisions are returned, and
   :func:`regate` recomputes them at any time from the ledger.
-* Nothing is scored twice (:func:`gsme.scoring.plan` never re-runs a valid slot), and
+* Nothing is scored twice (:func:`gsme.scoring.plan_trials` never re-runs a valid slot), and
   trials reach the ledger as they complete: after a ``kill -9`` during :func:`grow`, calling
   it again with the same tasks continues where it stopped.
 * Bad input (a table without ``task_id`` or ``split``, repeated ids, a new task in the test

@@ -3,7 +3,7 @@ wanted.
 
 The loop's scoring step and the sealed test. Each pass asks the gate's design which
 repeats the candidates still need (:func:`gsme.designs.wanted`; the fixed number of
-repeats on the test split), plans them (:func:`gsme.scoring.plan`: borrow a trial where a
+repeats on the test split), plans them (:func:`gsme.scoring.plan_trials`: borrow a trial where a
 scored candidate behaves identically, re-run an infrastructure failure), records the
 borrowed rows and runs the rest (:func:`gsme.scoring.execute`), which write to the run's
 trial sink (:meth:`gsme.run.Run.trial_sink`). Passes go on until a pass neither runs nor
@@ -143,7 +143,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
             lenders = parent_trials.lenders(paired)
         else:
             wanted = scoring.wanted_slots(tasks, names, split=split, k=gate.k)
-        todo = scoring.plan(trials, candidates, tasks, wanted, config=run_config,
+        todo = scoring.plan_trials(trials, candidates, tasks, wanted, config=run_config,
                             lenders=lenders)
         if not todo.borrowed.empty:
             run.record("trials", todo.borrowed, round=round)

@@ -1,6 +1,6 @@
 """Scoring: which trials candidates still need (a pure plan), and running them.
 
-:func:`plan` is a function of frames: the trials so far, the candidates, the tasks and the
+:func:`plan_trials` is a function of frames: the trials so far, the candidates, the tasks and the
 slots wanted (``candidate, task_id, split, repeats``). A slot with a trial is judged by the
 validity gate (:func:`gsme.gates.validity_gate`: re-run an infrastructure failure up to
 ``max_reruns`` times, never re-score a valid slot); a slot never tried is borrowed when a
@@ -29,14 +29,17 @@ from typing import Protocol
 
 import pandas as pd
 
-from gsme._plan import Plan, behaviour, plan, wanted_slots
+from gsme import _renamed
+from gsme._plan import Plan, behaviour, plan_trials, wanted_slots
 from gsme.agents.base import TaskAgent, Trajectory, TrialSpec, trial_row
 from gsme.executors.base import Snapshot
 from gsme.executors.pool import as_executor, crashed
 from gsme.settings import RunConfig
 
 __all__ = ["HEALTH_TRIES", "MIN_FAILED_BATCH", "InfraError", "Plan", "Sink", "Snapshot",
-           "behaviour", "execute", "plan", "wanted_slots"]
+           "behaviour", "execute", "plan_trials", "wanted_slots"]
+
+__getattr__ = _renamed.renamed(__name__, {"plan": "plan_trials"})
 
 HEALTH_TRIES = 3
 MIN_FAILED_BATCH = 5
@@ -130,7 +133,7 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
     >>> execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=run.trial_sink(),
     ...         config=run.config, tasks=tasks, progress=False)
     32

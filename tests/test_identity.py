@@ -115,7 +115,7 @@ def gate_digests() -> dict[str, str]:
     out = {}
     for name, config in DESIGNS.items():
         wanted = designs.wanted(trials, pairs, tasks, split="train", config=config)
-        plan = scoring.plan(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
+        plan = scoring.plan_trials(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
         specs = pd.DataFrame([vars(s) for s in plan.specs])
         out[name] = digest(
             gates.credit(trials, candidates, gate=config).drop(columns=ADDED),

@@ -269,3 +269,13 @@ def test_a_run_borrows_outside_env_gates_only_for_agents_that_honour_them(tmp_pa
     honoured, gated = borrowed(True, "honoured")
     assert gated and honoured > 0  # narrow gates: children borrow outside them
     assert borrowed(False, "ignored")[0] == 0  # every patch acts everywhere: nothing to borrow
+
+
+def test_plan_is_now_plan_trials_and_the_old_name_still_answers():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert scoring.plan is scoring.plan_trials
+    assert "scoring.plan is now gsme.scoring.plan_trials" in str(caught[0].message)
+    assert "plan" not in scoring.__all__  # compare.plan is the one public plan

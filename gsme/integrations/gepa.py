@@ -91,7 +91,7 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     """Run what ``want`` asks for through a GEPA adapter until it asks for nothing new.
 
     ``want(trials)`` returns ``candidate, task_id, split, repeats`` (as
-    :func:`gsme.designs.wanted` does); :func:`gsme.scoring.plan` turns it into the trials
+    :func:`gsme.designs.wanted` does); :func:`gsme.scoring.plan_trials` turns it into the trials
     missing and the infrastructure re-runs the validity gate allows. Each candidate's trials
     of one step go to ``adapter.evaluate(batch, texts[candidate])`` in one call; an
     exception is an infrastructure failure of every trial in that call.
@@ -139,7 +139,7 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     while True:
         wanted = want(trials)
         tasks = wanted[["task_id", "split"]].drop_duplicates()
-        specs = scoring.plan(trials, candidates, tasks, wanted, config=run_config).specs
+        specs = scoring.plan_trials(trials, candidates, tasks, wanted, config=run_config).specs
         if not specs:
             return trials
         rows = []
