@@ -7,6 +7,9 @@ import functools
 import sys
 import warnings
 
+GOES_IN = "0.4.0"
+"""The release that drops the old names."""
+
 
 def renamed(module: str, names: dict[str, str]):
     """A module-level ``__getattr__`` for ``module`` serving each old name of ``names``
@@ -23,7 +26,7 @@ def renamed(module: str, names: dict[str, str]):
     def __getattr__(name: str):
         if name in names:
             warnings.warn(f"{module}.{name} is now {module}.{names[name]} (the old name goes "
-                          "in 0.4.0)", DeprecationWarning, stacklevel=2)
+                          f"in {GOES_IN})", DeprecationWarning, stacklevel=2)
             return getattr(sys.modules[module], names[name])
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
     return __getattr__
@@ -57,7 +60,7 @@ def renamed_keywords(**old_to_new: str):
                 if new in kwargs:
                     raise TypeError(f"{name}() takes {new}= (formerly {old}=), not both")
                 warnings.warn(f"{name}({old}=) is now {name}({new}=) (the old keyword goes in "
-                              "0.4.0)", DeprecationWarning, stacklevel=2)
+                              f"{GOES_IN})", DeprecationWarning, stacklevel=2)
                 kwargs[new] = kwargs.pop(old)
             return function(*args, **kwargs)
         wrapper.renamed_keywords = dict(old_to_new)

@@ -367,7 +367,9 @@ class _Renamed(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"gsme: {option_string} is now {self.now} (the old name goes in 0.4.0)",
+        from gsme._renamed import GOES_IN
+
+        print(f"gsme: {option_string} is now {self.now} (the old name goes in {GOES_IN})",
               file=sys.stderr)
         setattr(namespace, self.dest, values)
 
@@ -669,9 +671,13 @@ def _view(args) -> int:
 def _ledger_changed(folder: Path, seen, *, every: float):
     """Wait until the run's ledger changes from ``seen`` (its size and time; None: as it is
     now); return what it is then. Ctrl-C ends ``gsme view --watch`` here."""
+    from gsme.run import Run
+
+    ledger = folder / Run.LEDGER
+    files = (ledger, ledger.with_name(ledger.name + "-wal"))  # SQLite's write-ahead log
+
     def stamp():
-        found = [folder / n for n in ("ledger.sqlite", "ledger.sqlite-wal") if (folder / n).exists()]
-        return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in found)
+        return tuple((p.stat().st_size, p.stat().st_mtime_ns) for p in files if p.exists())
 
     seen = stamp() if seen is None else seen
     try:

@@ -207,11 +207,7 @@ class Ledger:
         change. Another table read whole is kept until this ledger writes to it or another
         connection commits.
         """
-        cols = columns_of(table)
-        clauses = {k: v for k, v in equal.items() if v is not None}
-        unknown = sorted(set(clauses) - set(cols))
-        if unknown:
-            raise ValueError(f"table {table} has no column(s) {unknown}")
+        clauses = _clauses(table, equal)
         if table == "trials":
             return self._all_trials().where(clauses)
         if not clauses:
@@ -269,11 +265,7 @@ class Ledger:
         :meth:`frame` keeps them: the whole table is checked once, and the rows this ledger
         writes afterwards are checked on their own as they are merged in
         (:meth:`gsme.pairing.Checked.extended`)."""
-        clauses = {k: v for k, v in equal.items() if v is not None}
-        unknown = sorted(set(clauses) - set(columns_of("trials")))
-        if unknown:
-            raise ValueError(f"table trials has no column(s) {unknown}")
-        return self._all_trials().checked(clauses)
+        return self._all_trials().checked(_clauses("trials", equal))
 
     def recorded(self, keys: list[tuple]) -> list[tuple]:
         """Those of these trial keys (values of :data:`gsme.schema.TRIAL_KEY`) that the
@@ -521,6 +513,15 @@ def _insert(table: str) -> str:
 
 def _quoted(cols) -> str:
     return ", ".join(f'"{c}"' for c in cols)
+
+
+def _clauses(table: str, equal: dict) -> dict:
+    """The filters of ``equal`` that are set (None: no filter), each a column of ``table``."""
+    clauses = {k: v for k, v in equal.items() if v is not None}
+    unknown = sorted(set(clauses) - set(columns_of(table)))
+    if unknown:
+        raise ValueError(f"table {table} has no column(s) {unknown}")
+    return clauses
 
 
 def _stored(transcript: str) -> str | bytes:

@@ -28,19 +28,21 @@ import json
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 __all__ = ["FIRST_CHARS", "INDEX_ROWS", "TEXT_ROWS", "Dictionaries", "write_changed",
            "write_chunk", "write_transcripts"]
 
 INDEX_ROWS = 5000
-"""Transcript index rows per chunk (a search loads them all; opening the page, the first)."""
+"""Transcript index rows per chunk (a search loads them all; opening the page, the first);
+a multiple of :data:`TEXT_ROWS`, so a text chunk never spans two index chunks."""
 TEXT_ROWS = 250
 """Transcript texts per chunk (opening one transcript loads its chunk)."""
 FIRST_CHARS = 100
 """Characters of a transcript's first line shown in the index."""
-OUTCOME_CODES = {"failed": 0, "passed": 1, "environment failure": 2}
-"""A trial's outcome as the index codes it (the page's labels, in code order)."""
+OUTCOMES_SHOWN = ("failed", "passed", "environment failure")
+"""A trial's outcome as the page names it, in code order (the index holds the codes)."""
 
 
 class Dictionaries:
@@ -64,7 +66,7 @@ class Dictionaries:
                        for name, column in (("candidate", "candidate"), ("task", "task_id"),
                                             ("split", "split"), ("pathology", "pathology"))}
         self.values["pathology"] = ["", *[v for v in self.values["pathology"] if v]]
-        self.values["outcome"] = list(OUTCOME_CODES)
+        self.values["outcome"] = list(OUTCOMES_SHOWN)
         self._codes = {name: {v: i for i, v in enumerate(values)}
                        for name, values in self.values.items()}
 
@@ -96,7 +98,6 @@ def write_transcripts(run, index: pd.DataFrame, folder: Path, books: Dictionarie
     True
     >>> run.close()
     """
-    chunks = 0
     for start in range(0, len(index), INDEX_ROWS):
         block = index.iloc[start:start + INDEX_ROWS]
         firsts = []
@@ -107,18 +108,19 @@ def write_transcripts(run, index: pd.DataFrame, folder: Path, books: Dictionarie
             firsts += [_first_line(text) for text in texts]
             if bar is not None:
                 bar.update(len(texts))
-        outcome = block["passed"].map({True: 1, False: 0}).where(block["infra_ok"], 2)
-        write_chunk(folder, "index", chunks, {
+        outcome = np.where(~block["infra_ok"].to_numpy(dtype=bool), OUTCOMES_SHOWN[2],
+                           np.where(block["passed"].to_numpy(dtype=bool), OUTCOMES_SHOWN[1],
+                                    OUTCOMES_SHOWN[0]))
+        write_chunk(folder, "index", start // INDEX_ROWS, {
             "candidate": books.codes("candidate", block["candidate"]),
             "task": books.codes("task", block["task_id"]),
             "split": books.codes("split", block["split"]),
             "pathology": books.codes("pathology", block["pathology"]),
             "repeat": block["repeat"].astype(int).tolist(),
             "attempt": block["attempt"].astype(int).tolist(),
-            "outcome": outcome.astype(int).tolist(),
+            "outcome": books.codes("outcome", outcome),
             "first": firsts})
-        chunks += 1
-    return chunks
+    return -(-len(index) // INDEX_ROWS)
 
 
 def write_changed(folder: Path, number: int, pairs: pd.DataFrame, rows: pd.Series) -> None:
