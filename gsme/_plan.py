@@ -275,7 +275,8 @@ def _lend(trials, slots, candidates, tasks, acting, missing) -> tuple[pd.DataFra
 
     splits = pd.Index(schema.SPLITS)
     donors, donor, donor_key = keyed(  # every valid slot, by key then candidate
-        names.get_indexer(slots.candidates)[slots.cand], ids.get_indexer(slots.tasks)[slots.task],
+        names.get_indexer(slots.candidates)[slots.candidate],
+        ids.get_indexer(slots.tasks)[slots.task],
         splits.get_indexer(slots.splits)[slots.split], slots.repeat)
     valid = slots.valid[donors]
     donors, donor, donor_key = donors[valid], donor[valid], donor_key[valid]

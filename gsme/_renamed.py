@@ -66,3 +66,25 @@ def renamed_keywords(**old_to_new: str):
         wrapper.renamed_keywords = dict(old_to_new)
         return wrapper
     return decorate
+
+
+def renamed_attribute(owner: str, old: str, new: str) -> property:
+    """A read-only property ``old`` of class ``owner`` serving its attribute ``new``, with a
+    DeprecationWarning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Slots:
+    ...     candidate = [0, 1]
+    ...     cand = renamed_attribute("Slots", "cand", "candidate")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     Slots().cand, str(caught[0].message)
+    ([0, 1], 'Slots.cand is now Slots.candidate (the old name goes in 0.4.0)')
+    """
+    def get(self):
+        warnings.warn(f"{owner}.{old} is now {owner}.{new} (the old name goes in {GOES_IN})",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+    return property(get, doc=f"``{new}`` (its old name, until {GOES_IN}).")

@@ -60,7 +60,7 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     needs_rerun = slots.needs_rerun(gate.max_reruns)
     return pd.DataFrame(
         {
-            "candidate": _checks.text(slots.candidates.to_numpy()[slots.cand]),
+            "candidate": _checks.text(slots.candidates.to_numpy()[slots.candidate]),
             "task_id": _checks.text(slots.tasks.to_numpy()[slots.task]),
             "split": _checks.text(slots.splits.to_numpy()[slots.split]),
             "repeat": slots.repeat.astype(np.int64),
@@ -176,8 +176,8 @@ def silent(
     first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < gate.k)
     resolved = first & ~slots.needs_rerun(gate.max_reruns)
     size = len(slots.candidates) + 1  # the last bin: candidates without trials (code -1)
-    done = np.bincount(slots.cand[resolved], minlength=size)
-    fired = np.bincount(slots.cand[first & slots.activated], minlength=size)
+    done = np.bincount(slots.candidate[resolved], minlength=size)
+    fired = np.bincount(slots.candidate[first & slots.activated], minlength=size)
     code = slots.candidates.get_indexer(pd.Index(pairs["candidate"].to_numpy(dtype=object),
                                                  dtype=object))
     n_tasks = int((tasks["split"].to_numpy(dtype=object) == split).sum())
@@ -373,8 +373,8 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
     counted = slots.valid & (slots.split == split_code)
     size = len(slots.candidates)
     # one extra bin at the end, where candidates without trials (code -1) land
-    n_trials = np.bincount(slots.cand[counted], minlength=size + 1)
-    n_active = np.bincount(slots.cand[counted & slots.activated], minlength=size + 1)
+    n_trials = np.bincount(slots.candidate[counted], minlength=size + 1)
+    n_active = np.bincount(slots.candidate[counted & slots.activated], minlength=size + 1)
     code = slots.candidates.get_indexer(pd.Index(names, dtype=object))
     trials = n_trials[code].astype(np.int64)
     activations = n_active[code].astype(np.int64)

@@ -37,6 +37,7 @@ from gsme._ledger_rows import (
     sql_row,
     to_sql,
 )
+from gsme._renamed import renamed_keywords
 from gsme.redact import Redactor
 
 __all__ = ["GENESIS", "Ledger", "LedgerError", "event_hash"]
@@ -44,9 +45,11 @@ __all__ = ["GENESIS", "Ledger", "LedgerError", "event_hash"]
 GENESIS = "0" * 64  # what the first event follows
 
 
-def event_hash(prev: str, ts: str, kind: str, round: int | None, payload: str) -> str:
-    """The hash an event stores: SHA-256 over the previous event's hash and its own fields
-    (``payload`` as the JSON text stored).
+@renamed_keywords(prev="previous", ts="timestamp")
+def event_hash(previous: str, timestamp: str, kind: str, round: int | None,
+               payload: str) -> str:
+    """The hash an event stores: SHA-256 over the ``previous`` event's hash and its own
+    fields (its ``timestamp``, the events frame's ``ts``; ``payload`` as the JSON text stored).
 
     Examples
     --------
@@ -56,7 +59,8 @@ def event_hash(prev: str, ts: str, kind: str, round: int | None, payload: str) -
     >>> first == event_hash(GENESIS, "2025-01-01T00:00:00Z", "round", 2, "{}")
     False
     """
-    return hashlib.sha256(json.dumps([prev, ts, kind, round, payload]).encode()).hexdigest()
+    fields = [previous, timestamp, kind, round, payload]
+    return hashlib.sha256(json.dumps(fields).encode()).hexdigest()
 
 
 _SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}

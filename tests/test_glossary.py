@@ -46,11 +46,9 @@ PLAIN = {
          "pickle pool prefilter prefix problems processes progress read readable record ref "
          "reflective refresh replace replaced repo response result retries reward rng root row "
          "sandbox schema scorer secrets set sink skill snapshots solver source spec state "
-         "statement status step table tag temperature text thinking timeout tool trace "
+         "statement status step table tag temperature text thinking timeout timestamp tool trace "
          "tracking trainset transport tree trigger trust turn undone unique update uploads uri "
          "val valset view whole workdir workers workspace writable write"),
-    "abbreviations still in public signatures: to spell out when next touched":
-        "c cand prev rec traj ts",
     "plain English in its everyday sense":
         ("accept acted activated added admitted after allow allowed ambiguous base before "
          "below best by categories change changed check classes concurrency concurrent "

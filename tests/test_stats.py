@@ -291,7 +291,7 @@ def test_pass_at_k_estimate_is_vectorised_and_stable():
     assert stats.pass_at_k_estimate(10_000, 5, 100) == pytest.approx(exact, rel=1e-10)
     with pytest.raises(ValueError, match="n >= k=4"):
         stats.pass_at_k_estimate([3], [1], 4)
-    with pytest.raises(ValueError, match="0 <= c <= n"):
+    with pytest.raises(ValueError, match="0 <= n_passed <= n"):
         stats.pass_at_k_estimate(3, 5, 1)
     with pytest.raises(ValueError, match="k must be"):
         stats.pass_at_k_estimate(3, 1, 0)

@@ -183,7 +183,7 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     involved = involved[involved >= 0]
     local_cand = np.full(len(slots.candidates) + 1, -1, dtype=np.int64)
     local_cand[involved] = np.arange(len(involved))
-    on_split = (slots.split == split_code) & (local_cand[slots.cand] >= 0)
+    on_split = (slots.split == split_code) & (local_cand[slots.candidate] >= 0)
     if task_ids is None:
         task_codes = np.flatnonzero(np.bincount(slots.task[on_split],
                                                 minlength=len(slots.tasks)))
@@ -199,7 +199,7 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     first = keep & (slots.repeat < config.k)
     if keep.all():  # every slot counts (the usual case): read the arrays without copying
         keep = slice(None)
-    lc, lt, lb = local_cand[slots.cand[keep]], local_task[slots.task[keep]], band[keep]
+    lc, lt, lb = local_cand[slots.candidate[keep]], local_task[slots.task[keep]], band[keep]
     key = (lb * (n_cand + 1) + lc) * n_tasks + lt
     size = n_looks * (n_cand + 1) * n_tasks  # a last all-zero row for absent candidates
 
@@ -218,14 +218,14 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     }
     c_local = np.where(child_code >= 0, local_cand[child_code], n_cand)
     p_local = np.where(parent_code >= 0, local_cand[parent_code], n_cand)
-    identical = _identical(slots, first, local_cand[slots.cand[first]],
+    identical = _identical(slots, first, local_cand[slots.candidate[first]],
                            local_task[slots.task[first]], c_local, p_local,
                            (n_cand + 1, n_tasks, config.k))
     spread = {}
     if slots.score is not None:
         counts["total"] = prefix(None, slots.score[keep])
         scored = first & slots.valid
-        at = (local_cand[slots.cand[scored]], local_task[slots.task[scored]])
+        at = (local_cand[slots.candidate[scored]], local_task[slots.task[scored]])
         spread = {"low": np.full((n_cand + 1, n_tasks), np.inf),
                   "high": np.full((n_cand + 1, n_tasks), -np.inf)}
         np.minimum.at(spread["low"], at, slots.score[scored])
@@ -245,7 +245,7 @@ def _identical(slots: Slots, first, rows, columns, child, parent, shape) -> np.n
     a candidate with itself.
     """
     n_rows, n_tasks, _ = shape
-    lent = slots.source[first] != slots.cand[first]
+    lent = slots.source[first] != slots.candidate[first]
     if not lent.any() and not ((child == parent) & (child < n_rows - 1)).any():
         return np.zeros((len(child), n_tasks), dtype=bool)
     source = np.full(shape, -1, dtype=np.int64)

@@ -53,7 +53,7 @@ class Fixed(Design):
         split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
         on = slots.split == split_code
         top = np.zeros((len(slots.candidates) + 1, len(slots.tasks)), dtype=np.int64)
-        np.maximum.at(top, (slots.cand[on], slots.task[on]), slots.repeat[on] + 1)
+        np.maximum.at(top, (slots.candidate[on], slots.task[on]), slots.repeat[on] + 1)
         top = top[:, slots.tasks.get_indexer(pd.Index(panel.tasks, dtype=object))]
         return panel.tasks, np.maximum(top[candidate_codes(slots, child)],
                                        top[candidate_codes(slots, parent)])
@@ -104,6 +104,7 @@ def _one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
 
 def _all_slots(slots: Slots, names, split: str) -> np.ndarray:
     split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
-    per = np.bincount(slots.cand[slots.split == split_code], minlength=len(slots.candidates) + 1)
+    on_split = slots.candidate[slots.split == split_code]
+    per = np.bincount(on_split, minlength=len(slots.candidates) + 1)
     codes = candidate_codes(slots, names)
     return np.where(codes >= 0, per[codes], 0).astype(np.int64)
