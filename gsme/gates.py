@@ -235,7 +235,7 @@ def significance_gate(
     gate = _checks.gate_config(gate)
     _check_pairs(pairs)
     slots = pairing.checked_slots(trials)
-    return designs.compare(slots, pairs, split=split, config=gate)
+    return designs.compare(slots, pairs, split=split, gate=gate)
 
 
 @renamed_keywords(config="gate")
@@ -314,14 +314,14 @@ def credit(
     min_activations, max_dropped_frac = gate.min_activations, gate.max_dropped_frac
     schema.validate(candidates, "candidates")
     _check_parents(candidates)
-    paired = parent_trials.pairs(candidates, split=split, config=gate)
-    view = parent_trials.view(trials, paired, config=gate)
+    paired = parent_trials.pairs(candidates, split=split, gate=gate)
+    view = parent_trials.view(trials, paired, gate=gate)
     if not isinstance(view, pairing.Checked):  # a frame: blocks may be missing
         parent_trials.require_blocks(view, paired)
     seen = pairing.check(view)  # checked once: nothing below checks it again
     slots = seen.slots
     pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
-    tested = designs.compare(slots, pairs, split=split, config=gate)
+    tested = designs.compare(slots, pairs, split=split, gate=gate)
     tested["parent"] = _checks.text(paired["parent"])
     tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
                                                                   gate)
@@ -362,7 +362,7 @@ def _first_look(seen: pairing.Checked, tested: pd.DataFrame, pairs: pd.DataFrame
     if again.any():
         first = seen.rows(seen.frame["repeat"].to_numpy() < config.k).slots
         look = designs.compare(first, pairs[again], split=split,
-                               config=config.model_copy(update={"design": "fixed"}))
+                               gate=config.model_copy(update={"design": "fixed"}))
         delta[again], se[again] = look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
     return delta, se
 

@@ -272,7 +272,7 @@ def paired_test(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    return significance.one_look(slots, pairs, split=split, config=gate)
+    return significance.one_look(slots, pairs, split=split, gate=gate)
 
 
 @renamed_keywords(config="gate")
@@ -322,7 +322,7 @@ def paired_tasks(
     gate = _checks.gate_config(gate)
     checked = pairing.check(trials)
     pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
-    read = designs.decided_repeats(checked, pairs, split=split, config=gate)
+    read = designs.decided_repeats(checked, pairs, split=split, gate=gate)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
     frame = checked.frame
     sides = np.flatnonzero(((frame["split"] == split)

@@ -61,10 +61,6 @@ PLAIN = {
 }
 #: Public functions still taking ``config=``, by why (each a pattern of qualified names).
 STILL_CONFIG = {
-    "gsme.designs.*": "a design's methods and helpers: the extension protocol, renamed with it",
-    "gsme.parent_trials.*": "being reworked (issue 33 point 2); gate= when it lands",
-    "gsme.scoring.*": "being reworked (issue 33 point 2); run_config= when it lands",
-    "gsme.policy.*.keep": "a keep rule's method: the extension protocol (third-party rules)",
     "gsme.config.RunSpec": "a run's settings are its config, as run.config",
     "gsme.evolvers.*Template": "the files a patch writes into the config lever",
 }

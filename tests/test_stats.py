@@ -458,7 +458,7 @@ def enumerated_run():
     tasks = pd.DataFrame({"task_id": names, "split": "train"})
     scored = full[full["repeat"] < ENUMERATED.k]
     while True:
-        want = designs.wanted(scored, pairs, tasks, split="train", config=ENUMERATED)
+        want = designs.wanted(scored, pairs, tasks, split="train", gate=ENUMERATED)
         more = full.merge(want[["candidate", "task_id", "repeats"]])
         more = more[more["repeat"] < more["repeats"]].drop(columns="repeats")
         if len(more) == len(scored):
@@ -564,7 +564,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
     every_repeat = gate.model_copy(update={"design": "fixed"})
     differs = 0
     for row in decisions.itertuples():
-        seen, parent = parent_trials.of_child(trials, candidates, row.candidate, config=gate)
+        seen, parent = parent_trials.of_child(trials, candidates, row.candidate, gate=gate)
         tasks = stats.paired_tasks(seen, parent=parent, child=row.candidate, gate=gate)
         assert len(tasks) == row.n_tasks
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
@@ -588,7 +588,7 @@ def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run
     np.testing.assert_array_equal(
         (decisions["decision"] == "credit")[tested],
         (decisions["p_one_sided"] <= level * (1 + 1e-12))[tested])
-    taken = designs.looks(trials, decisions[["candidate", "parent"]], config=gate)
+    taken = designs.looks(trials, decisions[["candidate", "parent"]], gate=gate)
     final = taken[taken["decision"] != "continue"]
     np.testing.assert_array_equal(final["decision"] == "credit",
                                   final["p_one_sided"] <= final["level"] * (1 + 1e-12))
