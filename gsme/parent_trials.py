@@ -97,27 +97,25 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
     ['baseline', 'baseline', 'baseline']
     """
     schema.require(candidates, ["candidate", "parents", "kind", "round"], "candidates")
-    first_parent = candidates["parents"].map(lambda p: (schema.split_ids(p) or [None])[0])
-    frame = pd.DataFrame({"candidate": candidates["candidate"].to_numpy(dtype=object),
-                          "parent": first_parent.to_numpy(dtype=object),
-                          "round": candidates["round"].to_numpy(np.int64)})
-    frame.loc[(candidates["kind"] == "baseline").to_numpy(), "parent"] = None
-    has = frame["parent"].notna()
+    candidate = candidates["candidate"].to_numpy(dtype=object)
+    parent = np.array([(schema.split_ids(p) or [None])[0] for p in candidates["parents"]],
+                      dtype=object)
+    parent[(candidates["kind"] == "baseline").to_numpy()] = None
+    has = pd.notna(parent)
     fresh = gate.parent_trials == "fresh" and split == "train"
-    frame["first"] = np.where(has & fresh, frame["round"] * stride(gate), 0).astype(np.int64)
+    first = np.where(has & fresh, candidates["round"].to_numpy(np.int64) * stride(gate),
+                     0).astype(np.int64)
     if names is None:
-        frame = frame[has]
+        rows = np.flatnonzero(has)
     else:
-        where = pd.Index(frame["candidate"]).get_indexer(pd.Index(list(names), dtype=object))
-        if (where < 0).any():
-            missing = [n for n, w in zip(names, where) if w < 0]
+        rows = pd.Index(candidate, dtype=object).get_indexer(pd.Index(list(names), dtype=object))
+        if (rows < 0).any():
+            missing = [n for n, w in zip(names, rows) if w < 0]
             raise KeyError(f"unknown candidate(s) {missing}")
-        frame = frame.iloc[where]
+    candidate, parent, first = candidate[rows], parent[rows], first[rows]
     reference = [p if p is None or f == 0 else label(p, f)
-                 for p, f in zip(frame["parent"], frame["first"])]
-    return pd.DataFrame({"candidate": frame["candidate"].to_numpy(dtype=object),
-                         "parent": frame["parent"].to_numpy(dtype=object),
-                         "first": frame["first"].to_numpy(np.int64),
+                 for p, f in zip(parent, first.tolist())]
+    return pd.DataFrame({"candidate": candidate, "parent": parent, "first": first,
                          "reference": np.asarray(reference, dtype=object)})
 
 
