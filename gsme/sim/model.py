@@ -112,7 +112,14 @@ class HarnessModel:
 
 
 class TaskModel(NamedTuple):
-    """One task's row of a :class:`HarnessModel` (:attr:`HarnessModel.per_task`)."""
+    """One task's row of a :class:`HarnessModel` (:attr:`HarnessModel.per_task`).
+
+    Examples
+    --------
+    >>> task = TaskModel([0.1, 0.3], [1.0, 0.5], 0.0, 0, 1.0, 1.0, ())
+    >>> task.fail_given_onset[1], task.beacons
+    (0.5, ())
+    """
 
     onset_cumulative: list[float]
     fail_given_onset: list[float]
