@@ -66,3 +66,29 @@ def renamed_keywords(**old_to_new: str):
         wrapper.renamed_keywords = dict(old_to_new)
         return wrapper
     return decorate
+
+
+COLUMNS = {"child": "candidate"}
+"""Frame columns renamed in 0.3.0, new → old: the child side of a comparison (pairs,
+decisions, looks, comparisons frames) was ``candidate``."""
+
+
+def renamed_columns(frame, names, what: str):
+    """``frame`` with the old name of each column of ``names`` it lacks renamed to the new
+    one (:data:`COLUMNS`), with a DeprecationWarning; ``frame`` itself when none is.
+
+    Examples
+    --------
+    >>> import pandas as pd, warnings
+    >>> old = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     list(renamed_columns(old, ["child", "parent"], "pairs").columns), str(caught[0].message)
+    (['child', 'parent'], "pairs column 'candidate' is now 'child' (the old name goes in 0.4.0)")
+    """
+    old = {COLUMNS[name]: name for name in names if name in COLUMNS
+           and name not in frame.columns and COLUMNS[name] in frame.columns}
+    for was, now in old.items():
+        warnings.warn(f"{what} column {was!r} is now {now!r} (the old name goes in {GOES_IN})",
+                      DeprecationWarning, stacklevel=3)
+    return frame.rename(columns=old) if old else frame

@@ -869,7 +869,7 @@ def _grow(args) -> int:
         after = _grown_so_far(run)
         simulated, n_train = run.agent.simulated, len(run.tasks("train"))
     now = {key: after[key] - before[key] for key in after}
-    shown = table[["candidate", "parent", "decision_before", "decision", "changed",
+    shown = table[["child", "parent", "decision_before", "decision", "changed",
                    "n_tasks", "delta_pp", "z"]]
     if args.json:
         print(shown.to_json(orient="records", double_precision=15))

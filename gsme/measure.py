@@ -135,7 +135,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
         lenders = None
         if paired is not None:  # the activation gate first: an inactive child wants nothing
             seen = parent_trials.view(trials, paired, config=gate)
-            pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
+            pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
             quiet = gates.silent(seen, pairs, tasks, split=split, gate=gate)
             paired, pairs = paired[~quiet], pairs[~quiet]
             wanted = parent_trials.unview(

@@ -407,7 +407,7 @@ def _rate_words(row, chosen=None) -> str:
 
 #: The decisions table's columns and what each is measured against.
 _DECISION_LABELS = {
-    "round": "round", "candidate": "candidate", "parent": "parent",
+    "round": "round", "child": "child", "parent": "parent",
     "decision": "gate decision", "look": "look", "boundary": "credit boundary (z)",
     "z": "z", "p_one_sided": "p (one-sided)",
     "delta_pp": "Δ vs parent (pp, the decision's repeats)", "kept": "kept",

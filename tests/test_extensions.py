@@ -138,7 +138,7 @@ def test_a_registered_design_and_policy_run_the_demo(toys, tmp_path, capsys):
         assert (run.config.gate.design, run.config.policy) == ("lenient", "everything")
         assert run.sealed
         children = run.decisions()
-        assert len(children) and run.archive()["candidate"].isin(children["candidate"]).any()
+        assert len(children) and run.archive()["candidate"].isin(children["child"]).any()
     assert main(["plan", "--tasks", "40", "--effect", "10", "--design", "lenient",
                  "--json"]) == 0
     assert '"design":"lenient"' in capsys.readouterr().out.replace(" ", "")
