@@ -197,8 +197,8 @@ def evaluate(parent: np.ndarray, child: np.ndarray, configs: dict) -> dict:
     out = {}
     for name, config in configs.items():
         here = slots[(config.design, config.k, config.k_max)]
-        decided = designs.compare(here, pairs, split="train", config=config)
-        taken = designs.looks_of_slots(here, pairs, split="train", config=config)
+        decided = designs.compare(here, pairs, split="train", gate=config)
+        taken = designs.looks_of_slots(here, pairs, split="train", gate=config)
         last = taken.groupby("candidate", sort=False).tail(1)
         if not (last["decision"].to_numpy() == decided["decision"].to_numpy()).all():
             raise AssertionError(f"{name}: looks() and compare() disagree")
@@ -222,7 +222,7 @@ def check_loop(parent: np.ndarray, child: np.ndarray, config: GateConfig,
     have_child = np.zeros((n_pairs, n_tasks), dtype=np.int64)
     for passes in range(1, 20):
         trials = trials_frame(parent, child, have_parent, have_child)
-        want = designs.wanted(trials, pairs, tasks, split="train", config=config)
+        want = designs.wanted(trials, pairs, tasks, split="train", gate=config)
         side = want["candidate"].str[0].to_numpy()
         pair = want["candidate"].str[1:].astype(int).to_numpy()
         task = want["task_id"].str[1:].astype(int).to_numpy()

@@ -102,8 +102,8 @@ def trials_per_second(workers: int, n: int, executor) -> tuple[float, float]:
     sink = Memory()
     started, cpu = time.perf_counter(), time.process_time()
     scoring.execute(specs, agent=agent, harness=lambda c: Snapshot({"prompt.md": "hi"}),
-                    sink=sink, config=RunConfig(workers=workers), tasks=tasks, executor=executor,
-                    progress=False)
+                    sink=sink, run_config=RunConfig(workers=workers), tasks=tasks,
+                    executor=executor, progress=False)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     if len(sink.rows) != n:
         raise RuntimeError(f"{len(sink.rows)} of {n} trials recorded")
@@ -190,7 +190,7 @@ def harbor_overhead(args) -> list[str]:
             sink = Memory()
             started, used = time.perf_counter(), time.process_time()
             scoring.execute(specs, agent=agent, harness=lambda c: Snapshot({"prompt.md": "hi"}),
-                            sink=sink, config=RunConfig(), tasks=tasks, executor=executor,
+                            sink=sink, run_config=RunConfig(), tasks=tasks, executor=executor,
                             progress=False)
             through.append(time.perf_counter() - started)
             cpu.append(time.process_time() - used)

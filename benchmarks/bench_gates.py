@@ -111,7 +111,7 @@ def split_cpu(trials: pd.DataFrame, candidates: pd.DataFrame, repeats: int) -> d
     children = candidates[candidates["kind"] != "baseline"]  # one parent each here
     pairs = pd.DataFrame({"child": children["candidate"], "parent": children["parents"]})
     steps = {"check_encode": lambda: pairing.checked_slots(trials),
-             "test": lambda: designs.compare(slots, pairs, split="train", config=STORED)}
+             "test": lambda: designs.compare(slots, pairs, split="train", gate=STORED)}
     return {name: min(cpu_seconds(fn) for _ in range(repeats)) for name, fn in steps.items()}
 
 

@@ -82,12 +82,12 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
     for _ in range(64):
         current = pd.concat([own, pd.DataFrame(sink.rows, columns=own.columns)],
                             ignore_index=True).astype(own.dtypes.to_dict())
-        wanted = designs.wanted(current, pairs, tasks, split="train", config=run.config.gate)
-        todo = scoring.plan_trials(current, candidates, tasks, wanted, config=no_borrow)
+        wanted = designs.wanted(current, pairs, tasks, split="train", gate=run.config.gate)
+        todo = scoring.plan_trials(current, candidates, tasks, wanted, run_config=no_borrow)
         if not todo.specs:
             break
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
-                        config=no_borrow, tasks=tasks, progress=False)
+                        run_config=no_borrow, tasks=tasks, progress=False)
     decided = candidates[candidates["candidate"].isin(run.decisions()["candidate"])]
     return gates.credit(current, decided, split="train", gate=run.config.gate)
 

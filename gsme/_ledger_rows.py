@@ -21,7 +21,7 @@ import pandas as pd
 from gsme import pairing, schema
 
 __all__ = ["KEYS", "TABLES", "KeptTrials", "as_stored", "columns_of", "fetch_frame",
-           "frame_of", "sort_rows", "to_sql"]
+           "frame_of", "sort_rows", "sql_row", "to_sql"]
 
 TABLES = {
     table: tuple(schema.FRAMES[frame].columns) + extra
@@ -210,6 +210,14 @@ def _matching(frame: pd.DataFrame, equal: dict) -> np.ndarray:
     for name, value in equal.items():
         keep &= frame[name].to_numpy() == to_sql(value)
     return keep
+
+
+def sql_row(values: list) -> list:
+    """A row's values as SQL values (:func:`to_sql`): the list itself when every value is
+    one already (a trial's row as the loop writes it), which skips a call per value."""
+    if _NATIVE.issuperset(map(type, values)):
+        return values
+    return list(map(to_sql, values))
 
 
 def to_sql(value):

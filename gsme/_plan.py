@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import envgate, pairing, schema
+from gsme._renamed import renamed_keywords
 from gsme.agents.base import TrialSpec
 from gsme.settings import RunConfig
 
@@ -33,7 +34,7 @@ class Plan:
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, run_config=run.config)
     >>> len(todo.specs), len(todo.borrowed)
     (32, 0)
     >>> run.close()
@@ -141,8 +142,9 @@ def _acting_codes(candidates: pd.DataFrame, tasks: pd.DataFrame) -> np.ndarray:
     return codes.reshape(has.shape[0], acts.shape[1])
 
 
+@renamed_keywords(config="run_config")
 def plan_trials(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame,
-                tasks: pd.DataFrame, wanted: pd.DataFrame, *, config: RunConfig,
+                tasks: pd.DataFrame, wanted: pd.DataFrame, *, run_config: RunConfig,
                 lenders: pd.DataFrame | None = None) -> Plan:
     """The trials still needed for the ``wanted`` slots, and the rows to borrow.
 
@@ -156,7 +158,7 @@ def plan_trials(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame
     wanted : DataFrame
         ``candidate, task_id, split, repeats`` and optionally ``first`` (default 0): each
         candidate needs repeats ``first .. first + repeats - 1`` of each task listed.
-    config : RunConfig
+    run_config : RunConfig
         ``gate.max_reruns`` (validity) and ``borrow``.
     lenders : DataFrame, optional
         ``candidate, lender, shift`` (:func:`gsme.parent_trials.lenders`): each listed
@@ -179,7 +181,7 @@ def plan_trials(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, run_config=run.config)
     >>> todo.specs[0]
     TrialSpec(candidate='baseline', task_id='tiny-001', split='train', repeat=0, attempt=0, beacon=None)
     >>> run.close()
@@ -195,12 +197,12 @@ def plan_trials(trials: pd.DataFrame | pairing.Checked, candidates: pd.DataFrame
         trials = trials.frame
     at = slots.locate(want["candidate"], want["split"], want["task_id"], want["repeat"])
     needs = np.zeros(len(at), dtype=bool)  # the validity gate's rule: re-run, or not yet
-    needs[at >= 0] = slots.needs_rerun(config.gate.max_reruns)[at[at >= 0]]
+    needs[at >= 0] = slots.needs_rerun(run_config.gate.max_reruns)[at[at >= 0]]
     attempt = np.zeros(len(at), dtype=np.int64)
     attempt[needs] = slots.last_attempt[at[needs]] + 1
     missing = at < 0
     borrowed = pd.DataFrame()
-    if config.borrow and missing.any():
+    if run_config.borrow and missing.any():
         rules = _lending(want, lenders)
         acting = _acting_codes(candidates, tasks)
         if len(trials):
@@ -275,7 +277,8 @@ def _lend(trials, slots, candidates, tasks, acting, missing) -> tuple[pd.DataFra
 
     splits = pd.Index(schema.SPLITS)
     donors, donor, donor_key = keyed(  # every valid slot, by key then candidate
-        names.get_indexer(slots.candidates)[slots.cand], ids.get_indexer(slots.tasks)[slots.task],
+        names.get_indexer(slots.candidates)[slots.candidate],
+        ids.get_indexer(slots.tasks)[slots.task],
         splits.get_indexer(slots.splits)[slots.split], slots.repeat)
     valid = slots.valid[donors]
     donors, donor, donor_key = donors[valid], donor[valid], donor_key[valid]

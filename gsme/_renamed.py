@@ -1,9 +1,11 @@
 """Public names renamed in 0.3.0, still served for one release with a DeprecationWarning
-(the Renames table of CHANGELOG.md lists them; they go in 0.4.0)."""
+(the Renames table of CHANGELOG.md lists them; they go in 0.4.0), and the methods of
+extensions still written against the old keywords (:func:`call_extension`)."""
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import warnings
 
@@ -92,3 +94,69 @@ def renamed_columns(frame, names, what: str):
         warnings.warn(f"{what} column {was!r} is now {now!r} (the old name goes in {GOES_IN})",
                       DeprecationWarning, stacklevel=3)
     return frame.rename(columns=old) if old else frame
+EXTENSION_KEYWORDS = {"gate": "config", "keep": "config"}
+"""Keywords gsme passes to an extension's methods (a design's, a keep rule's), each with the
+one it passed before 0.3.0."""
+
+
+def call_extension(method, *args, **kwargs):
+    """``method(*args, **kwargs)``, where ``method`` belongs to an extension: one written
+    before 0.3.0, taking ``config=`` where gsme now passes a keyword of
+    :data:`EXTENSION_KEYWORDS` (``gate=``, ``keep=``), gets it as ``config=`` for one more
+    release, with a DeprecationWarning naming its class and the new keyword.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Old:
+    ...     def keep(self, decisions, *, config):
+    ...         return config
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     call_extension(Old().keep, None, keep="k"), str(caught[0].message)
+    ('k', 'Old.keep takes config=: gsme passes keep= since 0.3.0 (config= goes in 0.4.0)')
+    """
+    names, any_keyword = _parameters(getattr(method, "__func__", method))
+    for new in EXTENSION_KEYWORDS.keys() & kwargs.keys():
+        old = EXTENSION_KEYWORDS[new]
+        if new not in names and old in names and not any_keyword:
+            owner = getattr(method, "__self__", None)
+            name = (f"{type(owner).__qualname__}.{method.__name__}" if owner is not None
+                    else method.__qualname__)
+            warnings.warn(f"{name} takes {old}=: gsme passes {new}= since 0.3.0 ({old}= goes "
+                          f"in {GOES_IN})", DeprecationWarning, stacklevel=2)
+            kwargs[old] = kwargs.pop(new)
+    return method(*args, **kwargs)
+
+
+@functools.cache
+def _parameters(function) -> tuple[frozenset, bool]:
+    """The parameter names of ``function``, and whether it takes any keyword (``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: call it as it is
+        return frozenset(EXTENSION_KEYWORDS), True
+    return (frozenset(p.name for p in parameters),
+            any(p.kind is p.VAR_KEYWORD for p in parameters))
+
+
+def renamed_attribute(owner: str, old: str, new: str) -> property:
+    """A read-only property ``old`` of class ``owner`` serving its attribute ``new``, with a
+    DeprecationWarning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> class Slots:
+    ...     candidate = [0, 1]
+    ...     cand = renamed_attribute("Slots", "cand", "candidate")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     Slots().cand, str(caught[0].message)
+    ([0, 1], 'Slots.cand is now Slots.candidate (the old name goes in 0.4.0)')
+    """
+    def get(self):
+        warnings.warn(f"{owner}.{old} is now {owner}.{new} (the old name goes in {GOES_IN})",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+    return property(get, doc=f"``{new}`` (its old name, until {GOES_IN}).")

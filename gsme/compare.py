@@ -16,7 +16,7 @@ import pandas as pd
 
 from gsme import _checks, gates, pairing, schema, stats
 from gsme import power as power_mod
-from gsme._renamed import renamed, renamed_keywords
+from gsme._renamed import call_extension, renamed, renamed_keywords
 from gsme.designs import Fixed
 from gsme.registry import DESIGNS
 from gsme.schema import COMPARE_COLUMNS, PLAN_COLUMNS
@@ -350,9 +350,10 @@ def plan(
         common = {"design": design, "n_tasks": n_tasks, "k": k, "effect_pp": float(effect_pp),
                   "repeat_sd_pp": float(repeat_sd_pp), "task_sd_pp": float(task_sd_pp),
                   "target_power": float(power)}
-        rows.append({**common, **DESIGNS.get(design).plan(
-            n_tasks=n_tasks, effect_pp=effect_pp, k=k, repeat_sd_pp=repeat_sd_pp,
-            task_sd_pp=task_sd_pp, power=power, config=cfg, simulations=simulations, rng=rng)})
+        rows.append({**common, **call_extension(
+            DESIGNS.get(design).plan, n_tasks=n_tasks, effect_pp=effect_pp, k=k,
+            repeat_sd_pp=repeat_sd_pp, task_sd_pp=task_sd_pp, power=power, gate=cfg,
+            simulations=simulations, rng=rng)})
     return pd.DataFrame(rows)[PLAN_COLUMNS]
 
 

@@ -60,7 +60,7 @@ def validity_gate(trials: pd.DataFrame | pairing.Checked, *,
     needs_rerun = slots.needs_rerun(gate.max_reruns)
     return pd.DataFrame(
         {
-            "candidate": _checks.text(slots.candidates.to_numpy()[slots.cand]),
+            "candidate": _checks.text(slots.candidates.to_numpy()[slots.candidate]),
             "task_id": _checks.text(slots.tasks.to_numpy()[slots.task]),
             "split": _checks.text(slots.splits.to_numpy()[slots.split]),
             "repeat": slots.repeat.astype(np.int64),
@@ -176,8 +176,8 @@ def silent(
     first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < gate.k)
     resolved = first & ~slots.needs_rerun(gate.max_reruns)
     size = len(slots.candidates) + 1  # the last bin: candidates without trials (code -1)
-    done = np.bincount(slots.cand[resolved], minlength=size)
-    fired = np.bincount(slots.cand[first & slots.activated], minlength=size)
+    done = np.bincount(slots.candidate[resolved], minlength=size)
+    fired = np.bincount(slots.candidate[first & slots.activated], minlength=size)
     code = slots.candidates.get_indexer(pd.Index(pairs["child"].to_numpy(dtype=object),
                                                  dtype=object))
     n_tasks = int((tasks["split"].to_numpy(dtype=object) == split).sum())
@@ -235,7 +235,7 @@ def significance_gate(
     gate = _checks.gate_config(gate)
     pairs = _checked_pairs(pairs)
     slots = pairing.checked_slots(trials)
-    return designs.compare(slots, pairs, split=split, config=gate)
+    return designs.compare(slots, pairs, split=split, gate=gate)
 
 
 @renamed_keywords(config="gate")
@@ -314,14 +314,14 @@ def credit(
     min_activations, max_dropped_frac = gate.min_activations, gate.max_dropped_frac
     schema.validate(candidates, "candidates")
     _check_parents(candidates)
-    paired = parent_trials.pairs(candidates, split=split, config=gate)
-    view = parent_trials.view(trials, paired, config=gate)
+    paired = parent_trials.pairs(candidates, split=split, gate=gate)
+    view = parent_trials.view(trials, paired, gate=gate)
     if not isinstance(view, pairing.Checked):  # a frame: blocks may be missing
         parent_trials.require_blocks(view, paired)
     seen = pairing.check(view)  # checked once: nothing below checks it again
     slots = seen.slots
     pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
-    tested = designs.compare(slots, pairs, split=split, config=gate)
+    tested = designs.compare(slots, pairs, split=split, gate=gate)
     tested["parent"] = _checks.text(paired["parent"])
     tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
                                                                   gate)
@@ -362,7 +362,7 @@ def _first_look(seen: pairing.Checked, tested: pd.DataFrame, pairs: pd.DataFrame
     if again.any():
         first = seen.rows(seen.frame["repeat"].to_numpy() < config.k).slots
         look = designs.compare(first, pairs[again], split=split,
-                               config=config.model_copy(update={"design": "fixed"}))
+                               gate=config.model_copy(update={"design": "fixed"}))
         delta[again], se[again] = look["delta_pp"].to_numpy(), look["se_pp"].to_numpy()
     return delta, se
 
@@ -373,8 +373,8 @@ def _activation(slots, candidates: pd.DataFrame, split: str, min_activations: in
     counted = slots.valid & (slots.split == split_code)
     size = len(slots.candidates)
     # one extra bin at the end, where candidates without trials (code -1) land
-    n_trials = np.bincount(slots.cand[counted], minlength=size + 1)
-    n_active = np.bincount(slots.cand[counted & slots.activated], minlength=size + 1)
+    n_trials = np.bincount(slots.candidate[counted], minlength=size + 1)
+    n_active = np.bincount(slots.candidate[counted & slots.activated], minlength=size + 1)
     code = slots.candidates.get_indexer(pd.Index(names, dtype=object))
     trials = n_trials[code].astype(np.int64)
     activations = n_active[code].astype(np.int64)

@@ -127,24 +127,24 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
                        f"{list(candidates['candidate'])}")
     tasks = run.tasks()
     gate = run.config.gate
-    paired = parent_trials.pairs(candidates, names, config=gate) if split == "train" else None
+    paired = parent_trials.pairs(candidates, names, gate=gate) if split == "train" else None
     run_config = run.config if split == "train" else run.config.model_copy(
         update={"borrow": False})
     for _ in range(MAX_SCORING_PASSES):
         trials = run.checked_trials(split=split)  # checked once; rows added since, alone
         lenders = None
         if paired is not None:  # the activation gate first: an inactive child wants nothing
-            seen = parent_trials.view(trials, paired, config=gate)
+            seen = parent_trials.view(trials, paired, gate=gate)
             pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
             quiet = gates.silent(seen, pairs, tasks, split=split, gate=gate)
             paired, pairs = paired[~quiet], pairs[~quiet]
             wanted = parent_trials.unview(
-                designs.wanted(seen, pairs, tasks, split=split, config=gate), paired)
+                designs.wanted(seen, pairs, tasks, split=split, gate=gate), paired)
             lenders = parent_trials.lenders(paired)
         else:
             wanted = scoring.wanted_slots(tasks, names, split=split, k=gate.k)
-        todo = scoring.plan_trials(trials, candidates, tasks, wanted, config=run_config,
-                            lenders=lenders)
+        todo = scoring.plan_trials(trials, candidates, tasks, wanted, run_config=run_config,
+                                   lenders=lenders)
         if not todo.borrowed.empty:
             run.record("trials", todo.borrowed, round=round)
         if not todo.specs:
@@ -152,7 +152,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
                 return
             continue
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
-                        config=run.config, tasks=tasks, executor=executor,
+                        run_config=run.config, tasks=tasks, executor=executor,
                         progress=progress, label=label, round=round)
     raise RunError(f"scoring {names} did not settle after {MAX_SCORING_PASSES} passes")
 

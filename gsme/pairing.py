@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from gsme import schema
+from gsme import _renamed, schema
 from gsme._checks import text
 
 __all__ = ["Checked", "Paired", "Slots", "TaskCounts", "check", "checked_slots",
@@ -229,7 +229,7 @@ def checked_slots(trials: pd.DataFrame | Checked) -> Slots:
     >>> t = pd.DataFrame({"candidate": ["p", "c"], "task_id": "t1", "split": "train",
     ...                   "repeat": 0, "passed": [0, 1]})
     >>> slots = checked_slots(t)
-    >>> list(slots.candidates), slots.cand.tolist(), slots.passed.tolist()
+    >>> list(slots.candidates), slots.candidate.tolist(), slots.passed.tolist()
     (['p', 'c'], [0, 1], [False, True])
     """
     return check(trials).slots
@@ -323,7 +323,7 @@ class Slots:
     splits: pd.Index
     tasks: pd.Index
     sources: pd.Index
-    cand: np.ndarray
+    candidate: np.ndarray
     split: np.ndarray
     task: np.ndarray
     repeat: np.ndarray
@@ -335,6 +335,8 @@ class Slots:
     source: np.ndarray
     row: np.ndarray
     score: np.ndarray | None = None
+
+    cand = _renamed.renamed_attribute("Slots", "cand", "candidate")
 
     def needs_rerun(self, max_reruns: int) -> np.ndarray:
         """Slots without a valid attempt that may still be re-run (the validity gate's rule)."""
@@ -351,7 +353,7 @@ class Slots:
                 int(self.repeat.max(initial=-1)) + 1)
         known = np.flatnonzero(np.logical_and.reduce([c >= 0 for c in codes])
                                & (repeat >= 0) & (repeat < dims[3]))
-        keys = np.ravel_multi_index((self.cand, self.split, self.task, self.repeat), dims)
+        keys = np.ravel_multi_index((self.candidate, self.split, self.task, self.repeat), dims)
         wanted = np.ravel_multi_index((*(c[known] for c in codes), repeat[known]), dims)
         at = np.minimum(np.searchsorted(keys, wanted), max(len(keys) - 1, 0))
         out = np.full(len(repeat), -1, dtype=np.int64)
@@ -399,7 +401,7 @@ def _encode(trials: pd.DataFrame, text: dict[str, tuple[np.ndarray, pd.Index]]) 
         splits=splits,
         tasks=tasks,
         sources=sources,
-        cand=slot_cand,
+        candidate=slot_cand,
         split=split[rows],
         task=task[rows],
         repeat=repeat[rows],
@@ -505,7 +507,7 @@ def count_tasks(slots: Slots) -> TaskCounts:
     >>> counts.key.tolist(), counts.n_passed.tolist()  # p: t1, t2; c: t1
     ([0, 1, 2], [1, 0, 1])
     """
-    key = _task_key(slots, slots.cand, slots.split, slots.task)
+    key = _task_key(slots, slots.candidate, slots.split, slots.task)
     if not len(key):
         return TaskCounts(key, key, key, key, None if slots.score is None else key * 0.0)
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])

@@ -28,13 +28,15 @@ import numpy as np
 import pandas as pd
 
 from gsme import designs, pairing, schema
+from gsme._renamed import renamed_keywords
 from gsme.settings import GateConfig
 
 __all__ = ["label", "lenders", "of_child", "pairs", "require_blocks", "stride", "unview",
            "view"]
 
 
-def stride(config: GateConfig) -> int:
+@renamed_keywords(config="gate")
+def stride(gate: GateConfig) -> int:
     """Repeats a block spans: the most repeats a comparison of the design reads.
 
     Examples
@@ -42,7 +44,7 @@ def stride(config: GateConfig) -> int:
     >>> stride(GateConfig(design="fixed")), stride(GateConfig(design="adaptive"))
     (3, 9)
     """
-    return int(designs.design_of(config).look_repeats(config)[-1])
+    return int(designs.design_of(gate).look_repeats(gate)[-1])
 
 
 def label(parent, first) -> str:
@@ -56,8 +58,9 @@ def label(parent, first) -> str:
     return f"{parent}@{int(first)}"
 
 
+@renamed_keywords(config="gate")
 def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
-          config: GateConfig) -> pd.DataFrame:
+          gate: GateConfig) -> pd.DataFrame:
     """Each candidate with its first parent and the parent trials it is compared with.
 
     Parameters
@@ -69,7 +72,7 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
         baseline gets ``parent`` None.
     split : {"train", "test"}
         Blocks exist on the train split only; on the test split ``first`` is 0.
-    config : GateConfig
+    gate : GateConfig
         Its ``parent_trials`` and design (for :func:`stride`).
 
     Returns
@@ -85,12 +88,12 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
     ...                   "parents": ["", "baseline", "baseline", "baseline"],
     ...                   "kind": ["baseline", "mutation", "mutation", "mutation"],
     ...                   "round": [0, 1, 1, 2]})
-    >>> pairs(c, config=GateConfig(design="fixed"))
+    >>> pairs(c, gate=GateConfig(design="fixed"))
       child    parent  first   reference
     0    c1  baseline      3  baseline@3
     1    c2  baseline      3  baseline@3
     2    c3  baseline      6  baseline@6
-    >>> pairs(c, config=GateConfig(design="fixed", parent_trials="stored"))["reference"].tolist()
+    >>> pairs(c, gate=GateConfig(design="fixed", parent_trials="stored"))["reference"].tolist()
     ['baseline', 'baseline', 'baseline']
     """
     schema.require(candidates, ["candidate", "parents", "kind", "round"], "candidates")
@@ -100,8 +103,8 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
                           "round": candidates["round"].to_numpy(np.int64)})
     frame.loc[(candidates["kind"] == "baseline").to_numpy(), "parent"] = None
     has = frame["parent"].notna()
-    fresh = config.parent_trials == "fresh" and split == "train"
-    frame["first"] = np.where(has & fresh, frame["round"] * stride(config), 0).astype(np.int64)
+    fresh = gate.parent_trials == "fresh" and split == "train"
+    frame["first"] = np.where(has & fresh, frame["round"] * stride(gate), 0).astype(np.int64)
     if names is None:
         frame = frame[has]
     else:
@@ -118,8 +121,9 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
                          "reference": np.asarray(reference, dtype=object)})
 
 
+@renamed_keywords(config="gate")
 def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
-         config: GateConfig) -> pd.DataFrame | pairing.Checked:
+         gate: GateConfig) -> pd.DataFrame | pairing.Checked:
     """The trials a comparison reads: each candidate's own, and each block of ``paired``
     as a candidate of its own.
 
@@ -137,7 +141,7 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
     >>> t = pd.DataFrame({"candidate": "p", "task_id": "t1", "split": "train",
     ...                   "repeat": [0, 1, 2, 3], "passed": [1, 1, 0, 0]})
     >>> paired = pd.DataFrame({"parent": ["p"], "first": [2]})
-    >>> view(t, paired, config=GateConfig(design="fixed", k=2))[["candidate", "repeat",
+    >>> view(t, paired, gate=GateConfig(design="fixed", k=2))[["candidate", "repeat",
     ...                                                          "passed"]]
       candidate  repeat  passed
     0         p       0       1
@@ -145,9 +149,9 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
     2       p@2       0       0
     3       p@2       1       0
     """
-    if config.parent_trials == "stored":
+    if gate.parent_trials == "stored":
         return trials
-    span = stride(config)
+    span = stride(gate)
     blocks = paired.loc[paired["first"].to_numpy() > 0, ["parent", "first"]].drop_duplicates()
     checked = trials if isinstance(trials, pairing.Checked) else None
     trials = trials.frame if checked is not None else trials
@@ -200,8 +204,9 @@ def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
             "scored otherwise pass GateConfig(parent_trials='stored')")
 
 
+@renamed_keywords(config="gate")
 def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,
-             split: str = "train", config: GateConfig) -> tuple[pd.DataFrame, str]:
+             split: str = "train", gate: GateConfig) -> tuple[pd.DataFrame, str]:
     """The trials ``child``'s comparison reads (:func:`view`) and its parent's name there,
     for one comparison replayed task by task (:func:`gsme.stats.paired_tasks`).
 
@@ -212,12 +217,12 @@ def of_child(trials: pd.DataFrame, candidates: pd.DataFrame, child: str, *,
     ...                   "passed": [1, 1, 0, 0, 1, 0]})
     >>> c = pd.DataFrame({"candidate": ["p", "c"], "parents": ["", "p"],
     ...                   "kind": ["baseline", "mutation"], "round": [0, 1]})
-    >>> seen, parent = of_child(t, c, "c", config=GateConfig(design="fixed", k=2))
+    >>> seen, parent = of_child(t, c, "c", gate=GateConfig(design="fixed", k=2))
     >>> parent, seen.loc[seen["candidate"] == parent, "passed"].tolist()
     ('p@2', [0, 0])
     """
-    paired = pairs(candidates, [child], split=split, config=config)
-    return view(trials, paired, config=config), paired["reference"].iloc[0]
+    paired = pairs(candidates, [child], split=split, gate=gate)
+    return view(trials, paired, gate=gate), paired["reference"].iloc[0]
 
 
 def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:

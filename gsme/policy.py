@@ -31,7 +31,7 @@ import pandas as pd
 
 from gsme import archive as archive_lib
 from gsme import prior, schema, stats
-from gsme._renamed import renamed_keywords
+from gsme._renamed import call_extension, renamed_keywords
 from gsme.registry import POLICIES
 from gsme.schema import BASELINE
 from gsme.settings import KeepConfig
@@ -200,7 +200,7 @@ def screen(decisions: pd.DataFrame, *, policy: str, past: pd.DataFrame | None = 
     rule = POLICIES.get(policy)
     schema.require(decisions, ["decision", "delta_pp"], "decisions")
     out = expected_effects(decisions, past=past, keep=keep)
-    chosen = rule.keep(decisions, out, config=keep or KeepConfig())
+    chosen = call_extension(rule.keep, decisions, out, keep=keep or KeepConfig())
     out.insert(0, "kept", np.asarray(chosen, dtype=bool))
     return out
 
@@ -275,7 +275,7 @@ class Policy:
     >>> from gsme.registry import POLICIES
     >>> class Never(Policy):
     ...     summary = "keeps nothing"
-    ...     def keep(self, decisions, expected, *, config):
+    ...     def keep(self, decisions, expected, *, keep):
     ...         return np.zeros(len(decisions), dtype=bool)
     >>> POLICIES.register("never", Never)
     >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
@@ -288,9 +288,11 @@ class Policy:
     summary = ""
 
     def keep(self, decisions: pd.DataFrame, expected: pd.DataFrame, *,
-             config: KeepConfig) -> np.ndarray:
+             keep: KeepConfig) -> np.ndarray:
         """One bool per decision: is the child kept? ``decisions`` is a decisions frame,
-        ``expected`` the :func:`expected_effects` of its rows (same index)."""
+        ``expected`` the :func:`expected_effects` of its rows (same index), ``keep`` the
+        run's settings. (A rule written before 0.3.0, taking ``config=``, still gets them
+        so until 0.4.0, with a DeprecationWarning.)"""
         raise NotImplementedError
 
     def reported(self, archive: pd.DataFrame, trials: pd.DataFrame, *, k: int) -> str:
@@ -312,13 +314,14 @@ class Gated(Policy):
     >>> from gsme.settings import KeepConfig
     >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
     ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
-    >>> Gated().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    >>> Gated().keep(d, expected_effects(d), keep=KeepConfig()).tolist()
     [True, False, False]
     """
 
     summary = "kept when credited by the paper's gates"
 
-    def keep(self, decisions, expected, *, config):
+    @renamed_keywords(config="keep")
+    def keep(self, decisions, expected, *, keep):
         return _credited(decisions)
 
 
@@ -330,13 +333,14 @@ class Greedy(Policy):
     >>> from gsme.settings import KeepConfig
     >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
     ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
-    >>> Greedy().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    >>> Greedy().keep(d, expected_effects(d), keep=KeepConfig()).tolist()
     [True, True, False]
     """
 
     summary = "kept after any train gain"
 
-    def keep(self, decisions, expected, *, config):
+    @renamed_keywords(config="keep")
+    def keep(self, decisions, expected, *, keep):
         # a tie computed as a sum of thirds can come out 1e-16 above 0: round first
         return (decisions["delta_pp"].fillna(0).round(9) > 0).to_numpy()
 
@@ -377,13 +381,14 @@ class Learned(Policy):
     >>> from gsme.settings import KeepConfig
     >>> d = pd.DataFrame({"decision": ["credit", "inconclusive", "cull"],
     ...                   "delta_pp": [5.0, 1.0, -4.0], "se_pp": [2.0, 3.5, 1.5]})
-    >>> Learned().keep(d, expected_effects(d), config=KeepConfig()).tolist()
+    >>> Learned().keep(d, expected_effects(d), keep=KeepConfig()).tolist()
     [True, False, False]
     """
 
     summary = "kept when credited or worth keeping under the proposal mix learned so far"
 
-    def keep(self, decisions, expected, *, config):
-        worth = expected["expected_delta_pp"].fillna(-np.inf).round(9) > config.worth_pp
+    @renamed_keywords(config="keep")
+    def keep(self, decisions, expected, *, keep):
+        worth = expected["expected_delta_pp"].fillna(-np.inf).round(9) > keep.worth_pp
         gained = decisions["delta_pp"].fillna(0).round(9) > 0
         return _credited(decisions) | (worth & gained).to_numpy()

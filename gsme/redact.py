@@ -247,10 +247,10 @@ class Redactor:
         the pre-check finds in it."""
         found: set[str] = set()
         for char, finder, literals in self._finders:
-            if char not in text:
+            if char not in text or (first := finder.search(text)) is None:
                 continue
             left = list(literals)
-            for count, place in enumerate(finder.finditer(text)):
+            for count, place in enumerate(finder.finditer(text, first.start())):
                 if count == _PLACES:  # a common literal: look for the others at once
                     found.update(literal for literal, _ in left if literal in text)
                     break

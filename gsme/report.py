@@ -330,8 +330,9 @@ def _p_words(p) -> str:
     return text if text.startswith("<") else f"= {text}"
 
 
-def ship_line(rec: pd.DataFrame | None) -> str:
-    """The one line every surface prints for :func:`recommendation` (None: not sealed).
+@renamed_keywords(rec="recommendation")
+def ship_line(recommendation: pd.DataFrame | None) -> str:
+    """The one line every surface prints for a :func:`recommendation` (None: not sealed).
 
     Examples
     --------
@@ -343,9 +344,9 @@ def ship_line(rec: pd.DataFrame | None) -> str:
     >>> ship_line(None)
     'ship: not decided, the run is not sealed (gsme resume DIR seals it)'
     """
-    if rec is None:
+    if recommendation is None:
         return "ship: not decided, the run is not sealed (gsme resume DIR seals it)"
-    row = rec.iloc[0]
+    row = recommendation.iloc[0]
     action = f"ship {row['shipped']}" if row["ships"] else f"keep {row['shipped']}"
     if not row["ships"] and row["shipped"] == BASELINE:
         action = "keep the baseline"

@@ -85,41 +85,43 @@ class Sink(Protocol):
     def mark_infra_failed(self, keys: list[tuple], error: str) -> None: ...
 
 
+@_renamed.renamed_keywords(config="run_config")
 def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str], Snapshot],
-            sink: Sink, config: RunConfig, tasks: pd.DataFrame, executor=None,
+            sink: Sink, run_config: RunConfig, tasks: pd.DataFrame, executor=None,
             progress: bool = True, label: str = "scoring", round: int = 0) -> int:
     """Run ``specs`` through ``executor`` (threads by default), recording each as it lands.
 
     ``executor`` is a :class:`gsme.executors.Executor` (:mod:`gsme.executors.pool`,
     :data:`gsme.registry.EXECUTORS`), a plain :class:`concurrent.futures.Executor` (wrapped
-    in a :class:`~gsme.executors.pool.PoolExecutor`), or None: a pool of ``config.workers``
-    threads, closed when scoring ends, each trial in a checked copy of its harness. An
-    agent that runs many trials in one call (:attr:`TaskAgent.runs_many`, the simulator)
-    is instead given, when no executor is given, each batch's trials of a harness at once,
-    in this process, with the harness's committed files (no copy is made).
+    in a :class:`~gsme.executors.pool.PoolExecutor`), or None: a pool of
+    ``run_config.workers`` threads, closed when scoring ends, each trial in a checked copy
+    of its harness. An agent that runs many trials in one call (:attr:`TaskAgent.runs_many`,
+    the simulator) is instead given, when no executor is given, each batch's trials of a
+    harness at once, in this process, with the harness's committed files (no copy is made).
 
     The executor gets every spec of the pass at once and streams: it keeps its
     ``concurrency`` trials in flight and yields each as it lands. The agent's health check
-    runs before the pass and after every ``config.batch_size`` trials have landed, while
-    the executor goes on running the next ones (no worker waits for a batch's slowest
-    trial); a failed check marks the trials landed since the previous check as
+    runs before the pass and after every ``run_config.batch_size`` trials have landed,
+    while the executor goes on running the next ones (no worker waits for a batch's
+    slowest trial); a failed check marks the trials landed since the previous check as
     infrastructure failures (re-run, never scored) and, like the check before the pass, is
     retried :data:`HEALTH_TRIES` times before scoring stops. In this process (no executor,
     ``runs_many``) the next batch starts only after the check.
 
     Completed trials reach ``sink`` in groups, one :meth:`Sink.record_trials` call (one
-    ledger transaction) per ``config.flush_trials`` trials or once the oldest has waited
-    ``config.flush_seconds``, whichever comes first, and always before a health-check
-    verdict marks trials and before this function returns or raises. A trial not yet
+    ledger transaction) per ``run_config.flush_trials`` trials or once the oldest has
+    waited ``run_config.flush_seconds``, whichever comes first, and always before a
+    health-check verdict marks trials and before this function returns or raises. A trial not yet
     recorded when the process dies is simply run again when the run resumes.
 
     Raises
     ------
     InfraError
         The health check failed :data:`HEALTH_TRIES` times in a row, or every first
-        attempt of ``config.batch_size`` landed trials (at least :data:`MIN_FAILED_BATCH`)
-        failed for infrastructure reasons (the message names the commonest error). What
-        completed is recorded first; trials not started are cancelled.
+        attempt of ``run_config.batch_size`` landed trials (at least
+        :data:`MIN_FAILED_BATCH`) failed for infrastructure reasons (the message names the
+        commonest error). What completed is recorded first; trials not started are
+        cancelled.
 
     Returns
     -------
@@ -133,9 +135,9 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     >>> run = Run.create("run", agent=sim.preset("tiny"))
     >>> tasks = run.tasks()
     >>> wanted = wanted_slots(tasks, ["baseline"], split="train", k=2)
-    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, config=run.config)
+    >>> todo = plan_trials(run.trials(), run.candidates(), tasks, wanted, run_config=run.config)
     >>> execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=run.trial_sink(),
-    ...         config=run.config, tasks=tasks, progress=False)
+    ...         run_config=run.config, tasks=tasks, progress=False)
     32
     >>> len(run.trials(split="train"))
     32
@@ -144,16 +146,18 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
     if not specs:
         return 0
     in_process = executor is None and agent.runs_many
-    runner, own = (None, False) if in_process else as_executor(executor, workers=config.workers)
+    runner, own = ((None, False) if in_process else
+                   as_executor(executor, workers=run_config.workers))
     records = _task_records(tasks)
     snapshots = {c: harness(c) for c in dict.fromkeys(s.candidate for s in specs)}
-    recorder = _Recorder(sink, size=config.flush_trials, seconds=config.flush_seconds)
+    recorder = _Recorder(sink, size=run_config.flush_trials,
+                         seconds=run_config.flush_seconds)
     _require_health(agent)
     bar = _progress(len(specs), progress, desc=label)
-    runs = (_run_in_process(agent, specs, config.batch_size, snapshots, records,
-                            config.run_seed) if in_process else
+    runs = (_run_in_process(agent, specs, run_config.batch_size, snapshots, records,
+                            run_config.run_seed) if in_process else
             runner.stream(specs, agent=agent, snapshots=snapshots, tasks=records,
-                          run_seed=config.run_seed, patience=recorder.patience))
+                          run_seed=run_config.run_seed, patience=recorder.patience))
     landed: list[tuple[TrialSpec, Trajectory]] = []
     left = len(specs)
     try:
@@ -162,7 +166,7 @@ def execute(specs: list[TrialSpec], *, agent: TaskAgent, harness: Callable[[str]
             landed += done
             left -= len(done)
             bar.update(len(done))
-            if len(landed) >= config.batch_size or (landed and not left):
+            if len(landed) >= run_config.batch_size or (landed and not left):
                 _check(agent, landed, sink, recorder)
                 landed = []
                 if left:

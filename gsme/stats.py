@@ -264,7 +264,7 @@ def paired_test(
         raise ValueError(f"parent and child must differ, both are {child!r}")
     slots = pairing.checked_slots(trials)
     on_split = slots.candidates[np.unique(
-        slots.cand[slots.split == slots.splits.get_indexer([split])[0]])]
+        slots.candidate[slots.split == slots.splits.get_indexer([split])[0]])]
     for role, name in (("parent", parent), ("child", child)):
         if name not in on_split:
             known = sorted(on_split)[:20]
@@ -272,7 +272,7 @@ def paired_test(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
     pairs = pd.DataFrame({"child": [child], "parent": [parent]})
-    return significance.one_look(slots, pairs, split=split, config=gate)
+    return significance.one_look(slots, pairs, split=split, gate=gate)
 
 
 @renamed_keywords(config="gate")
@@ -322,7 +322,7 @@ def paired_tasks(
     gate = _checks.gate_config(gate)
     checked = pairing.check(trials)
     pairs = pd.DataFrame({"child": [child], "parent": [parent]})
-    read = designs.decided_repeats(checked, pairs, split=split, config=gate)
+    read = designs.decided_repeats(checked, pairs, split=split, gate=gate)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
     frame = checked.frame
     sides = np.flatnonzero(((frame["split"] == split)
@@ -427,7 +427,8 @@ def p_value(z, *, reference: str = "normal", df=None, alternative: str = "two-si
     return float(p) if np.ndim(p) == 0 else p
 
 
-def pass_at_k_estimate(n, c, k: int):
+@renamed_keywords(c="n_passed")
+def pass_at_k_estimate(n, n_passed, k: int):
     """Unbiased pass@k of Chen et al. (2021): 1 − C(n−c, k) / C(n, k).
 
     The estimator of Chen et al. [1]_: the probability that at least one of k samples
@@ -438,15 +439,15 @@ def pass_at_k_estimate(n, c, k: int):
     ----------
     n : int or array-like of int
         Samples drawn per task (n ≥ k).
-    c : int or array-like of int
-        Correct samples among them (0 ≤ c ≤ n).
+    n_passed : int or array-like of int
+        Samples among them that passed, c in the formula (0 ≤ c ≤ n).
     k : int
         k ≥ 1.
 
     Returns
     -------
     float or ndarray
-        The estimate, shaped like ``n`` and ``c`` broadcast together.
+        The estimate, shaped like ``n`` and ``n_passed`` broadcast together.
 
     See Also
     --------
@@ -464,16 +465,16 @@ def pass_at_k_estimate(n, c, k: int):
     0.6667
     """
     k = _checks.check_int("k", k, 1)
-    n_arr, c_arr = np.broadcast_arrays(np.asarray(n), np.asarray(c))
-    for name, values in (("n", n_arr), ("c", c_arr)):
+    n_arr, c_arr = np.broadcast_arrays(np.asarray(n), np.asarray(n_passed))
+    for name, values in (("n", n_arr), ("n_passed", c_arr)):
         if not np.issubdtype(values.dtype, np.integer) and not np.all(np.mod(values, 1) == 0):
             raise ValueError(f"{name} must hold whole numbers, got {values!r}")
     n_arr, c_arr = n_arr.astype(np.int64), c_arr.astype(np.int64)
     bad = (c_arr < 0) | (c_arr > n_arr) | (n_arr < k)
     if bad.any():
         raise ValueError(
-            f"pass_at_k_estimate needs 0 <= c <= n and n >= k={k}; "
-            f"violated at n={n_arr[bad][:10].tolist()}, c={c_arr[bad][:10].tolist()}"
+            f"pass_at_k_estimate needs 0 <= n_passed <= n and n >= k={k}; "
+            f"violated at n={n_arr[bad][:10].tolist()}, n_passed={c_arr[bad][:10].tolist()}"
         )
     flat_n, flat_c = n_arr.ravel(), c_arr.ravel()
     step = np.arange(flat_c.max(initial=0))

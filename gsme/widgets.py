@@ -291,7 +291,7 @@ class Explorer:
             row = self.decisions[self.decisions["child"] == child].iloc[-1]
             self._parent = row["parent"]
             seen, reference = parent_trials.of_child(self.trials, self.candidates, child,
-                                                     split=self.split, config=self.gate)
+                                                     split=self.split, gate=self.gate)
             tasks = stats.paired_tasks(seen, parent=reference, child=child, split=self.split,
                                        gate=self.gate)
             top = self.max_tasks if len(tasks) > self.max_tasks else None

@@ -174,7 +174,7 @@ def test_simulated_decisions_are_the_gates():
     rng = np.random.default_rng(3)
     draws = (rng.random((40, 20, config.k_max, 2)), rng.standard_normal((40, 20)))
     trials, pairs = designs.adaptive._simulated_pairs(draws, 15.0, 70.0, 0.0)
-    last = designs.looks(trials, pairs, config=config).groupby(
+    last = designs.looks(trials, pairs, gate=config).groupby(
         "child", sort=False).tail(1)
     gate = gates.significance_gate(trials, pairs, gate=config)
     assert last["decision"].tolist() == gate["decision"].tolist()

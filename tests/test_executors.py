@@ -78,7 +78,7 @@ def _execute(agent, executor, sink=None, **config):
     sink = sink or Memory()
     try:
         scoring.execute(specs, agent=agent, harness=lambda c: Snapshot({"a.md": "a"}),
-                        sink=sink, config=RunConfig(**config), tasks=tasks, executor=executor,
+                        sink=sink, run_config=RunConfig(**config), tasks=tasks, executor=executor,
                         progress=False)
     finally:
         if isinstance(executor, ThreadExecutor):

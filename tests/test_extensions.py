@@ -6,18 +6,20 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import plugins, registry, schema
+from gsme import designs, plugins, policy, registry, schema
 from gsme.cli import main
 from gsme.designs import Fixed
 from gsme.evolvers.rule import RuleEvolver
 from gsme.executors import Executor
 from gsme.importers import Format, Imported
+from gsme.pairing import check
 from gsme.policy import Policy
 from gsme.run import Run
 from gsme.settings import GateConfig, RunConfig, ValidationError
@@ -29,16 +31,35 @@ class Lenient(Fixed):
 
     summary = "one look at a one-sided 20% (a toy)"
 
-    def decide(self, slots, pairs, *, split, config):
+    def decide(self, slots, pairs, *, split, gate):
         return super().decide(slots, pairs, split=split,
-                              config=config.model_copy(update={"z_crit": 0.8416}))
+                              gate=gate.model_copy(update={"z_crit": 0.8416}))
 
 
 class Everything(Policy):
     summary = "keeps every child (a toy)"
 
-    def keep(self, decisions, expected, *, config):
+    def keep(self, decisions, expected, *, keep):
         return np.ones(len(decisions), dtype=bool)
+
+
+class OldLenient(Fixed):
+    """:class:`Lenient` as written before 0.3.0, taking ``config=``."""
+
+    summary = "one look at a one-sided 20% (a toy, before 0.3.0)"
+
+    def decide(self, slots, pairs, *, split, config):
+        return super().decide(slots, pairs, split=split,
+                              config=config.model_copy(update={"z_crit": 0.8416}))
+
+
+class OldEverything(Policy):
+    """:class:`Everything` as written before 0.3.0, taking ``config=``."""
+
+    summary = "keeps every child (a toy, before 0.3.0)"
+
+    def keep(self, decisions, expected, *, config):
+        return np.full(len(decisions), config.worth_pp == 0.25)  # the run's KeepConfig
 
 
 class Lines(Format):
@@ -156,6 +177,51 @@ def test_a_registered_format_is_read_and_detected_by_compare(toys, tmp_path, cap
                      *extra]) == 0
         out = capsys.readouterr().out
         assert "base" in out and "child" in out and "credit" in out
+
+
+@pytest.fixture
+def ab_slots():
+    """c gains on all 6 tasks (one-sided p 1/64), d on 5 (p 2/64): the fixed design credits
+    c alone, a design at 20% both."""
+    t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
+                      "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
+                      "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
+    return check(t).slots
+
+
+def _decide_and_keep(design, rule, slots) -> tuple[list, list]:
+    """The decisions of c and d under ``design``, and which of two decided children ``rule``
+    keeps, each registered as ``toy``."""
+    registry.DESIGNS.register("toy", design)
+    registry.POLICIES.register("toy", rule)
+    try:
+        decided = designs.compare(slots, pd.DataFrame({"child": ["c", "d"], "parent": "p"}),
+                                  split="train", gate=GateConfig(design="toy"))
+        two = pd.DataFrame({"decision": ["credit", "cull"], "delta_pp": [5.0, -4.0],
+                            "se_pp": [2.0, 1.5]})
+        return decided["decision"].tolist(), policy.kept(two, policy="toy").tolist()
+    finally:
+        registry.DESIGNS.unregister("toy")
+        registry.POLICIES.unregister("toy")
+
+
+def test_a_design_and_a_policy_written_with_config_still_work_and_warn(ab_slots):
+    with pytest.warns(DeprecationWarning) as caught:
+        got = _decide_and_keep(OldLenient, OldEverything(), ab_slots)
+    assert got == (["credit", "credit"], [True, True])
+    assert sorted({str(w.message) for w in caught}) == [
+        "Fixed.decide(config=) is now Fixed.decide(gate=) (the old keyword goes in 0.4.0)",
+        "OldEverything.keep takes config=: gsme passes keep= since 0.3.0 (config= goes in 0.4.0)",
+        "OldLenient.decide takes config=: gsme passes gate= since 0.3.0 (config= goes in 0.4.0)"]
+
+
+def test_a_design_and_a_policy_taking_gate_and_keep_run_silently(ab_slots):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert _decide_and_keep(Lenient, Everything(), ab_slots) == (["credit", "credit"],
+                                                                     [True, True])
+        assert _decide_and_keep(Fixed, policy.Gated(), ab_slots) == (
+            ["credit", "inconclusive"], [True, False])
 
 
 def test_unknown_names_list_the_registered_ones(toys):

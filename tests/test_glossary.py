@@ -26,8 +26,8 @@ FORWARDING = {"gsme.sequential"}
 PLAIN = {
     "statistics: standard names in their textbook sense (alpha, df, se, sd, z, p, null)":
         ("alpha alternative boundary confidence crit delta df effect exact futility grid group "
-         "k level mask mean n null p point power pred predicted rate reach sample sd se shape "
-         "share sided signed simulations target threshold true u value weight x y z"),
+         "k level mask mean n null p point power pred predicted rate reach reference sample sd "
+         "se shape share sided signed simulations target threshold true u value weight x y z"),
     "units and counts (pp: percentage points; s: seconds; mtok: a million tokens)":
         ("calls chars cost counts cpu dollars frac fraction high hours last limit low max mb "
          "memory min minutes mtok number per pp s seconds size tally tok tokens top total usd"),
@@ -35,51 +35,38 @@ PLAIN = {
         "annot ax bar cmap dpi fmt highlight hue markers palette title width",
     "the lever names (a harness folder each, docs/glossary.rst: lever)":
         "config prompt",
-    "gsme's nouns, each defined where its frame or function is (for the glossary next)":
-        ("agent archive attempt best borrow borrowed breadth budget canary categories cosmetic "
-         "costly cull decided decision diagnoses difficulty evidence failure features fix "
-         "grown hard harm harmful hidden history improvement infra isolation known learn "
-         "lenders lineage mechanism misdiagnosis onset outcomes overfit pair paper pass passed "
-         "past preset prior profile proposal proposed recombinations reference rerun round run "
-         "runaway schedule score seed seen side signature slots stored suite susceptibility "
-         "targeted template tested train trajectory transcript trust unknown variant "
-         "vocabulary want wanted weak worth"),
     "software: files, processes, schemas, and the tools gsme reads (Inspect, GEPA, Dask)":
         ("adapter add address answer api args argv batch benchmark books branch builtins cache "
          "capture chunk client code coined column command commit components content create "
          "data dataset default definition diff digest dir entry err error eval event "
          "executables exit experiment expr facts feedback files flags flush folder format "
-         "frame ge gold grade harbor health hints home id import index input isin item "
-         "iterations jobs key kind label le lock log make members message name named network "
-         "nullable obj opts order output params parts path patience payload pickle pool "
-         "prefilter prefix problems processes progress read readable record ref reflective "
-         "refresh replace replaced repo response result retries reward rng root row sandbox "
-         "schema scorer secrets set sink skill snapshots solver source spec state statement "
-         "status step table tag temperature text thinking timeout tool trace tracking trainset "
-         "transport tree trigger turn undone unique update uploads uri val valset view whole "
-         "workdir workers workspace writable write"),
-    "abbreviations still in public signatures: to spell out when next touched":
-        "c cand prev rec traj ts",
+         "frame ge gold grade harbor health hidden hints home id import index input isin "
+         "isolation item iterations jobs key kind label le lock log make members message name "
+         "named network nullable obj opts order output params parts path patience payload "
+         "pickle pool prefilter prefix problems processes progress read readable record ref "
+         "reflective refresh replace replaced repo response result retries reward rng root row "
+         "sandbox schema scorer secrets set sink skill snapshots solver source spec state "
+         "statement status step table tag temperature text thinking timeout timestamp tool trace "
+         "tracking trainset transport tree trigger trust turn undone unique update uploads uri "
+         "val valset view whole workdir workers workspace writable write"),
     "plain English in its everyday sense":
         ("accept acted activated added admitted after allow allowed ambiguous base before "
-         "below by change changed check classes concurrency concurrent creation cumulative "
-         "current described dropped either empty examples expected explore factor fail failed "
-         "fallback family fault finalize floor from frozen given honours identical is match "
-         "new of ok old on one only out previous rationale real reason reports same start "
-         "started stop to valid what"),
+         "below best by categories change changed check classes concurrency concurrent "
+         "creation cumulative current decided described difficulty dropped either empty "
+         "evidence examples expected explore factor fail failed fallback family fault "
+         "finalize floor from frozen given hard honours identical improvement is known learn "
+         "match new of ok old on one only onset out paper past previous rationale real reason "
+         "reports runaway same seen start started stop stored susceptibility tested to valid "
+         "variant want wanted what worth"),
 }
 #: Public functions still taking ``config=``, by why (each a pattern of qualified names).
 STILL_CONFIG = {
-    "gsme.designs.*": "a design's methods and helpers: the extension protocol, renamed with it",
-    "gsme.parent_trials.*": "being reworked (issue 33 point 2); gate= when it lands",
-    "gsme.scoring.*": "being reworked (issue 33 point 2); run_config= when it lands",
-    "gsme.policy.*.keep": "a keep rule's method: the extension protocol (third-party rules)",
     "gsme.config.RunSpec": "a run's settings are its config, as run.config",
     "gsme.evolvers.*Template": "the files a patch writes into the config lever",
 }
 
 #: Plurals not made by adding -s or -es.
-PLURALS = {"children": "child"}
+PLURALS = {"children": "child", "diagnoses": "diagnosis"}
 
 
 def glossary_words(text: str) -> set[str]:

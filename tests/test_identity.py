@@ -118,13 +118,14 @@ def gate_digests() -> dict[str, str]:
     pairs = pd.DataFrame({"child": children["candidate"], "parent": children["parents"]})
     out = {}
     for name, config in DESIGNS.items():
-        wanted = designs.wanted(trials, pairs, tasks, split="train", config=config)
-        plan = scoring.plan_trials(trials, candidates, tasks, wanted, config=RunConfig(gate=config))
+        wanted = designs.wanted(trials, pairs, tasks, split="train", gate=config)
+        plan = scoring.plan_trials(trials, candidates, tasks, wanted,
+                                   run_config=RunConfig(gate=config))
         specs = pd.DataFrame([vars(s) for s in plan.specs])
         out[name] = digest(
             gates.credit(trials, candidates, gate=config).drop(columns=ADDED),
-            designs.looks(trials, pairs, config=config),
-            designs.decided_repeats(trials, pairs, config=config),
+            designs.looks(trials, pairs, gate=config),
+            designs.decided_repeats(trials, pairs, gate=config),
             gates.validity_gate(trials, gate=config),
             stats.paired_test(trials, parent="baseline", child="m01", gate=config),
             wanted, specs, plan.borrowed)

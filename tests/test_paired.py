@@ -42,7 +42,7 @@ def test_each_slot_is_scored_by_its_first_valid_attempt(seed):
     trials = _random_trials(seed)
     slots = pairing.encode_slots(pairing.checked_trials(trials))
     index = pd.MultiIndex.from_arrays([
-        slots.candidates.to_numpy()[slots.cand], slots.tasks.to_numpy()[slots.task],
+        slots.candidates.to_numpy()[slots.candidate], slots.tasks.to_numpy()[slots.task],
         slots.splits.to_numpy()[slots.split], slots.repeat], names=schema.SLOT_KEY)
     got = pd.DataFrame({"attempts": slots.attempts, "last_attempt": slots.last_attempt,
                         "valid": slots.valid, "passed": slots.passed,
@@ -70,7 +70,7 @@ def test_string_columns_encode_like_object_columns():
     arrow = trials.astype({c: "str" for c in ("candidate", "task_id", "split",
                                               "borrowed_from")})
     a, b = pairing.encode_slots(trials), pairing.encode_slots(arrow)
-    for field in ("cand", "split", "task", "repeat", "attempts", "valid", "passed", "source"):
+    for field in ("candidate", "split", "task", "repeat", "attempts", "valid", "passed", "source"):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
     assert list(a.candidates) == list(b.candidates) and b.candidates.dtype == object
 
@@ -78,7 +78,7 @@ def test_string_columns_encode_like_object_columns():
 def _same_slots(a: pairing.Slots, b: pairing.Slots) -> None:
     for field in ("candidates", "splits", "tasks", "sources"):
         assert list(getattr(a, field)) == list(getattr(b, field)), field
-    for field in ("cand", "split", "task", "repeat", "attempts", "last_attempt", "valid",
+    for field in ("candidate", "split", "task", "repeat", "attempts", "last_attempt", "valid",
                   "passed", "activated", "source", "row"):
         assert np.array_equal(getattr(a, field), getattr(b, field)), field
 
@@ -205,3 +205,12 @@ def test_the_old_private_module_forwards_with_a_warning():
         assert _paired.compare is significance.one_look
     with pytest.raises(AttributeError, match="nope"):
         _paired.nope  # noqa: B018
+
+
+def test_slots_cand_is_candidate_with_a_warning_until_0_4():
+    slots = pairing.checked_slots(_random_trials(0))
+    with pytest.warns(DeprecationWarning, match=r"Slots\.cand is now Slots\.candidate"):
+        old = slots.cand
+    assert old is slots.candidate
+    with pytest.raises(AttributeError):
+        slots.cand = old

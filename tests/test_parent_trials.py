@@ -66,13 +66,13 @@ def test_blocks_follow_the_round_and_the_design():
     cands = _candidates(rounds=(1, 1, 3))
     cands.loc[2, "candidate"] = "c1b"
     adaptive = GateConfig(design="adaptive", k=3, k_max=9)
-    got = parent_trials.pairs(cands, config=adaptive)
+    got = parent_trials.pairs(cands, gate=adaptive)
     assert got["first"].tolist() == [9, 9, 27]
     assert got["reference"].tolist() == ["p@9", "p@9", "p@27"]
-    on_test = parent_trials.pairs(cands, split="test", config=adaptive)
+    on_test = parent_trials.pairs(cands, split="test", gate=adaptive)
     assert on_test["first"].tolist() == [0, 0, 0]
     with pytest.raises(KeyError, match="unknown candidate"):
-        parent_trials.pairs(cands, ["c9"], config=adaptive)
+        parent_trials.pairs(cands, ["c9"], gate=adaptive)
 
 
 def test_old_runs_read_stored_and_new_ones_keep_their_setting():
@@ -94,7 +94,7 @@ def fresh_run(tmp_path_factory):
 def test_children_borrow_only_from_their_block_and_blocks_never_borrow(fresh_run):
     trials = fresh_run.trials(split="train")
     stride = parent_trials.stride(fresh_run.config.gate)
-    paired = parent_trials.pairs(fresh_run.candidates(), config=fresh_run.config.gate)
+    paired = parent_trials.pairs(fresh_run.candidates(), gate=fresh_run.config.gate)
     first = dict(zip(paired["child"], paired["first"]))
     parent = dict(zip(paired["child"], paired["parent"]))
     blocks = trials[trials["repeat"] >= stride]
@@ -120,8 +120,8 @@ def test_replayed_decisions_equal_the_recorded_ones(fresh_run):
 def test_first_look_delta_is_the_fixed_design_on_the_first_k(fresh_run):
     gate = fresh_run.config.gate
     trials = fresh_run.trials(split="train")
-    paired = parent_trials.pairs(fresh_run.candidates(), config=gate)
-    seen = parent_trials.view(trials, paired, config=gate)
+    paired = parent_trials.pairs(fresh_run.candidates(), gate=gate)
+    seen = parent_trials.view(trials, paired, gate=gate)
     first_k = seen[seen["repeat"] < gate.k]
     fixed = gate.model_copy(update={"design": "fixed", "parent_trials": "stored"})
     pairs = paired.rename(columns={"parent": "real", "reference": "parent"})

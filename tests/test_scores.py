@@ -94,8 +94,8 @@ def test_adaptive_design_extends_tasks_whose_pooled_scores_differ():
     constant = trials["task_id"].isin(["t00", "t01"])
     trials.loc[constant, "score"] = 0.7  # all equal at look 1 on both sides: not extended
     config = GateConfig(design="adaptive", min_tasks=5, futility_z=None)
-    read = designs.decided_repeats(trials, PAIR, config=config).set_index("task_id")
-    taken = designs.looks(trials, PAIR, config=config)
+    read = designs.decided_repeats(trials, PAIR, gate=config).set_index("task_id")
+    taken = designs.looks(trials, PAIR, gate=config)
     assert len(taken) > 1 and (read.loc[["t00", "t01"], "repeats"] == 3).all()
     assert (read.drop(index=["t00", "t01"])["repeats"] == taken["repeats"].iloc[-1]).all()
     last = taken.iloc[-1]
@@ -140,7 +140,7 @@ def test_frames_without_scores_give_what_pass_fail_gives():
     for other in (blank, binary):
         for fn in (lambda t: stats.paired_test(t, parent="p", child="c", gate=config),
                    lambda t: gates.significance_gate(t, PAIR, gate=config),
-                   lambda t: designs.looks(t, PAIR, config=config),
+                   lambda t: designs.looks(t, PAIR, gate=config),
                    lambda t: stats.task_rates(t)):
             pd.testing.assert_frame_equal(fn(other), fn(trials))
     assert "score" not in schema.as_trials(trials).columns

@@ -81,7 +81,7 @@ def test_run_many_gives_exactly_the_trials_of_one_at_a_time(tmp_path, preset):
     in_process, per_trial = Memory(), Memory()
     for sink, runner in ((in_process, agent), (per_trial, OneAtATime(preset, infra_fault_rate=0.2))):
         scoring.execute(specs, agent=runner, harness=snapshots.__getitem__, sink=sink,
-                        config=config, tasks=tasks, progress=False)
+                        run_config=config, tasks=tasks, progress=False)
     assert agent.runs_many and not OneAtATime("tiny").runs_many
     many, one = in_process.rows(), per_trial.rows()
     assert len(many) == len(specs) and many == one  # every field and every transcript
@@ -136,7 +136,7 @@ def test_completed_trials_reach_the_sink_in_groups_of_flush_trials(tmp_path):
     sink = Memory()
     config = RunConfig(flush_trials=10, flush_seconds=3600.0, workers=2)
     n = scoring.execute(_specs(agent), agent=agent, harness=lambda c: Snapshot({"a.md": "a"}),
-                        sink=sink, config=config, tasks=agent.tasks(), progress=False)
+                        sink=sink, run_config=config, tasks=agent.tasks(), progress=False)
     sizes = [len(rows) for kind, rows in sink.calls]
     assert n == 35 and sizes == [10, 10, 10, 5]  # the rest when scoring stops
     assert len({tuple(r[c] for c in KEY) for r, _ in sink.rows()}) == 35
@@ -154,7 +154,7 @@ def test_a_waiting_trial_is_written_within_flush_seconds_without_more_completing
     sink = Releasing()
     config = RunConfig(flush_trials=1000, flush_seconds=0.01, workers=2)
     scoring.execute(_specs(agent), agent=agent, harness=lambda c: Snapshot({"a.md": "a"}),
-                    sink=sink, config=config, tasks=agent.tasks(), progress=False)
+                    sink=sink, run_config=config, tasks=agent.tasks(), progress=False)
     trials = pd.DataFrame([row for row, _ in sink.rows()])
     assert trials["infra_ok"].all(), "the held trial waited for a write that never came"
     assert sink.calls[0][1][0][0]["task_id"] == "t01"  # written while t00 still ran

@@ -64,7 +64,7 @@ def score_loop(parent, child, config, pairs=PAIRS, draws=None):
                                 draws[name], np.nan) for name in have}
         trials = frame({name: g for name, g in grids.items() if have[name].any()})
         want = designs.wanted(trials, pairs, tasks_frame(n_tasks), split="train",
-                                 config=config)
+                                 gate=config)
         new = {name: np.maximum(have[name], wanted_grid(want, name, n_tasks)) for name in have}
         if all((new[name] == have[name]).all() for name in have):
             return trials, passes
@@ -142,7 +142,7 @@ def test_fixed_design_wants_k_of_every_task_for_children_and_parents():
     pairs = pd.DataFrame({"child": ["baseline", "c1", "c2"],
                           "parent": [None, "baseline", "c1"]})
     want = designs.wanted(schema.empty("trials"), pairs, tasks_frame(4), split="train",
-                             config=GateConfig(k=2))
+                             gate=GateConfig(k=2))
     assert want["candidate"].unique().tolist() == ["baseline", "c1", "c2"]
     assert (want["repeats"] == 2).all() and len(want) == 12
     assert list(want.columns) == ["candidate", "task_id", "split", "repeats"]
@@ -155,15 +155,15 @@ def test_adaptive_wants_k_until_look_one_is_complete_then_extends_mixed_tasks():
     child = np.array([[1, 1, 0], [0, 0, 0], [1, 1, 1], [1, 0, nan]], dtype=float)
     tasks = tasks_frame(4)
     want = designs.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
-                             config=config)
+                             gate=config)
     assert (want["repeats"] == 3).all()  # task 3's third child repeat is missing
     child[3, 2] = 0
     want = designs.wanted(frame({"p": parent, "c": child}), PAIRS, tasks, split="train",
-                             config=config)
+                             gate=config)
     for name in ("c", "p"):  # mixed pooled: tasks 0 and 3; unanimous: 1 (fail), 2 (pass)
         assert wanted_grid(want, name, 4).tolist() == [6, 3, 3, 6]
     sealed = designs.wanted(frame({"p": parent, "c": child}, split="test"), PAIRS,
-                               tasks_frame(4, split="test"), split="test", config=config)
+                               tasks_frame(4, split="test"), split="test", gate=config)
     assert len(sealed) == 8 and (sealed["repeats"] == 3).all()  # the test split is not adaptive
 
 
@@ -174,11 +174,11 @@ def test_adaptive_waits_for_infrastructure_reruns_before_the_next_look():
     trials = frame({"p": parent, "c": child})
     failed = (trials["candidate"] == "c") & (trials["task_id"] == "t002") & (trials["repeat"] == 0)
     trials.loc[failed, ["infra_ok", "passed"]] = [False, False]
-    want = designs.wanted(trials, PAIRS, tasks_frame(3), split="train", config=config)
+    want = designs.wanted(trials, PAIRS, tasks_frame(3), split="train", gate=config)
     assert (want["repeats"] == 3).all()  # the failed slot may still be re-run
     rerun = trials[failed].assign(attempt=1)
     exhausted = schema.as_trials(pd.concat([trials, rerun], ignore_index=True))
-    want = designs.wanted(exhausted, PAIRS, tasks_frame(3), split="train", config=config)
+    want = designs.wanted(exhausted, PAIRS, tasks_frame(3), split="train", gate=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 6, 3]  # excluded now: look 2 goes ahead
 
 
@@ -188,18 +188,18 @@ def test_a_task_borrowed_from_the_parent_is_never_extended():
     child = np.array([[1, 1, 0], [1, 0, 1], [0, 1, 0]], dtype=float)
     lent = {"c": np.array([None, "p", None], dtype=object)}  # task 1: the parent's trials
     want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
-                             tasks_frame(3), split="train", config=config)
+                             tasks_frame(3), split="train", gate=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 3, 6]
     # the parent's trial was itself borrowed from the grandparent: still the same trial
     lent = {"c": np.array([None, "g", None], dtype=object),
             "p": np.array([None, "g", None], dtype=object)}
     want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
-                             tasks_frame(3), split="train", config=config)
+                             tasks_frame(3), split="train", gate=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 3, 6]
     # borrowed from someone else than the parent's source: not identical, extended
     lent = {"c": np.array([None, "g", None], dtype=object)}
     want = designs.wanted(frame({"p": parent, "c": child}, borrowed=lent), PAIRS,
-                             tasks_frame(3), split="train", config=config)
+                             tasks_frame(3), split="train", gate=config)
     assert wanted_grid(want, "c", 3).tolist() == [6, 6, 6]
 
 
@@ -210,7 +210,7 @@ def test_a_parent_shared_by_two_children_gets_the_most_either_wants():
     two = np.array([[1, 0, 0], [1, 1, 1], [0, 0, 1]], dtype=float)  # tasks 0 and 2 mixed
     pairs = pd.DataFrame({"child": ["c1", "c2"], "parent": ["p", "p"]})
     want = designs.wanted(frame({"p": parent, "c1": one, "c2": two}), pairs, tasks_frame(3),
-                             split="train", config=config)
+                             split="train", gate=config)
     assert wanted_grid(want, "c1", 3).tolist() == [6, 3, 3]
     assert wanted_grid(want, "c2", 3).tolist() == [6, 3, 6]
     assert wanted_grid(want, "p", 3).tolist() == [6, 3, 6]
@@ -225,10 +225,10 @@ def test_which_tasks_are_extended_is_blind_to_which_side_is_the_child(seed):
     b = (rng.random((12, 3)) < p[:, None]).astype(float)
     config = GateConfig(design="adaptive", min_tasks=2, futility_z=None)
     forward = designs.wanted(frame({"p": a, "c": b}), PAIRS, tasks_frame(12),
-                                split="train", config=config)
+                                split="train", gate=config)
     swapped = designs.wanted(frame({"p": b, "c": a}), PAIRS, tasks_frame(12),
-                                split="train", config=config)
-    looks = designs.looks(frame({"p": a, "c": b}), PAIRS, config=config)
+                                split="train", gate=config)
+    looks = designs.looks(frame({"p": a, "c": b}), PAIRS, gate=config)
     if looks["decision"].iloc[0] == "continue":  # neither side crossed at look 1
         np.testing.assert_array_equal(wanted_grid(forward, "c", 12),
                                       wanted_grid(swapped, "c", 12))
@@ -256,7 +256,7 @@ def test_scoring_loop_reaches_a_fixed_point_and_credit_replays_its_decision(seed
     parent, child = draws(rng, base, np.clip(base + shift * (base > 0.05), 0, 1))
     config = GateConfig(design="adaptive", futility_z=futility)
     trials, passes = score_loop(parent, child, config)
-    taken = designs.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, gate=config)
     decided = gates.significance_gate(trials, PAIRS, gate=config).iloc[0]
     last = taken.iloc[-1]
     assert passes == len(taken) + 1  # one pass per look, one more to see nothing is new
@@ -282,13 +282,13 @@ def test_parent_repeats_made_for_another_child_do_not_leak_into_a_look():
     parent, child = draws(rng, base, base)
     config = GateConfig(design="adaptive", futility_z=None)
     trials, _ = score_loop(parent, child, config)
-    before = designs.looks(trials, PAIRS, config=config)
+    before = designs.looks(trials, PAIRS, gate=config)
     have = trials[trials["candidate"] == "p"].groupby("task_id").size().to_numpy()
     assert (have == 3).any()  # tasks this child never extended: another child may have
     extra = frame({"p": np.where((np.arange(9)[None, :] >= 3) & (have[:, None] == 3),
                                  1.0 - parent, np.nan)})
     leaky = schema.as_trials(pd.concat([trials, extra], ignore_index=True))
-    after = designs.looks(leaky, PAIRS, config=config)
+    after = designs.looks(leaky, PAIRS, gate=config)
     cols = ["look", "z", "delta_pp", "rate_parent", "decision"]
     pd.testing.assert_frame_equal(before[cols], after[cols])
 
@@ -309,7 +309,7 @@ def test_negative_look_one_stops_for_futility_and_harm_is_culled_at_look_one():
     base = rng.uniform(0.3, 0.7, 40)
     parent, child = draws(rng, base, base - 0.05)
     config = GateConfig(design="adaptive")
-    taken = designs.looks(frame({"p": parent, "c": child}), PAIRS, config=config)
+    taken = designs.looks(frame({"p": parent, "c": child}), PAIRS, gate=config)
     assert len(taken) == 1 and taken["z"].item() < 0
     assert taken["decision"].item() == "inconclusive"
     assert taken["reason"].item().startswith("stopped for futility at look 1 of 3")
@@ -328,7 +328,7 @@ def test_credit_on_a_look_not_yet_scored_is_inconclusive_and_says_so():
     trials = frame({"p": parent, "c": child})
     config = GateConfig(design="adaptive", futility_z=None)
     row = gates.significance_gate(trials, PAIRS, gate=config).iloc[0]
-    taken = designs.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, gate=config)
     assert row["decision"] == "inconclusive" and row["looks"] == 1
     assert row["reason"].startswith("awaiting look 2 of 3")
     assert taken["decision"].tolist() == ["continue"]
@@ -340,7 +340,7 @@ def test_looks_lists_every_look_with_its_boundary():
     parent, child = draws(rng, base, base)
     config = GateConfig(design="adaptive", futility_z=None)
     trials, _ = score_loop(parent, child, config)
-    taken = designs.looks(trials, PAIRS, config=config)
+    taken = designs.looks(trials, PAIRS, gate=config)
     assert list(taken.columns) == schema.LOOK_COLUMNS
     assert taken["look"].tolist() == [1, 2, 3] and taken["repeats"].tolist() == [3, 6, 9]
     plan = designs.boundaries(config)
@@ -349,7 +349,7 @@ def test_looks_lists_every_look_with_its_boundary():
     assert taken["n_extended"].iloc[0] == 0 and n_ext > 0
     assert taken["child_trials"].tolist() == [135, 135 + 3 * n_ext, 135 + 6 * n_ext]
     assert taken["parent_trials"].tolist() == taken["child_trials"].tolist()
-    fixed = designs.looks(trials, PAIRS, config=GateConfig(design="fixed"))
+    fixed = designs.looks(trials, PAIRS, gate=GateConfig(design="fixed"))
     one = stats.paired_test(trials, parent="p", child="c").iloc[0]
     assert len(fixed) == 1 and fixed["z"].item() == pytest.approx(one["z"])
     assert fixed["child_trials"].item() == len(trials[trials["candidate"] == "c"])
@@ -375,7 +375,7 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
     })
     stored = config.model_copy(update={"parent_trials": "stored"})  # scored here, no blocks
     decided = gates.credit(trials, candidates, gate=stored).set_index("child")
-    taken = designs.looks(trials, pairs, config=config).groupby("child").tail(1)
+    taken = designs.looks(trials, pairs, gate=config).groupby("child").tail(1)
     for last in taken.itertuples():
         assert decided.loc[last.child, "looks"] == last.look
         assert decided.loc[last.child, "z"] == pytest.approx(last.z)
@@ -435,4 +435,4 @@ def test_wanted_refuses_a_task_listed_twice_on_the_split(design):
     trials = pd.DataFrame({"candidate": "p", "task_id": ["t1", "t2"], "split": "train",
                            "repeat": 0, "passed": True})
     with pytest.raises(schema.FrameError, match="repeats ids on split 'train'.*t1"):
-        designs.wanted(trials, pairs, tasks, split="train", config=GateConfig(design=design))
+        designs.wanted(trials, pairs, tasks, split="train", gate=GateConfig(design=design))

@@ -291,7 +291,7 @@ def test_pass_at_k_estimate_is_vectorised_and_stable():
     assert stats.pass_at_k_estimate(10_000, 5, 100) == pytest.approx(exact, rel=1e-10)
     with pytest.raises(ValueError, match="n >= k=4"):
         stats.pass_at_k_estimate([3], [1], 4)
-    with pytest.raises(ValueError, match="0 <= c <= n"):
+    with pytest.raises(ValueError, match="0 <= n_passed <= n"):
         stats.pass_at_k_estimate(3, 5, 1)
     with pytest.raises(ValueError, match="k must be"):
         stats.pass_at_k_estimate(3, 1, 0)
@@ -458,7 +458,7 @@ def enumerated_run():
     tasks = pd.DataFrame({"task_id": names, "split": "train"})
     scored = full[full["repeat"] < ENUMERATED.k]
     while True:
-        want = designs.wanted(scored, pairs, tasks, split="train", config=ENUMERATED)
+        want = designs.wanted(scored, pairs, tasks, split="train", gate=ENUMERATED)
         more = full.merge(want[["candidate", "task_id", "repeats"]])
         more = more[more["repeat"] < more["repeats"]].drop(columns="repeats")
         if len(more) == len(scored):
@@ -564,7 +564,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
     every_repeat = gate.model_copy(update={"design": "fixed"})
     differs = 0
     for row in decisions.itertuples():
-        seen, parent = parent_trials.of_child(trials, candidates, row.child, config=gate)
+        seen, parent = parent_trials.of_child(trials, candidates, row.child, gate=gate)
         tasks = stats.paired_tasks(seen, parent=parent, child=row.child, gate=gate)
         assert len(tasks) == row.n_tasks
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
@@ -588,7 +588,7 @@ def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run
     np.testing.assert_array_equal(
         (decisions["decision"] == "credit")[tested],
         (decisions["p_one_sided"] <= level * (1 + 1e-12))[tested])
-    taken = designs.looks(trials, decisions[["child", "parent"]], config=gate)
+    taken = designs.looks(trials, decisions[["child", "parent"]], gate=gate)
     final = taken[taken["decision"] != "continue"]
     np.testing.assert_array_equal(final["decision"] == "credit",
                                   final["p_one_sided"] <= final["level"] * (1 + 1e-12))

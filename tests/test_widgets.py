@@ -319,7 +319,7 @@ def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
         for row in extended.itertuples():
             panel.candidate.value = row.child
             seen, reference = parent_trials.of_child(trials, run.candidates(), row.child,
-                                                     config=run.config.gate)
+                                                     gate=run.config.gate)
             tasks = stats.paired_tasks(seen, parent=reference, child=row.child,
                                        gate=run.config.gate)
             assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)

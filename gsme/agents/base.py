@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import schema
+from gsme._renamed import renamed_keywords
 from gsme.comparisons import digest
 
 __all__ = ["TaskAgent", "Trajectory", "TrialSpec", "to_trials", "trial_row"]
@@ -187,8 +188,10 @@ class TaskAgent(abc.ABC):
         """
 
 
-def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
-    """One trials row (a plain dict, unvalidated) for ``spec`` and what it produced.
+@renamed_keywords(traj="trajectory")
+def trial_row(spec: TrialSpec, trajectory: Trajectory, ref: str | None) -> dict:
+    """One trials row (a plain dict, unvalidated) for ``spec`` and the ``trajectory`` it
+    produced; ``ref`` is where its transcript is stored (the row's ``trajectory``).
 
     ``activated`` is True when one of the candidate's own beacons (``spec.beacon``, comma
     separated for a recombination) is among the beacons that fired. An infrastructure
@@ -211,18 +214,19 @@ def trial_row(spec: TrialSpec, traj: Trajectory, ref: str | None) -> dict:
         "split": spec.split,
         "repeat": int(spec.repeat),
         "attempt": int(spec.attempt),
-        "passed": bool(traj.passed) and bool(traj.infra_ok),
-        "infra_ok": bool(traj.infra_ok),
-        "activated": any(b in traj.beacons for b in own),
-        "beacons": schema.join_ids(traj.beacons),
-        "tokens": float(traj.tokens),
-        "cost_usd": float(traj.cost_usd),
-        "seconds": float(traj.seconds),
-        "pathology": traj.pathology,
+        "passed": bool(trajectory.passed) and bool(trajectory.infra_ok),
+        "infra_ok": bool(trajectory.infra_ok),
+        "activated": any(b in trajectory.beacons for b in own),
+        "beacons": schema.join_ids(trajectory.beacons),
+        "tokens": float(trajectory.tokens),
+        "cost_usd": float(trajectory.cost_usd),
+        "seconds": float(trajectory.seconds),
+        "pathology": trajectory.pathology,
         "trajectory": ref,
-        "error": traj.error,
+        "error": trajectory.error,
         "borrowed_from": None,
-        "score": np.nan if traj.score is None or not traj.infra_ok else float(traj.score),
+        "score": (np.nan if trajectory.score is None or not trajectory.infra_ok
+                  else float(trajectory.score)),
     }
 
 

@@ -41,6 +41,7 @@ import pandas as pd
 from scipy import optimize
 
 from gsme._checks import text
+from gsme._renamed import call_extension, renamed_keywords
 from gsme.designs.base import Design, Panel, panel_of
 from gsme.designs.significance import decide, paired_frame, significance
 from gsme.designs.spending import planned
@@ -73,49 +74,55 @@ class Adaptive(Design):
     summary = ("group-sequential: k repeats, then k_step more on tasks with mixed outcomes "
                "up to k_max, a look after each step")
 
-    def look_repeats(self, config):
-        if config.k_max == config.k:
-            return np.array([config.k], dtype=np.int64)
-        steps = np.arange(config.k, config.k_max, config.k_step, dtype=np.int64)
-        return np.r_[steps, config.k_max].astype(np.int64)
+    def look_repeats(self, gate):
+        if gate.k_max == gate.k:
+            return np.array([gate.k], dtype=np.int64)
+        steps = np.arange(gate.k, gate.k_max, gate.k_step, dtype=np.int64)
+        return np.r_[steps, gate.k_max].astype(np.int64)
 
-    def decide(self, slots, pairs, *, split, config):
-        return _adaptive_decide(slots, pairs, split=split, config=config)
+    @renamed_keywords(config="gate")
+    def decide(self, slots, pairs, *, split, gate):
+        return _adaptive_decide(slots, pairs, split=split, gate=gate)
 
-    def looks(self, slots, pairs, *, split, config):
-        return _adaptive_looks(slots, pairs, split=split, config=config)
+    @renamed_keywords(config="gate")
+    def looks(self, slots, pairs, *, split, gate):
+        return _adaptive_looks(slots, pairs, split=split, gate=gate)
 
-    def decided_repeats(self, slots, child, parent, *, split, config):
-        panel = panel_of(slots, child, parent, split, config)
-        replay = _replay(panel, config)
+    @renamed_keywords(config="gate")
+    def decided_repeats(self, slots, child, parent, *, split, gate):
+        panel = panel_of(slots, child, parent, split, gate)
+        replay = _replay(panel, gate)
         stopped = _stopping_look(replay)[:, None]
         return panel.tasks, replay.repeats[np.where(replay.extended, stopped, 0)]
 
-    def wanted(self, trials, child, parent, task_ids, *, config):
+    @renamed_keywords(config="gate")
+    def wanted(self, trials, child, parent, task_ids, *, gate):
         slots = trials.slots
-        replay = _replay(panel_of(slots, child, parent, "train", config, task_ids=task_ids),
-                         config)
+        replay = _replay(panel_of(slots, child, parent, "train", gate, task_ids=task_ids),
+                         gate)
         look = np.argmax(~replay.complete | replay.stop, axis=1)
         return replay.repeats[np.where(replay.extended, look[:, None], 0)]
 
-    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, config,
+    @renamed_keywords(config="gate")
+    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, gate,
              simulations, rng=None):
         """Simulated through the gate: ``simulations`` comparisons of pass/fail outcomes
         (see :func:`gsme.compare.plan`), the MDE solved with the same draws at every
         effect."""
         rng = np.random.default_rng(0 if rng is None else rng)
-        draws = (rng.random((simulations, n_tasks, config.k_max, 2)),
+        draws = (rng.random((simulations, n_tasks, gate.k_max, 2)),
                  rng.standard_normal((simulations, n_tasks)))
         trials, pairs = _simulated_pairs(draws, effect_pp, repeat_sd_pp, task_sd_pp)
-        taken = self.looks(checked_slots(trials), pairs, split="train", config=config)
+        taken = call_extension(self.looks, checked_slots(trials), pairs, split="train",
+                               gate=gate)
         last = taken.groupby("child", sort=False).tail(1)
         detected = float(last["decision"].isin(["credit", "cull"]).mean())
         per_side = float(last["child_trials"].mean())
 
         def gap(eff):  # the same draws at every effect, so power grows with it
             trials, pairs = _simulated_pairs(draws, eff, repeat_sd_pp, task_sd_pp)
-            decided = self.decide(checked_slots(trials), pairs, split="train",
-                                  config=config)
+            decided = call_extension(self.decide, checked_slots(trials), pairs,
+                                     split="train", gate=gate)
             return float(decided["decision"].isin(["credit", "cull"]).mean()) - power
 
         mde = np.nan
@@ -167,14 +174,14 @@ class _Reader:
         return out
 
 
-def _replay(panel: Panel, config: GateConfig) -> _Replay:
+def _replay(panel: Panel, gate: GateConfig) -> _Replay:
     """Replay every planned look of every pair from the panel.
 
     A look whose counts equal look 1's on every task of a pair (none of its extended tasks
     has more repeats yet) has look 1's statistics: they are computed once and only its
     decision is taken at its own level.
     """
-    repeats, bounds, levels = planned(config)
+    repeats, bounds, levels = planned(gate)
     n_looks = len(repeats)
     n_pairs, n_tasks = panel.identical.shape
     reader = _Reader(panel)
@@ -216,21 +223,21 @@ def _replay(panel: Panel, config: GateConfig) -> _Replay:
     paired = Paired(n_tested, *columns[:5],
                             n_either=np.concatenate(n_either).astype(np.int64),
                             **dict(zip(("child_total", "parent_total"), columns[5:])))
-    stats = significance(describe(paired), paired, config=config)
+    stats = significance(describe(paired), paired, gate=gate)
     tested = {name: a[tested_row] for name, a in stats.items()}
-    cull_level = np.r_[np.full(n_pairs, config.alpha), np.zeros((n_looks - 1) * n_pairs)]
+    cull_level = np.r_[np.full(n_pairs, gate.alpha), np.zeros((n_looks - 1) * n_pairs)]
     tested["decision"] = decide(tested, level=np.repeat(levels, n_pairs),
-                                        cull_level=cull_level, config=config)
+                                        cull_level=cull_level, gate=gate)
     tested["looks"] = np.repeat(np.arange(1, n_looks + 1), n_pairs).astype(np.int64)
     z = tested["z"].reshape(n_looks, n_pairs).T
     decided = (tested["decision"] != "inconclusive").reshape(n_looks, n_pairs).T
     n = tested["n_tasks"].reshape(n_looks, n_pairs).T
     last = np.arange(n_looks)[None, :] == n_looks - 1
-    final = last | ~extended.any(axis=1)[:, None] | (n < config.min_tasks)
+    final = last | ~extended.any(axis=1)[:, None] | (n < gate.min_tasks)
     futile = np.zeros_like(final)
-    if config.futility_z is not None:
+    if gate.futility_z is not None:
         with np.errstate(invalid="ignore"):
-            futile = ~final & (z < config.futility_z)
+            futile = ~final & (z < gate.futility_z)
     return _Replay(tested, extended, complete, available, decided | final | futile,
                    futile & ~decided, child_trials, parent_trials, repeats, bounds)
 
@@ -265,7 +272,7 @@ def _stopping_look(replay: _Replay) -> np.ndarray:
 
 
 def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
-                  config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+                  gate: GateConfig) -> tuple[np.ndarray, np.ndarray]:
     """Decision and reason of the given (pair, look) rows."""
     n_pairs = len(replay.stop)
     n_looks = len(replay.repeats)
@@ -279,7 +286,7 @@ def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
         [decision == "credit", decision == "cull", futile, ~stopped,
          look == n_looks - 1],
         ["credited at look " + of, "culled at look " + of,
-         "stopped for futility at look " + of + f" (z < futility_z={config.futility_z})",
+         "stopped for futility at look " + of + f" (z < futility_z={gate.futility_z})",
          "awaiting look " + (look + 2).astype(str).astype(object) + f" of {n_looks}: "
          "its repeats are not all scored",
          "no boundary crossed by look " + of],
@@ -291,32 +298,32 @@ def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
     return decision, reason.astype(object)
 
 
-def _replayed(slots: Slots, pairs: pd.DataFrame, split: str, config: GateConfig):
+def _replayed(slots: Slots, pairs: pd.DataFrame, split: str, gate: GateConfig):
     """The pairs' children and parents, and every look of their comparisons replayed."""
     child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    return child, parent, _replay(panel_of(slots, child, parent, split, config), config)
+    return child, parent, _replay(panel_of(slots, child, parent, split, gate), gate)
 
 
 def _adaptive_decide(slots: Slots, pairs: pd.DataFrame, *, split: str,
-                     config: GateConfig) -> pd.DataFrame:
-    child, parent, replay = _replayed(slots, pairs, split, config)
+                     gate: GateConfig) -> pd.DataFrame:
+    child, parent, replay = _replayed(slots, pairs, split, gate)
     look = _stopping_look(replay)
     index = np.arange(len(child))
     row = look * len(child) + index
     tested = {name: a[row] for name, a in replay.tested.items()}
-    tested["decision"], tested["reason"] = _look_reasons(replay, look, index, config)
+    tested["decision"], tested["reason"] = _look_reasons(replay, look, index, gate)
     return paired_frame(child, parent, split, tested)
 
 
 def _adaptive_looks(slots: Slots, pairs: pd.DataFrame, *, split: str,
-                    config: GateConfig) -> pd.DataFrame:
-    child, parent, replay = _replayed(slots, pairs, split, config)
+                    gate: GateConfig) -> pd.DataFrame:
+    child, parent, replay = _replayed(slots, pairs, split, gate)
     stop = _stopping_look(replay)
     n_pairs = len(child)
     index = np.repeat(np.arange(n_pairs), stop + 1)
     look = np.arange(len(index)) - np.repeat(np.cumsum(stop + 1) - (stop + 1), stop + 1)
-    decision, reason = _look_reasons(replay, look, index, config)
+    decision, reason = _look_reasons(replay, look, index, gate)
     last = look == stop[index]
     decision = np.where(last & replay.stop[index, look], decision, "continue").astype(object)
     reason = np.where(last, reason, None).astype(object)
@@ -334,7 +341,7 @@ def _adaptive_looks(slots: Slots, pairs: pd.DataFrame, *, split: str,
     for name in LOOK_COLUMNS[8:LOOK_COLUMNS.index("boundary")]:
         out[name] = replay.tested[name][row]
     out["boundary"] = replay.bounds[look]
-    out["level"] = planned(config)[2][look]
+    out["level"] = planned(gate)[2][look]
     out["decision"] = text(decision)
     out["reason"] = text(reason)
     return out[LOOK_COLUMNS]

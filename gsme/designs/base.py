@@ -24,6 +24,7 @@ import pandas as pd
 
 from gsme import schema
 from gsme._checks import check_choice, gate_config, text
+from gsme._renamed import call_extension, renamed_keywords
 from gsme.pairing import Checked, Slots, check, checked_slots
 from gsme.registry import DESIGNS
 from gsme.settings import GateConfig
@@ -32,15 +33,16 @@ __all__ = ["Design", "Panel", "candidate_codes", "compare", "decided_repeats", "
            "looks", "looks_of_slots", "panel_of", "wanted"]
 
 
-def design_of(config: GateConfig | None = None) -> Design:
-    """The registered design ``config.design`` names (:data:`gsme.registry.DESIGNS`).
+@renamed_keywords(config="gate")
+def design_of(gate: GateConfig | None = None) -> Design:
+    """The registered design ``gate.design`` names (:data:`gsme.registry.DESIGNS`).
 
     Examples
     --------
     >>> design_of(GateConfig(design="fixed")).summary
     'the paper gate: k repeats of every task on each side, one look'
     """
-    return DESIGNS.get(gate_config(config).design)
+    return DESIGNS.get(gate_config(gate).design)
 
 
 class Design:
@@ -53,8 +55,9 @@ class Design:
     everywhere: the run's scoring loop (:func:`wanted`), the gates (:func:`gsme.gates.credit`),
     :func:`looks`, :func:`gsme.compare.plan` and the command line.
 
-    Every method reads its settings from ``config`` (a :class:`~gsme.settings.GateConfig`)
-    and is a pure function of its arguments.
+    Every method reads its settings from ``gate`` (a :class:`~gsme.settings.GateConfig`)
+    and is a pure function of its arguments. (A method written before 0.3.0, taking
+    ``config=``, still gets the settings so until 0.4.0, with a DeprecationWarning.)
 
     Attributes
     ----------
@@ -63,7 +66,7 @@ class Design:
 
     See Also
     --------
-    design_of : The registered design a config names.
+    design_of : The registered design a gate names.
     gsme.registry.DESIGNS : The registry of designs by name.
 
     Examples
@@ -75,7 +78,7 @@ class Design:
     >>> from gsme.registry import DESIGNS
     >>> class Peek(Fixed):
     ...     summary = "one look after a single repeat"
-    ...     def look_repeats(self, config):
+    ...     def look_repeats(self, gate):
     ...         return np.array([1], dtype=np.int64)
     >>> DESIGNS.register("peek", Peek)
     >>> look_repeats(GateConfig(design="peek")).tolist()
@@ -85,39 +88,40 @@ class Design:
 
     summary = ""
 
-    def look_repeats(self, config: GateConfig) -> np.ndarray:
+    def look_repeats(self, gate: GateConfig) -> np.ndarray:
         """Repeats per task and side at each planned look (int64, increasing)."""
         raise NotImplementedError
 
     def decide(self, slots: Slots, pairs: pd.DataFrame, *, split: str,
-               config: GateConfig) -> pd.DataFrame:
+               gate: GateConfig) -> pd.DataFrame:
         """The significance test of every (``child``, ``parent``) row of ``pairs``:
         :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair in their order."""
         raise NotImplementedError
 
     def looks(self, slots: Slots, pairs: pd.DataFrame, *, split: str,
-              config: GateConfig) -> pd.DataFrame:
+              gate: GateConfig) -> pd.DataFrame:
         """Every look taken, :data:`gsme.schema.LOOK_COLUMNS` (see :func:`looks`)."""
         raise NotImplementedError
 
     def decided_repeats(self, slots: Slots, child, parent, *, split: str,
-                        config: GateConfig) -> tuple[np.ndarray, np.ndarray]:
+                        gate: GateConfig) -> tuple[np.ndarray, np.ndarray]:
         """The tasks with trials of either side and, per (pair, task), the repeats below
         which the decision read both sides."""
         raise NotImplementedError
 
+    @renamed_keywords(config="gate")
     def wanted(self, trials: Checked, child, parent, task_ids, *,
-               config: GateConfig) -> np.ndarray:
+               gate: GateConfig) -> np.ndarray:
         """(pairs, tasks): the repeats each child and its parent need on the train split
         so far (``k`` everywhere for a one-look design), from the checked trials so far
         (``trials.slots``)."""
-        return np.full((len(child), len(task_ids)), config.k, dtype=np.int64)
+        return np.full((len(child), len(task_ids)), gate.k, dtype=np.int64)
 
     def plan(self, *, n_tasks: int, effect_pp: float, k: int, repeat_sd_pp: float,
-             task_sd_pp: float, power: float, config: GateConfig, simulations: int,
+             task_sd_pp: float, power: float, gate: GateConfig, simulations: int,
              rng=None) -> dict:
         """The design's power: a row of :data:`gsme.schema.PLAN_COLUMNS` from ``method``
-        on (see :func:`gsme.compare.plan`); ``config`` has ``design`` and ``k`` set."""
+        on (see :func:`gsme.compare.plan`); ``gate`` has ``design`` and ``k`` set."""
         raise NotImplementedError
 
 
@@ -156,7 +160,8 @@ class Panel:
     high: np.ndarray | None = None
 
 
-def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
+@renamed_keywords(config="gate")
+def panel_of(slots: Slots, child, parent, split: str, gate: GateConfig,
              task_ids=None) -> Panel:
     """The :class:`Panel` of the pairs ``child``, ``parent`` (names) on ``split``: counts
     at each planned look of the design, over ``task_ids`` (default: the tasks with trials
@@ -174,7 +179,7 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     >>> panel.counts["slots"][:, panel.child[0], 0].tolist()
     [3, 6, 6]
     """
-    repeats = design_of(config).look_repeats(config)
+    repeats = design_of(gate).look_repeats(gate)
     n_looks = len(repeats)
     split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
     child_code = candidate_codes(slots, child)
@@ -183,7 +188,7 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     involved = involved[involved >= 0]
     local_cand = np.full(len(slots.candidates) + 1, -1, dtype=np.int64)
     local_cand[involved] = np.arange(len(involved))
-    on_split = (slots.split == split_code) & (local_cand[slots.cand] >= 0)
+    on_split = (slots.split == split_code) & (local_cand[slots.candidate] >= 0)
     if task_ids is None:
         task_codes = np.flatnonzero(np.bincount(slots.task[on_split],
                                                 minlength=len(slots.tasks)))
@@ -196,10 +201,10 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
     local_task[task_codes[task_codes >= 0]] = np.flatnonzero(task_codes >= 0)
     band = np.searchsorted(repeats, slots.repeat, side="right")
     keep = on_split & (local_task[slots.task] >= 0) & (band < n_looks)
-    first = keep & (slots.repeat < config.k)
+    first = keep & (slots.repeat < gate.k)
     if keep.all():  # every slot counts (the usual case): read the arrays without copying
         keep = slice(None)
-    lc, lt, lb = local_cand[slots.cand[keep]], local_task[slots.task[keep]], band[keep]
+    lc, lt, lb = local_cand[slots.candidate[keep]], local_task[slots.task[keep]], band[keep]
     key = (lb * (n_cand + 1) + lc) * n_tasks + lt
     size = n_looks * (n_cand + 1) * n_tasks  # a last all-zero row for absent candidates
 
@@ -214,18 +219,18 @@ def panel_of(slots: Slots, child, parent, split: str, config: GateConfig,
         "slots": prefix(None),
         "valid": prefix(slots.valid),
         "passed": prefix(slots.passed),
-        "pending": prefix(slots.needs_rerun(config.max_reruns)),
+        "pending": prefix(slots.needs_rerun(gate.max_reruns)),
     }
     c_local = np.where(child_code >= 0, local_cand[child_code], n_cand)
     p_local = np.where(parent_code >= 0, local_cand[parent_code], n_cand)
-    identical = _identical(slots, first, local_cand[slots.cand[first]],
+    identical = _identical(slots, first, local_cand[slots.candidate[first]],
                            local_task[slots.task[first]], c_local, p_local,
-                           (n_cand + 1, n_tasks, config.k))
+                           (n_cand + 1, n_tasks, gate.k))
     spread = {}
     if slots.score is not None:
         counts["total"] = prefix(None, slots.score[keep])
         scored = first & slots.valid
-        at = (local_cand[slots.cand[scored]], local_task[slots.task[scored]])
+        at = (local_cand[slots.candidate[scored]], local_task[slots.task[scored]])
         spread = {"low": np.full((n_cand + 1, n_tasks), np.inf),
                   "high": np.full((n_cand + 1, n_tasks), -np.inf)}
         np.minimum.at(spread["low"], at, slots.score[scored])
@@ -245,7 +250,7 @@ def _identical(slots: Slots, first, rows, columns, child, parent, shape) -> np.n
     a candidate with itself.
     """
     n_rows, n_tasks, _ = shape
-    lent = slots.source[first] != slots.cand[first]
+    lent = slots.source[first] != slots.candidate[first]
     if not lent.any() and not ((child == parent) & (child < n_rows - 1)).any():
         return np.zeros((len(child), n_tasks), dtype=bool)
     source = np.full(shape, -1, dtype=np.int64)
@@ -273,9 +278,10 @@ def candidate_codes(slots: Slots, names) -> np.ndarray:
 
 # ------------------------------------------------------------------------------ public
 
+@renamed_keywords(config="gate")
 def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
-            config: GateConfig) -> pd.DataFrame:
-    """The significance test of each pair under ``config.design``.
+            gate: GateConfig) -> pd.DataFrame:
+    """The significance test of each pair under ``gate.design``.
 
     Returns
     -------
@@ -290,17 +296,18 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
     ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
     >>> slots = check(t).slots
     >>> pairs = pd.DataFrame({"child": ["c", "d"], "parent": ["p", "p"]})
-    >>> compare(slots, pairs, split="train", config=GateConfig(design="fixed"))[
+    >>> compare(slots, pairs, split="train", gate=GateConfig(design="fixed"))[
     ...     ["child", "n_changed", "p_one_sided", "decision"]].round(4)
       child  n_changed  p_one_sided      decision
     0     c          6       0.0156        credit
     1     d          5       0.0312  inconclusive
     """
-    return design_of(config).decide(slots, pairs, split=split, config=config)
+    return call_extension(design_of(gate).decide, slots, pairs, split=split, gate=gate)
 
 
+@renamed_keywords(config="gate")
 def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "train",
-          config: GateConfig | None = None) -> pd.DataFrame:
+          gate: GateConfig | None = None) -> pd.DataFrame:
     """Every look the design took for each (child, parent) pair, with its boundary.
 
     Parameters
@@ -310,7 +317,7 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
     pairs : DataFrame
         Columns ``child`` and ``parent``.
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
 
     Returns
     -------
@@ -336,7 +343,7 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
     ...                   "split": "train", "repeat": np.tile(np.arange(9), 20),
     ...                   "passed": rng.random(180) < 0.5})
     >>> cfg = GateConfig(design="adaptive", futility_z=None)
-    >>> looks(t, pd.DataFrame({"child": ["c"], "parent": ["p"]}), config=cfg)[
+    >>> looks(t, pd.DataFrame({"child": ["c"], "parent": ["p"]}), gate=cfg)[
     ...     ["look", "repeats", "boundary", "decision"]].round(2)
        look  repeats  boundary      decision
     0     1        3      3.71      continue
@@ -344,14 +351,15 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
     2     3        9      1.99  inconclusive
     """
     check_choice("split", split, schema.SPLITS)
-    config = gate_config(config)
+    gate = gate_config(gate)
     pairs = schema.require(pairs, ["child", "parent"], "pairs")
     slots = checked_slots(trials)
-    return looks_of_slots(slots, pairs, split=split, config=config)
+    return looks_of_slots(slots, pairs, split=split, gate=gate)
 
 
+@renamed_keywords(config="gate")
 def looks_of_slots(slots: Slots, pairs: pd.DataFrame, *, split: str,
-                   config: GateConfig) -> pd.DataFrame:
+                   gate: GateConfig) -> pd.DataFrame:
     """:func:`looks` on trials already encoded (for simulations that reuse one frame).
 
     Examples
@@ -361,18 +369,19 @@ def looks_of_slots(slots: Slots, pairs: pd.DataFrame, *, split: str,
     ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
     >>> slots = check(t).slots
     >>> pairs = pd.DataFrame({"child": ["c", "d"], "parent": ["p", "p"]})
-    >>> looks_of_slots(slots, pairs, split="train", config=GateConfig(design="fixed"))[
+    >>> looks_of_slots(slots, pairs, split="train", gate=GateConfig(design="fixed"))[
     ...     ["child", "look", "p_one_sided", "level", "decision"]].round(4)
       child  look  p_one_sided  level      decision
     0     c     1       0.0156  0.025        credit
     1     d     1       0.0312  0.025  inconclusive
     """
-    return design_of(config).looks(slots, pairs, split=split, config=config)
+    return call_extension(design_of(gate).looks, slots, pairs, split=split, gate=gate)
 
 
+@renamed_keywords(config="gate")
 def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
                     split: str = "train",
-                    config: GateConfig | None = None) -> pd.DataFrame:
+                    gate: GateConfig | None = None) -> pd.DataFrame:
     """The repeats each pair's decision read, per task: those below ``repeats``, both sides.
 
     The adaptive design decides at the look it stopped at (the last row of :func:`looks`),
@@ -383,7 +392,7 @@ def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
 
     Parameters
     ----------
-    trials, pairs, split, config
+    trials, pairs, split, gate
         As in :func:`looks`.
 
     Returns
@@ -400,21 +409,21 @@ def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
     ...                   "repeat": np.tile(np.arange(6), 4),
     ...                   "passed": np.tile([1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2)})
     >>> pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
-    >>> decided_repeats(t, pairs, config=GateConfig(min_tasks=2, futility_z=None))
+    >>> decided_repeats(t, pairs, gate=GateConfig(min_tasks=2, futility_z=None))
       child parent task_id  repeats
     0     c      p      t1        6
     1     c      p      t2        3
-    >>> decided_repeats(t, pairs, config=GateConfig(design="fixed"))["repeats"].tolist()
+    >>> decided_repeats(t, pairs, gate=GateConfig(design="fixed"))["repeats"].tolist()
     [6, 6]
     """
     check_choice("split", split, schema.SPLITS)
-    config = gate_config(config)
+    gate = gate_config(gate)
     pairs = schema.require(pairs, ["child", "parent"], "pairs")
     slots = checked_slots(trials)
     child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    names, repeats = design_of(config).decided_repeats(slots, child, parent, split=split,
-                                                       config=config)
+    names, repeats = call_extension(design_of(gate).decided_repeats, slots, child, parent,
+                                    split=split, gate=gate)
     n_tasks = len(names)
     return pd.DataFrame({
         "child": text(np.repeat(child, n_tasks)),
@@ -424,9 +433,10 @@ def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
     })
 
 
+@renamed_keywords(config="gate")
 def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFrame, *,
            split: str,
-           config: GateConfig | None = None) -> pd.DataFrame:
+           gate: GateConfig | None = None) -> pd.DataFrame:
     """The repeats each candidate of ``pairs`` (and its parent) needs on ``split``.
 
     A pure function of the trials so far: the run's scoring loop calls it, runs (or
@@ -448,7 +458,7 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     tasks : DataFrame
         ``task_id, split`` of the run (a task id once per split).
     split : {"train", "test"}
-    config : GateConfig, optional
+    gate : GateConfig, optional
 
     Returns
     -------
@@ -470,7 +480,7 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     ...                   "repeat": np.tile([0, 1, 2], 4),
     ...                   "passed": [1, 0, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1]})
     >>> wanted(t, pairs, tasks, split="train",
-    ...        config=GateConfig(design="adaptive", min_tasks=2, futility_z=None))
+    ...        gate=GateConfig(design="adaptive", min_tasks=2, futility_z=None))
       candidate task_id  split  repeats
     0         c      t1  train        6
     1         c      t2  train        3
@@ -478,7 +488,7 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     3         p      t2  train        3
     """
     check_choice("split", split, schema.SPLITS)
-    config = gate_config(config)
+    gate = gate_config(gate)
     pairs = schema.require(pairs, ["child", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
     ids = tasks["task_id"].to_numpy(dtype=object)[tasks["split"].to_numpy(dtype=object) == split]
@@ -489,10 +499,11 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     parent = pairs["parent"].to_numpy(dtype=object)
     has_parent = pd.notna(parent)
     names = np.asarray(list(dict.fromkeys([*child, *parent[has_parent]])), dtype=object)
-    repeats = np.full((len(names), len(ids)), config.k, dtype=np.int64)
+    repeats = np.full((len(names), len(ids)), gate.k, dtype=np.int64)
     if split == "train" and has_parent.any() and len(ids):
         child, parent = child[has_parent], parent[has_parent]
-        extended = design_of(config).wanted(check(trials), child, parent, ids, config=config)
+        extended = call_extension(design_of(gate).wanted, check(trials), child, parent, ids,
+                                  gate=gate)
         sides = pd.Index(names, dtype=object).get_indexer(np.r_[child, parent])
         np.maximum.at(repeats, sides, np.tile(extended, (2, 1)))  # a parent: its most wanted
     return pd.DataFrame({

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from gsme import power as power_mod
+from gsme._renamed import renamed_keywords
 from gsme.designs.base import Design, candidate_codes, panel_of
 from gsme.designs.significance import one_look
 from gsme.pairing import Slots
@@ -32,38 +33,42 @@ class Fixed(Design):
     >>> Fixed().look_repeats(GateConfig(k=5)).tolist()
     [5]
     >>> plan = Fixed().plan(n_tasks=50, effect_pp=10.0, k=3, repeat_sd_pp=40.0,
-    ...                     task_sd_pp=10.0, power=0.8, config=GateConfig(), simulations=0)
+    ...                     task_sd_pp=10.0, power=0.8, gate=GateConfig(), simulations=0)
     >>> round(plan["power"], 3), plan["k_needed"], plan["n_tasks_needed"]
     (0.786, 4.0, 52.0)
     """
 
     summary = "the paper gate: k repeats of every task on each side, one look"
 
-    def look_repeats(self, config):
-        return np.array([config.k], dtype=np.int64)
+    def look_repeats(self, gate):
+        return np.array([gate.k], dtype=np.int64)
 
-    def decide(self, slots, pairs, *, split, config):
-        return one_look(slots, pairs, split=split, config=config)
+    @renamed_keywords(config="gate")
+    def decide(self, slots, pairs, *, split, gate):
+        return one_look(slots, pairs, split=split, gate=gate)
 
-    def looks(self, slots, pairs, *, split, config):
-        return _one_look(slots, pairs, split=split, config=config)
+    @renamed_keywords(config="gate")
+    def looks(self, slots, pairs, *, split, gate):
+        return _one_look(slots, pairs, split=split, gate=gate)
 
-    def decided_repeats(self, slots, child, parent, *, split, config):
-        panel = panel_of(slots, child, parent, split, config)
+    @renamed_keywords(config="gate")
+    def decided_repeats(self, slots, child, parent, *, split, gate):
+        panel = panel_of(slots, child, parent, split, gate)
         split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
         on = slots.split == split_code
         top = np.zeros((len(slots.candidates) + 1, len(slots.tasks)), dtype=np.int64)
-        np.maximum.at(top, (slots.cand[on], slots.task[on]), slots.repeat[on] + 1)
+        np.maximum.at(top, (slots.candidate[on], slots.task[on]), slots.repeat[on] + 1)
         top = top[:, slots.tasks.get_indexer(pd.Index(panel.tasks, dtype=object))]
         return panel.tasks, np.maximum(top[candidate_codes(slots, child)],
                                        top[candidate_codes(slots, parent)])
 
-    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, config,
+    @renamed_keywords(config="gate")
+    def plan(self, *, n_tasks, effect_pp, k, repeat_sd_pp, task_sd_pp, power, gate,
              simulations, rng=None):
         """Analytic (:mod:`gsme.power`), with the fewest K and tasks reaching ``power``."""
         def reach(n, kk):
             return power_mod.power(n_tasks=n, effect_pp=effect_pp, repeat_sd_pp=repeat_sd_pp,
-                                   task_sd_pp=task_sd_pp, k=kk, gate=config)
+                                   task_sd_pp=task_sd_pp, k=kk, gate=gate)
 
         ks = np.arange(1, MAX_K + 1)
         enough = np.array([reach(n_tasks, int(kk)) for kk in ks]) >= power
@@ -81,29 +86,30 @@ class Fixed(Design):
         return {"method": "analytic", "power": reach(n_tasks, k),
                 "mde_pp": power_mod.mde(n_tasks=n_tasks, repeat_sd_pp=repeat_sd_pp,
                                         task_sd_pp=task_sd_pp, k=k, power=power,
-                                        gate=config),
+                                        gate=gate),
                 "k_needed": float(ks[enough][0]) if enough.any() else np.nan,
                 "n_tasks_needed": n_needed, "trials_per_side": float(n_tasks * k)}
 
 
 def _one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
-              config: GateConfig) -> pd.DataFrame:
+              gate: GateConfig) -> pd.DataFrame:
     """The fixed design's one look over every repeat, as its gate reads it."""
     child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
-    out = one_look(slots, pairs, split=split, config=config)
+    out = one_look(slots, pairs, split=split, gate=gate)
     out.insert(3, "look", np.ones(len(out), dtype=np.int64))
-    out.insert(4, "repeats", np.full(len(out), config.k, dtype=np.int64))
+    out.insert(4, "repeats", np.full(len(out), gate.k, dtype=np.int64))
     out.insert(5, "n_extended", np.zeros(len(out), dtype=np.int64))
     out.insert(6, "child_trials", _all_slots(slots, child, split))
     out.insert(7, "parent_trials", _all_slots(slots, parent, split))
-    out["boundary"] = config.z_crit
-    out["level"] = config.alpha
+    out["boundary"] = gate.z_crit
+    out["level"] = gate.alpha
     return out[LOOK_COLUMNS]
 
 
 def _all_slots(slots: Slots, names, split: str) -> np.ndarray:
     split_code = slots.splits.get_indexer([split])[0] if len(slots.splits) else -1
-    per = np.bincount(slots.cand[slots.split == split_code], minlength=len(slots.candidates) + 1)
+    on_split = slots.candidate[slots.split == split_code]
+    per = np.bincount(on_split, minlength=len(slots.candidates) + 1)
     codes = candidate_codes(slots, names)
     return np.where(codes >= 0, per[codes], 0).astype(np.int64)

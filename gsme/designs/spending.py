@@ -17,6 +17,7 @@ from scipy import optimize, special
 from scipy import stats as sps
 
 from gsme._checks import gate_config
+from gsme._renamed import renamed_keywords
 from gsme.designs.base import design_of
 from gsme.settings import GateConfig
 
@@ -25,7 +26,8 @@ __all__ = ["boundaries", "look_repeats", "obf_spending", "planned", "spending_bo
 _TINY_ALPHA = 1e-12
 
 
-def look_repeats(config: GateConfig | None = None) -> np.ndarray:
+@renamed_keywords(config="gate")
+def look_repeats(gate: GateConfig | None = None) -> np.ndarray:
     """Repeats per task and side of the extended tasks at each planned look.
 
     Examples
@@ -37,16 +39,17 @@ def look_repeats(config: GateConfig | None = None) -> np.ndarray:
     >>> look_repeats(GateConfig(design="fixed")).tolist()
     [3]
     """
-    config = gate_config(config)
-    return design_of(config).look_repeats(config)
+    gate = gate_config(gate)
+    return design_of(gate).look_repeats(gate)
 
 
-def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
+@renamed_keywords(config="gate")
+def boundaries(gate: GateConfig | None = None) -> pd.DataFrame:
     """The looks a design plans and the boundary of each.
 
     Parameters
     ----------
-    config : GateConfig, optional
+    gate : GateConfig, optional
         Its ``design``, ``k``, ``k_step``, ``k_max`` and level ``alpha``.
 
     Returns
@@ -84,7 +87,8 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
     1     2        6    2.5114
     2     3        9    1.9930
     """
-    repeats, bounds, _ = planned(gate_config(config))
+    gate = gate_config(gate)
+    repeats, bounds, _ = planned(gate)
     fractions = repeats / repeats[-1]
     return pd.DataFrame({
         "look": np.arange(1, len(repeats) + 1, dtype=np.int64),
@@ -92,15 +96,16 @@ def boundaries(config: GateConfig | None = None) -> pd.DataFrame:
         "fraction": fractions,
         "boundary": bounds,
         "level": sps.norm.sf(bounds),
-        "alpha_spent": obf_spending(config.alpha, fractions) if len(repeats) > 1
-        else np.array([config.alpha]),
+        "alpha_spent": obf_spending(gate.alpha, fractions) if len(repeats) > 1
+        else np.array([gate.alpha]),
     })
 
 
+@renamed_keywords(config="gate")
 @functools.lru_cache(maxsize=128)
-def planned(config: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def planned(gate: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per planned look: repeats of the extended tasks, efficacy boundary and its nominal
-    one-sided level (read-only arrays, computed once per config).
+    one-sided level (read-only arrays, computed once per gate).
 
     Examples
     --------
@@ -110,11 +115,11 @@ def planned(config: GateConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     >>> planned(GateConfig(design="fixed"))[1].tolist()
     [1.96]
     """
-    repeats = look_repeats(config)
+    repeats = look_repeats(gate)
     if len(repeats) == 1:
-        bounds = np.array([config.z_crit])
+        bounds = np.array([gate.z_crit])
     else:
-        bounds = np.array(spending_boundaries(config.z_crit,
+        bounds = np.array(spending_boundaries(gate.z_crit,
                                               tuple((repeats / repeats[-1]).tolist())))
     planned = (repeats, bounds, sps.norm.sf(bounds))
     for a in planned:

@@ -139,7 +139,8 @@ def run_trials(adapter, texts: Mapping[str, Mapping[str, str]], items: Mapping[s
     while True:
         wanted = want(trials)
         tasks = wanted[["task_id", "split"]].drop_duplicates()
-        specs = scoring.plan_trials(trials, candidates, tasks, wanted, config=run_config).specs
+        specs = scoring.plan_trials(trials, candidates, tasks, wanted,
+                                    run_config=run_config).specs
         if not specs:
             return trials
         rows = []

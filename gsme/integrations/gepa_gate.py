@@ -179,7 +179,7 @@ class GateAcceptance:
         before = 0 if self.trials is None else len(self.trials)
         self.trials = run_trials(
             self.adapter, texts, self.items,
-            lambda t: designs.wanted(t, pairs, self.tasks, split="train", config=self.gate),
+            lambda t: designs.wanted(t, pairs, self.tasks, split="train", gate=self.gate),
             trials=self.trials, gate=self.gate, threshold=self.threshold)
         candidates = pd.DataFrame({
             "candidate": [parent, child], "parents": ["", parent],

@@ -19,9 +19,9 @@ class Lenient(Fixed):
 
     summary = "one look at a one-sided 10% (an example)"
 
-    def decide(self, slots, pairs, *, split, config):
-        lenient = config.model_copy(update={"z_crit": 1.2816})
-        return super().decide(slots, pairs, split=split, config=lenient)
+    def decide(self, slots, pairs, *, split, gate):
+        lenient = gate.model_copy(update={"z_crit": 1.2816})
+        return super().decide(slots, pairs, split=split, gate=lenient)
 
 
 DESIGNS.register("lenient", Lenient)

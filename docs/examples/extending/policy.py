@@ -16,7 +16,7 @@ class Hopeful(Policy):
 
     summary = "keeps every child that measured a gain (an example)"
 
-    def keep(self, decisions, expected, *, config):
+    def keep(self, decisions, expected, *, keep):
         return (decisions["delta_pp"] > 0).to_numpy()
 
 
