@@ -34,6 +34,32 @@ def renamed(module: str, names: dict[str, str]):
     return __getattr__
 
 
+def moved(module: str, homes, renamed: dict | None = None):
+    """A module-level ``__getattr__`` for ``module``, whose names moved: each is read from the
+    first of ``homes`` holding it (``renamed``: an old name → its (home, new name)), with a
+    DeprecationWarning.
+
+    Examples
+    --------
+    >>> import gsme.sequential, warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     gsme.sequential.looks is gsme.designs.looks, str(caught[0].message)
+    (True, 'gsme.sequential.looks is now gsme.designs.looks (the old name goes in 0.4.0)')
+    """
+    renamed = renamed or {}
+
+    def __getattr__(name: str):
+        places = [renamed[name]] if name in renamed else [(home, name) for home in homes]
+        for home, new in places:
+            if hasattr(home, new):
+                warnings.warn(f"{module}.{name} is now {home.__name__}.{new} (the old name goes "
+                              f"in {GOES_IN})", DeprecationWarning, stacklevel=2)
+                return getattr(home, new)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__
+
+
 def renamed_keywords(**old_to_new: str):
     """A decorator letting a function still take each old keyword of ``old_to_new`` (old →
     new) for one release, as the new one, with a DeprecationWarning. The function keeps its

@@ -30,7 +30,8 @@ _UNDECIDED = {"decision": None, "z": np.nan, "p_one_sided": np.nan, "delta_pp": 
 _SIDE_COLUMNS = ("passed", "infra_ok", "pathology", "trajectory", "borrowed_from")
 
 
-def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame:
+def patch_details(run, *, candidates=None, split: str = "train",
+                  reasons: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each candidate's patch and the decision it earned: diff, rationale, gate, beacon.
 
     Parameters
@@ -42,6 +43,9 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
         The candidates to describe (default: every one, in the run's order).
     split : {"train", "test"}
         The split of the decision and of the trials the activation rate reads.
+    reasons : DataFrame, optional
+        The run's :func:`keep_reasons` on ``split`` when the caller has them already
+        (computed here otherwise).
 
     Returns
     -------
@@ -114,7 +118,8 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
     out["train_rate"] = out["candidate"].map(rates["rate"]).astype(np.float64)
     out["delta_vs_baseline_pp"] = out["candidate"].map(
         rates["delta_vs_baseline_pp"]).astype(np.float64)
-    reasons = keep_reasons(run, split=split).drop_duplicates("child", keep="last")
+    reasons = (keep_reasons(run, split=split) if reasons is None else reasons
+               ).drop_duplicates("child", keep="last")
     out["keep_reason"] = out["candidate"].map(
         reasons.set_index("child")["keep_reason"]).astype(object)
     out["keep_reason"] = out["keep_reason"].where(out["keep_reason"].notna(), None)

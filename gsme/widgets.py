@@ -128,7 +128,7 @@ class Explorer:
         reasons = explain.keep_reasons(run, split=split)
         self.decisions = self.decisions.assign(boundary=reasons["boundary"].to_numpy())
         self.trials = run.trials(split=split)
-        self.details = explain.patch_details(run, split=split)
+        self.details = explain.patch_details(run, split=split, reasons=reasons)
         self.whys = explain.why_levels(run)
         self.selected = explain.selected(run)
         self.ship = report.run_ship_line(run)

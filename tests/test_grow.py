@@ -115,7 +115,7 @@ def test_decisions_are_regated_on_the_grown_split_and_the_changed_ones_listed(co
     assert (table.loc[valid, "n_tasks"] > 16).all()  # the grown split: 16 + 10 train tasks
     # the same comparison on the original tasks alone reproduces the recorded decisions
     original = run_trials_on(copy, set(agent(SPEC).tasks()["task_id"]))
-    assert original == recorded.set_index("candidate")["decision"].to_dict()
+    assert original == recorded.set_index("child")["decision"].to_dict()
 
 
 def run_trials_on(copy, ids):
@@ -125,7 +125,7 @@ def run_trials_on(copy, ids):
         decided = decided[decided["candidate"].isin(run.decisions()["child"])]
         out = gates.credit(trials[trials["task_id"].isin(ids)], decided, split="train",
                            gate=run.config.gate)
-    return dict(zip(out["candidate"], out["decision"]))
+    return dict(zip(out["child"], out["decision"]))
 
 
 def test_the_test_split_and_its_commitment_never_change(copy):
