@@ -99,7 +99,10 @@ class KeptTrials:
 
     @classmethod
     def of(cls, frame: pd.DataFrame, version: int) -> KeptTrials:
-        """From a frame of the trials table (:func:`fetch_frame`), put in key order."""
+        """From a frame of the trials table (:func:`fetch_frame`), put in key order (a frame
+        of fewer than two rows, a new run's, is in key order)."""
+        if len(frame) < 2:
+            return cls(frame, version)
         return cls(frame.sort_values(KEYS["trials"], kind="stable", ignore_index=True),
                    version)
 

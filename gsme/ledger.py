@@ -544,7 +544,7 @@ def _stored(transcript: str) -> str | bytes:
     is most of a fast trial's and saves a few hundred bytes there). The compressor's state
     is a quarter of zlib's default (``memLevel`` 4, an 8 KiB window: setting up the default
     one took most of a call), which gives transcripts of a few KiB the same size, and its
-    level is the fastest (1: a third less CPU than the default level, about 5% more bytes);
+    level is the fastest (1: about a quarter less CPU than the default level, 5% more bytes);
     any ``zlib.decompress`` reads it."""
     if len(transcript) < _COMPRESS_FROM:
         return transcript

@@ -130,17 +130,20 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
     paired = parent_trials.pairs(candidates, names, gate=gate) if split == "train" else None
     run_config = run.config if split == "train" else run.config.model_copy(
         update={"borrow": False})
+    pairs = lenders = None
+    if paired is not None:
+        pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
+        lenders = parent_trials.lenders(paired)
     for _ in range(MAX_SCORING_PASSES):
         trials = run.checked_trials(split=split)  # checked once; rows added since, alone
-        lenders = None
         if paired is not None:  # the activation gate first: an inactive child wants nothing
             seen = parent_trials.view(trials, paired, gate=gate)
-            pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
             quiet = gates.silent(seen, pairs, tasks, split=split, gate=gate)
-            paired, pairs = paired[~quiet], pairs[~quiet]
+            if quiet.any():
+                paired, pairs = paired[~quiet], pairs[~quiet]
+                lenders = parent_trials.lenders(paired)
             wanted = parent_trials.unview(
                 designs.wanted(seen, pairs, tasks, split=split, gate=gate), paired)
-            lenders = parent_trials.lenders(paired)
         else:
             wanted = scoring.wanted_slots(tasks, names, split=split, k=gate.k)
         todo = scoring.plan_trials(trials, candidates, tasks, wanted, run_config=run_config,

@@ -152,14 +152,16 @@ def view(trials: pd.DataFrame | pairing.Checked, paired: pd.DataFrame, *,
     if gate.parent_trials == "stored":
         return trials
     span = stride(gate)
-    blocks = paired.loc[paired["first"].to_numpy() > 0, ["parent", "first"]].drop_duplicates()
+    fresh = paired["first"].to_numpy() > 0
+    blocks = list(dict.fromkeys(zip(paired["parent"].to_numpy(dtype=object)[fresh].tolist(),
+                                    paired["first"].to_numpy()[fresh].tolist())))  # once each
     checked = trials if isinstance(trials, pairing.Checked) else None
     trials = trials.frame if checked is not None else trials
     own = (trials["split"] != "train") | (trials["repeat"] < span)
-    if checked is not None and blocks.empty:
+    if checked is not None and not blocks:
         return checked.rows(own.to_numpy())
     parts = [] if checked is not None else [trials[own]]
-    for parent, first in zip(blocks["parent"], blocks["first"]):
+    for parent, first in blocks:
         rows = trials[(trials["candidate"] == parent) & (trials["split"] == "train")
                       & (trials["repeat"] >= first) & (trials["repeat"] < first + span)]
         lent = (rows["borrowed_from"] if "borrowed_from" in rows

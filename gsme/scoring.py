@@ -201,7 +201,9 @@ def _check(agent: TaskAgent, landed, sink: Sink, recorder: _Recorder) -> None:
 
 def _row(spec: TrialSpec, traj: Trajectory, round: int) -> dict:
     ref = "/".join([spec.split, spec.candidate, spec.task_id, f"r{spec.repeat}a{spec.attempt}"])
-    return {**trial_row(spec, traj, ref), "round": round}
+    row = trial_row(spec, traj, ref)  # a new dict: the round is added in place
+    row["round"] = round
+    return row
 
 
 class _Recorder:

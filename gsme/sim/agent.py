@@ -179,21 +179,22 @@ class SimAgent(TaskAgent):
                 transcript=f"task: {self._content[i]}\n[environment] health check failed",
                 error="simulated infrastructure fault: health check failed")
         u = _uniforms(f"{key}|{fingerprint}", 7)
-        onset = bisect.bisect_right(model.onset_cumulative[i], u[0])
+        task = model.per_task[i]
+        onset = bisect.bisect_right(task.onset_cumulative, u[0])
         onset = onset if onset < len(WHYS) else -1
-        failed = onset >= 0 and u[1] < model.fail_given_onset[i, onset]
+        failed = onset >= 0 and u[1] < task.fail_given_onset[onset]
         why = WHYS[onset] if failed else None
-        if not failed and u[2] < model.harm[i]:
-            failed, why = True, WHYS[model.harm_why[i]]
+        if not failed and u[2] < task.harm:
+            failed, why = True, WHYS[task.harm_why]
         submitted = not (failed and WHYS.index(why) in _NO_SUBMIT)
-        fired = tuple(b.name for b in model.beacons if b.admitted[i] and (
+        fired = tuple(b.name for b in task.beacons if (
             b.trigger in ("always", "named") or (b.trigger == "submit" and submitted)
             or (b.trigger == "onset" and b.why == onset)))
-        tokens = spec.tokens * model.cost[i] * math.exp(0.8 * (u[3] - 0.5))
+        tokens = spec.tokens * task.cost * math.exp(0.8 * (u[3] - 0.5))
         if why is not None:
             tokens *= _TOKEN_SCALE.get(why, 1.0)
         if why == "thinking-runaway":
-            tokens *= model.runaway_cost[i]
+            tokens *= task.runaway_cost
         text = transcripts.render(self._content[i], why, fired, u[4], u[5], tokens)
         return Trajectory(
             passed=not failed, infra_ok=True, beacons=fired, tokens=float(tokens),

@@ -18,8 +18,10 @@ patch moves it. Everything here is simulated.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,7 +29,7 @@ from gsme.sim.catalogue import DEFAULT_MIX, Mix, as_mix, effect_of
 from gsme.sim.profiles import WHYS, Profile
 from gsme.sim.suite import Suite
 
-__all__ = ["WHY_INDEX", "Beacon", "HarnessModel", "base_onset", "compile_harness"]
+__all__ = ["WHY_INDEX", "Beacon", "HarnessModel", "TaskModel", "base_onset", "compile_harness"]
 
 WHY_INDEX = {w: j for j, w in enumerate(WHYS)}
 
@@ -82,6 +84,43 @@ class HarnessModel:
         fail = (self.onset * self.fail_given_onset).sum(axis=1)
         p = np.clip((1.0 - fail) * (1.0 - self.harm), 0.0, 1.0)
         return np.where(self.out_of_reach, 0.0, p)  # exactly 0, whatever the rounding
+
+    @functools.cached_property
+    def per_task(self) -> tuple[TaskModel, ...]:
+        """Each task's part of the model as Python values: what a trial samples (a NumPy
+        array read a scalar at a time was a tenth of the simulator's time).
+
+        Examples
+        --------
+        >>> from gsme.sim.profiles import PROFILES
+        >>> from gsme.sim.suite import PRESET_SPECS, build_suite
+        >>> suite = build_suite(PRESET_SPECS["tiny"], suite_seed=0)
+        >>> onset = base_onset(suite, PROFILES["qwen-careless"])
+        >>> model = compile_harness([], suite, onset, lambda expr: np.ones(len(suite.tasks), bool))
+        >>> task = model.per_task[0]
+        >>> task.harm == float(model.harm[0]), task.beacons
+        (True, ())
+        """
+        fail = self.fail_given_onset.tolist()
+        admitted = [b.admitted.tolist() for b in self.beacons]
+        return tuple(
+            TaskModel(cumulative, fail[i], harm, harm_why, cost, runaway_cost,
+                      tuple(b for b, a in zip(self.beacons, admitted, strict=True) if a[i]))
+            for i, (cumulative, harm, harm_why, cost, runaway_cost) in enumerate(zip(
+                self.onset_cumulative, self.harm.tolist(), self.harm_why.tolist(),
+                self.cost.tolist(), self.runaway_cost.tolist(), strict=True)))
+
+
+class TaskModel(NamedTuple):
+    """One task's row of a :class:`HarnessModel` (:attr:`HarnessModel.per_task`)."""
+
+    onset_cumulative: list[float]
+    fail_given_onset: list[float]
+    harm: float
+    harm_why: int
+    cost: float
+    runaway_cost: float
+    beacons: tuple[Beacon, ...]  # those admitted on the task, in the model's order
 
 
 def base_onset(suite: Suite, profile: Profile) -> np.ndarray:
