@@ -452,11 +452,7 @@ class Ledger:
             if absent and not self.read_only:
                 with self._transaction():
                     for column in absent:
-                        self._db.execute(
-                            f'ALTER TABLE {table} RENAME COLUMN "{old[column.name]}" TO '
-                            f'"{column.name}"' if column.name in old else
-                            f'ALTER TABLE {table} ADD COLUMN "{column.name}" '
-                            f"{_SQL_TYPES[column.kind]}")
+                        self._db.execute(_brought_up(table, column, old.get(column.name)))
                 absent, old = [], {}
             selected[table] = ", ".join(
                 f'"{old[c.name]}" AS "{c.name}"' if c.name in old else
@@ -517,6 +513,14 @@ class _Transaction:
         finally:
             if self.durable:
                 self.db.execute("PRAGMA synchronous=NORMAL")
+
+
+def _brought_up(table: str, column, old: str | None) -> str:
+    """The SQL that gives ``table`` the ``column`` it lacks: renamed from ``old``, else added
+    empty."""
+    if old is not None:
+        return f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{column.name}"'
+    return f'ALTER TABLE {table} ADD COLUMN "{column.name}" {_SQL_TYPES[column.kind]}'
 
 
 def _insert(table: str) -> str:
