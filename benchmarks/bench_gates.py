@@ -109,7 +109,7 @@ def split_cpu(trials: pd.DataFrame, candidates: pd.DataFrame, repeats: int) -> d
     """Best CPU seconds of the steps ``credit()`` takes: check and encode, the paired test."""
     slots = pairing.checked_slots(trials)
     children = candidates[candidates["kind"] != "baseline"]  # one parent each here
-    pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
+    pairs = pd.DataFrame({"child": children["candidate"], "parent": children["parents"]})
     steps = {"check_encode": lambda: pairing.checked_slots(trials),
              "test": lambda: designs.compare(slots, pairs, split="train", gate=STORED)}
     return {name: min(cpu_seconds(fn) for _ in range(repeats)) for name, fn in steps.items()}
@@ -141,7 +141,7 @@ def main(argv=None) -> None:
     n_checks = checks(lambda: gates.credit(trials, candidates, gate=STORED))
     checked = pairing.check(trials)
     n_checks_given = checks(lambda: gates.credit(checked, candidates, gate=STORED))
-    one_pair = {"parent": "baseline", "child": decisions["candidate"].iloc[0]}
+    one_pair = {"parent": "baseline", "child": decisions["child"].iloc[0]}
     compare_cpu = min(cpu_seconds(lambda: compare.compare(trials, **one_pair))
                       for _ in range(args.repeats))
     compare_checks = checks(lambda: compare.compare(trials, **one_pair))

@@ -233,7 +233,7 @@ def one_run(label: str, evolver, *, preset: str, seed: int, rounds: int, childre
         refused = int((~made["ok"] & (made["kind"] == "mutation")).sum())
         decided = run.decisions()
         decided = decided[(decided["split"] == "train")
-                          & decided["candidate"].isin(cands["candidate"])]
+                          & decided["child"].isin(cands["candidate"])]
         calls = run.calls()
         return {"evolver": label, "seed": seed, "produced": produced(evolver, len(cands), refused),
                 "committed": len(cands), "matched": int(match["matched"].sum()),

@@ -29,7 +29,7 @@ TABLES = {
 }
 """Each ledger table's columns (:data:`gsme.schema.LEDGER_TABLES`)."""
 KEYS = {"trials": schema.TRIAL_KEY, "candidates": ["candidate"],
-        "decisions": ["candidate", "parent", "split"], "archive": ["snapshot", "where", "why"]}
+        "decisions": ["child", "parent", "split"], "archive": ["snapshot", "where", "why"]}
 """Each table's key: its rows are read in key order."""
 
 

@@ -34,6 +34,32 @@ def renamed(module: str, names: dict[str, str]):
     return __getattr__
 
 
+def moved(module: str, homes, renamed: dict | None = None):
+    """A module-level ``__getattr__`` for ``module``, whose names moved: each is read from the
+    first of ``homes`` holding it (``renamed``: an old name → its (home, new name)), with a
+    DeprecationWarning.
+
+    Examples
+    --------
+    >>> import gsme.sequential, warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     gsme.sequential.looks is gsme.designs.looks, str(caught[0].message)
+    (True, 'gsme.sequential.looks is now gsme.designs.looks (the old name goes in 0.4.0)')
+    """
+    renamed = renamed or {}
+
+    def __getattr__(name: str):
+        places = [renamed[name]] if name in renamed else [(home, name) for home in homes]
+        for home, new in places:
+            if hasattr(home, new):
+                warnings.warn(f"{module}.{name} is now {home.__name__}.{new} (the old name goes "
+                              f"in {GOES_IN})", DeprecationWarning, stacklevel=2)
+                return getattr(home, new)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    return __getattr__
+
+
 def renamed_keywords(**old_to_new: str):
     """A decorator letting a function still take each old keyword of ``old_to_new`` (old →
     new) for one release, as the new one, with a DeprecationWarning. The function keeps its
@@ -70,6 +96,30 @@ def renamed_keywords(**old_to_new: str):
     return decorate
 
 
+COLUMNS = {"child": "candidate"}
+"""Frame columns renamed in 0.3.0, new → old: the child side of a comparison (pairs,
+decisions, looks, comparisons frames) was ``candidate``."""
+
+
+def renamed_columns(frame, names, what: str):
+    """``frame`` with the old name of each column of ``names`` it lacks renamed to the new
+    one (:data:`COLUMNS`), with a DeprecationWarning; ``frame`` itself when none is.
+
+    Examples
+    --------
+    >>> import pandas as pd, warnings
+    >>> old = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     list(renamed_columns(old, ["child", "parent"], "pairs").columns), str(caught[0].message)
+    (['child', 'parent'], "pairs column 'candidate' is now 'child' (the old name goes in 0.4.0)")
+    """
+    old = {COLUMNS[name]: name for name in names if name in COLUMNS
+           and name not in frame.columns and COLUMNS[name] in frame.columns}
+    for was, now in old.items():
+        warnings.warn(f"{what} column {was!r} is now {now!r} (the old name goes in {GOES_IN})",
+                      DeprecationWarning, stacklevel=3)
+    return frame.rename(columns=old) if old else frame
 EXTENSION_KEYWORDS = {"gate": "config", "keep": "config"}
 """Keywords gsme passes to an extension's methods (a design's, a keep rule's), each with the
 one it passed before 0.3.0."""

@@ -50,7 +50,7 @@ class RoundResult:
     failures: int
 
     def _repr_html_(self) -> str:
-        shown = ["candidate", "parent", "n_tasks", "delta_pp", "z", "p_one_sided", "decision",
+        shown = ["child", "parent", "n_tasks", "delta_pp", "z", "p_one_sided", "decision",
                  "expected_delta_pp", "kept", "reason"]
         table = self.decisions[[c for c in shown if c in self.decisions.columns]]
         kept = int(table["kept"].sum()) if "kept" in table else 0
@@ -60,7 +60,7 @@ class RoundResult:
                 f"{len(self.archive)} elite(s) after it</p>"
                 + table.to_html(index=False, na_rep="n/a", formatters={
                     c: partial(number, p=c == "p_one_sided") for c in table.columns
-                    if c not in ("candidate", "parent", "decision", "reason")}))
+                    if c not in ("child", "parent", "decision", "reason")}))
 
 
 def round_summary(run: Run, result: RoundResult) -> dict:

@@ -65,14 +65,15 @@ class RunFrames:
         decided = self.decisions()
         cands = self.candidates()
         mutations = cands[(cands["kind"] == "mutation")
-                          & cands["candidate"].isin(decided["candidate"])]
+                          & cands["candidate"].isin(decided["child"])]
         rows = [{"candidate": cand, "mechanism": p.mechanism, "where": p.where, "why": p.why}
                 for cand, commit, patch_id in zip(mutations["candidate"], mutations["commit"],
                                                   mutations["patch_id"])
                 for p in self._patches_of(cand, commit) if p.id == patch_id]
         tried = pd.DataFrame(rows, columns=["candidate", "mechanism", "where", "why"],
                              dtype=object)
-        out = tried.merge(decided[["candidate", "decision", "delta_pp"]], on="candidate")
+        out = tried.merge(decided[["child", "decision", "delta_pp"]], left_on="candidate",
+                          right_on="child").drop(columns="child")
         return schema.validate(out.astype({"delta_pp": "float64"}), "history")
 
     def _patches_of(self, candidate: str, commit: str | None) -> list:

@@ -109,25 +109,25 @@ def insert(archive: pd.DataFrame, decisions: pd.DataFrame, candidates: pd.DataFr
     >>> run.close()
     """
     validate(archive, "archive")
-    validate(decisions, "decisions")
+    decisions = validate(decisions, "decisions")
     validate(candidates, "candidates")
     if round is not None and (isinstance(round, bool) or not isinstance(round, (int, np.integer))
                               or round < 0):
         raise ValueError(f"round must be None or a whole number >= 0, got {round!r}")
-    repeated = decisions["candidate"].duplicated(keep=False)
+    repeated = decisions["child"].duplicated(keep=False)
     if repeated.any():
-        twice = sorted(set(decisions.loc[repeated, "candidate"]))
+        twice = sorted(set(decisions.loc[repeated, "child"]))
         raise FrameError(f"decisions decide candidate(s) {twice} more than once; insert "
                          f"needs one decision per candidate")
     rows = candidates.set_index("candidate", drop=False)
-    unknown = sorted(set(decisions["candidate"]) - set(rows.index))
+    unknown = sorted(set(decisions["child"]) - set(rows.index))
     if unknown:
         raise FrameError(f"decided candidate(s) {unknown} are not rows of candidates")
     kept = _kept(decisions)
     cells = {(r["where"], r["why"]): dict(r) for r in archive[_COLUMNS].to_dict("records")}
     outcomes = []
     for decision, keep in zip(decisions.to_dict("records"), kept):
-        name = decision["candidate"]
+        name = decision["child"]
         cell = _cell(name, rows)
         outcome = {"candidate": name, "where": cell[0] if cell else None,
                    "why": cell[1] if cell else None, "status": "not_added",
@@ -171,7 +171,7 @@ def _kept(decisions: pd.DataFrame) -> np.ndarray:
     kept = decisions["kept"]
     if kept.isna().any() or not set(kept.unique()) <= {True, False}:
         raise FrameError(f"decisions column 'kept' must hold only True/False:\n"
-                         f"{decisions.loc[~kept.isin([True, False]), ['candidate', 'kept']]}")
+                         f"{decisions.loc[~kept.isin([True, False]), ['child', 'kept']]}")
     return kept.to_numpy(dtype=bool)
 
 

@@ -147,7 +147,7 @@ def compare(
     if not theirs.all():  # every step below reads the two candidates' trials only
         trials = trials.rows(theirs)
         frame = trials.frame
-    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    pairs = pd.DataFrame({"child": [child], "parent": [parent]})
     tested = gates.significance_gate(trials, pairs, split=split, gate=gate).iloc[0]
     verdict = _validity(trials, parent, child, split, gate)
     tasks = stats.paired_tasks(trials, parent=parent, child=child, split=split, gate=gate)

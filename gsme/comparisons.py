@@ -1,7 +1,7 @@
 """A comparisons file: what earlier runs measured, for the ``learned`` keep rule to learn from.
 
 Every gated comparison of a run (a child against its parent on the train split) is one row
-of the comparisons frame (:mod:`gsme.schema`): ``agent, evolver, run, round, candidate,
+of the comparisons frame (:mod:`gsme.schema`): ``agent, evolver, run, round, child,
 parent, n_tasks, delta_pp, se_pp, decision``, the *world* that generated it and the
 comparison's first-K measurement. A proposal mix belongs to a world: the task model inside
 its harness, the suite, the evolver's model and prompt. So every row carries the run's
@@ -18,8 +18,8 @@ The file is UTF-8 CSV with a header. Appending takes an exclusive lock on the fi
 sealed at the same moment do not interleave; it writes in the order of the file's own
 header, never writes a run's rows twice, and refuses a file whose header is not this
 contract. A file written before 0.3.0 (without the world and first-K columns) still reads:
-its rows carry an empty ``world``, which matches no run by default; appending to it rewrites
-it once with the full header.
+its rows carry an empty ``world``, which matches no run by default, and its ``candidate``
+column reads as ``child``; appending to it rewrites it once with the full header.
 """
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ _ADDED = ["world", "harness", "task_model", "suite", "evolver_model", "prompt",
           "first_delta_pp", "first_se_pp"]
 """Columns added in 0.3.0: a file without them is read with them filled in."""
 _FIRST = {"first_delta_pp": "delta_pp", "first_se_pp": "se_pp"}
+_RENAMED = {"candidate": "child"}
+"""Columns renamed in 0.3.0 (old → new): a file with the old name reads under the new."""
 
 
 def digest(value) -> str:
@@ -110,16 +112,16 @@ def read(path) -> pd.DataFrame:
 
     Examples
     --------
-    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    >>> d = pd.DataFrame({"child": ["c1", "c2"], "parent": "baseline", "split": "train",
     ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
     ...                   "decision": "inconclusive"})
     >>> world = {p: "x" for p in PARTS}
     >>> append("comparisons.csv", of_run(d, signature=world, run="r1"))
     2
-    >>> read("comparisons.csv")[["run", "candidate", "delta_pp", "decision"]]
-      run candidate  delta_pp      decision
-    0  r1        c1       2.5  inconclusive
-    1  r1        c2      -1.0  inconclusive
+    >>> read("comparisons.csv")[["run", "child", "delta_pp", "decision"]]
+      run child  delta_pp      decision
+    0  r1    c1       2.5  inconclusive
+    1  r1    c2      -1.0  inconclusive
     >>> len(read("no-such-file.csv"))
     0
     """
@@ -141,12 +143,12 @@ def conform(frame: pd.DataFrame, *, what: str = "comparisons") -> pd.DataFrame:
     Examples
     --------
     >>> old = pd.DataFrame({"agent": ["a"], "evolver": "rule", "run": "r1", "round": 1,
-    ...                     "candidate": "c1", "parent": "baseline", "n_tasks": 40,
+    ...                     "child": "c1", "parent": "baseline", "n_tasks": 40,
     ...                     "delta_pp": 2.0, "se_pp": 3.0, "decision": "inconclusive"})
     >>> conform(old)[["world", "first_delta_pp", "first_se_pp"]].values.tolist()
     [['', 2.0, 3.0]]
     """
-    schema.require(frame, [c for c in _COLUMNS if c not in _ADDED], what)
+    frame = schema.require(frame, [c for c in _COLUMNS if c not in _ADDED], what)
     frame = frame.copy()
     for column in _ADDED:
         if column not in frame:
@@ -176,17 +178,17 @@ def relevant(comparisons: pd.DataFrame, *, signature: Mapping[str, str],
 
     Examples
     --------
-    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    >>> d = pd.DataFrame({"child": ["c1", "c2"], "parent": "baseline", "split": "train",
     ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
     ...                   "decision": "inconclusive"})
     >>> mine = {p: "x" for p in PARTS}
     >>> other = {**mine, "task_model": "another-model"}
     >>> rows = pd.concat([of_run(d, signature=mine, run="r1"),
     ...                   of_run(d, signature=other, run="r2")])
-    >>> relevant(rows, signature=signature_of(mine))[["run", "candidate"]]
-      run candidate
-    0  r1        c1
-    1  r1        c2
+    >>> relevant(rows, signature=signature_of(mine))[["run", "child"]]
+      run child
+    0  r1    c1
+    1  r1    c2
     >>> relevant(rows, signature=signature_of(mine), match="agent,evolver")["run"].tolist()
     ['r1', 'r1', 'r2', 'r2']
     """
@@ -237,14 +239,14 @@ def of_run(decisions: pd.DataFrame, *, signature: Mapping[str, str], run: str) -
 
     Examples
     --------
-    >>> d = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"], "split": ["train"],
+    >>> d = pd.DataFrame({"child": ["c1"], "parent": ["baseline"], "split": ["train"],
     ...                   "round": [1], "n_tasks": [45], "delta_pp": [2.5], "se_pp": [3.1],
     ...                   "decision": ["inconclusive"]})
     >>> rows = of_run(d, signature={p: "x" for p in PARTS}, run="r1")
     >>> rows[["run", "delta_pp", "first_delta_pp"]].values.tolist()
     [['r1', 2.5, 2.5]]
     """
-    schema.require(decisions, ["candidate", "parent", "split", "round", "n_tasks", "delta_pp",
+    decisions = schema.require(decisions, ["child", "parent", "split", "round", "n_tasks", "delta_pp",
                                "se_pp", "decision"], "decisions")
     train = decisions[decisions["split"] == "train"]
     first = {c: train[c].fillna(train[m]) if c in train else train[m] for c, m in _FIRST.items()}
@@ -271,7 +273,7 @@ def append(path, rows: pd.DataFrame) -> int:
 
     Examples
     --------
-    >>> d = pd.DataFrame({"candidate": ["c1", "c2"], "parent": "baseline", "split": "train",
+    >>> d = pd.DataFrame({"child": ["c1", "c2"], "parent": "baseline", "split": "train",
     ...                   "round": 1, "n_tasks": 45, "delta_pp": [2.5, -1.0], "se_pp": 3.1,
     ...                   "decision": "inconclusive"})
     >>> rows = of_run(d, signature={p: "x" for p in PARTS}, run="r1")
@@ -347,7 +349,7 @@ def _header(text: str) -> list[str]:
 
 
 def _parse(text: str, path: Path) -> pd.DataFrame:
-    header = _header(text)
+    header = [_RENAMED.get(c, c) for c in _header(text)]
     missing = [c for c in _COLUMNS if c not in header and c not in _ADDED]
     unknown = sorted({c for c in header if c not in _COLUMNS}
                      | {c for c in header if header.count(c) > 1})
@@ -359,6 +361,7 @@ def _parse(text: str, path: Path) -> pd.DataFrame:
             + f" (expected {_COLUMNS})")
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+        frame = frame.rename(columns=_RENAMED)
     except (pd.errors.ParserError, ValueError) as err:
         raise schema.FrameError(f"comparisons file {path} is not a readable CSV "
                                 f"({str(err).strip()})") from None

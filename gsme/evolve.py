@@ -247,7 +247,7 @@ def credit(run: Run, candidates: pd.DataFrame, *, round: int) -> pd.DataFrame:
     >>> made = commit(run, "baseline", propose(run, "baseline", found, n=2, round=1), round=1)
     >>> _ = measure(run, made, progress=False, round=1)
     >>> decided = credit(run, run.candidates().query("round == 1"), round=1)
-    >>> decided[["candidate", "decision", "kept"]].values.tolist()
+    >>> decided[["child", "decision", "kept"]].values.tolist()
     [['c0001', 'inconclusive', False], ['c0002', 'inconclusive', False]]
     >>> run.close()
     """
@@ -309,7 +309,7 @@ def run_round(run: Run, *, children: int | None = None, recombinations: int | No
     >>> from gsme.evolvers import RuleEvolver
     >>> run = Run.create("run", agent=sim.preset("tiny"), evolver=RuleEvolver(seed=0))
     >>> result = run_round(run, children=2, recombinations=0, progress=False)
-    >>> result.decisions[["candidate", "decision"]].values.tolist()
+    >>> result.decisions[["child", "decision"]].values.tolist()
     [['c0001', 'inconclusive'], ['c0002', 'inconclusive']]
     >>> run.close()
     """

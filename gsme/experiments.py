@@ -310,7 +310,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
     DataFrame
         One row per (seed, mechanism): ``preset, seed, mechanism, kind`` (the catalogue's
         hidden kind, e.g. targeted, costly, harmful), then the decision of
-        :func:`gsme.sim.audit.audit_decisions` (``candidate, parent, ..., delta_pp, z, p_value,
+        :func:`gsme.sim.audit.audit_decisions` (``child, parent, ..., delta_pp, z, p_value,
         decision, ..., true_delta_pp, true_sealed_delta_pp``, so
         :func:`gsme.plot.z_forest` draws it), then ``tokens_ratio`` (mean tokens per valid
         train trial, child over baseline) and ``run_dir`` (reopen with
@@ -339,7 +339,7 @@ def ablation(preset: str = "livecode", *, mechanisms=RUNAWAY_MECHANISMS, seeds=(
         rows.append(audit.assign(
             preset=preset, seed=seed,
             kind=[CATALOGUE[m].kind if m in CATALOGUE else "unknown" for m in audit["mechanism"]],
-            tokens_ratio=audit["candidate"].map(tokens) / tokens[BASELINE],
+            tokens_ratio=audit["child"].map(tokens) / tokens[BASELINE],
             run_dir=str(run.path)))
     out = pd.concat(rows, ignore_index=True)
     first = ["preset", "seed", "mechanism", "kind"]
@@ -444,7 +444,7 @@ def pathology_matching(preset: str = "appworld", *, profiles=tuple(sim.PROFILES)
             "preset": preset, "profile": name, "family": sim.PROFILES[name].family,
             "seed": seed, "dominant_pathology": shares["pathology"].iloc[0],
             "dominant_share": float(shares["share"].iloc[0]), "selected": chosen,
-            "winner": None if winner is None else winner["candidate"],
+            "winner": None if winner is None else winner["child"],
             "winner_mechanism": mech,
             "winner_why": None if winner is None else winner["why"],
             "winner_targets": CATALOGUE[mech].why if mech in CATALOGUE else None,
@@ -526,9 +526,9 @@ def _winner(run: Run, chosen: str) -> dict | None:
     cands = run.candidates()
     mine = cands[(cands["kind"] == "mutation") & cands["patch_id"].isin(carried)]
     audit = audit_decisions(run)
-    audit = audit[(audit["decision"] == "credit") & audit["candidate"].isin(mine["candidate"])]
+    audit = audit[(audit["decision"] == "credit") & audit["child"].isin(mine["candidate"])]
     if audit.empty:
         return None
-    best = audit.sort_values(["round", "candidate"], kind="stable").iloc[0]
-    why = mine.set_index("candidate").loc[best["candidate"], "why"]
+    best = audit.sort_values(["round", "child"], kind="stable").iloc[0]
+    why = mine.set_index("candidate").loc[best["child"], "why"]
     return {**best.to_dict(), "why": why}

@@ -30,7 +30,8 @@ _UNDECIDED = {"decision": None, "z": np.nan, "p_one_sided": np.nan, "delta_pp": 
 _SIDE_COLUMNS = ("passed", "infra_ok", "pathology", "trajectory", "borrowed_from")
 
 
-def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame:
+def patch_details(run, *, candidates=None, split: str = "train",
+                  reasons: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each candidate's patch and the decision it earned: diff, rationale, gate, beacon.
 
     Parameters
@@ -42,6 +43,9 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
         The candidates to describe (default: every one, in the run's order).
     split : {"train", "test"}
         The split of the decision and of the trials the activation rate reads.
+    reasons : DataFrame, optional
+        The run's :func:`keep_reasons` on ``split`` when the caller has them already
+        (computed here otherwise).
 
     Returns
     -------
@@ -82,8 +86,8 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
                              f"{frame['candidate'].tolist()[:20]}")
         frame = frame.set_index("candidate").loc[wanted].reset_index()
     decisions = run.decisions()
-    decisions = (decisions[decisions["split"] == split].drop_duplicates("candidate", keep="last")
-                 .set_index("candidate"))
+    decisions = (decisions[decisions["split"] == split].drop_duplicates("child", keep="last")
+                 .set_index("child"))
     trials = run.trials(split=split)
     valid = trials.loc[trials["infra_ok"].to_numpy(dtype=bool), ["candidate", "activated"]]
     fired = valid.groupby("candidate")["activated"].agg(["size", "mean"])
@@ -114,9 +118,10 @@ def patch_details(run, *, candidates=None, split: str = "train") -> pd.DataFrame
     out["train_rate"] = out["candidate"].map(rates["rate"]).astype(np.float64)
     out["delta_vs_baseline_pp"] = out["candidate"].map(
         rates["delta_vs_baseline_pp"]).astype(np.float64)
-    reasons = keep_reasons(run, split=split).drop_duplicates("candidate", keep="last")
+    reasons = (keep_reasons(run, split=split) if reasons is None else reasons
+               ).drop_duplicates("child", keep="last")
     out["keep_reason"] = out["candidate"].map(
-        reasons.set_index("candidate")["keep_reason"]).astype(object)
+        reasons.set_index("child")["keep_reason"]).astype(object)
     out["keep_reason"] = out["keep_reason"].where(out["keep_reason"].notna(), None)
     return out.astype({"n_trials": np.int64, "z": np.float64, "p_one_sided": np.float64,
                        "delta_pp": np.float64, "kept": "boolean"})
@@ -395,7 +400,7 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        One row per decision on ``split``, in the run's order: ``candidate, parent, round,
+        One row per decision on ``split``, in the run's order: ``child, parent, round,
         policy, decision, kept, credited``, ``look`` (the look that decided: 1 for the
         fixed design; NA for invalid and inactive children), ``boundary`` (the z the
         child had to reach at that look to be credited, :func:`gsme.designs.boundaries`;
@@ -412,10 +417,10 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     --------
     >>> from gsme.experiments import simulated_run
     >>> run = simulated_run("tiny", rounds=1, finalize=False)
-    >>> keep_reasons(run)[["candidate", "look", "comparisons"]].head(2)
-      candidate  look  comparisons
-    0     c0001     3            3
-    1     c0002     3            3
+    >>> keep_reasons(run)[["child", "look", "comparisons"]].head(2)
+       child  look  comparisons
+    0  c0001     3            3
+    1  c0002     3            3
     >>> run.close()
     """
     _check_split(split)
@@ -442,7 +447,7 @@ def keep_reasons(run, *, split: str = "train") -> pd.DataFrame:
     looked = decisions["decision"].isin(prior.LEARNED_DECISIONS)
     look = decisions["looks"].where(looked).astype("Int64")
     out = pd.DataFrame({
-        "candidate": decisions["candidate"], "parent": decisions["parent"],
+        "child": decisions["child"], "parent": decisions["parent"],
         "round": decisions["round"], "policy": config.policy,
         "decision": decisions["decision"], "kept": decisions["kept"].astype(bool),
         "credited": decisions["decision"] == "credit", "look": look,

@@ -144,7 +144,7 @@ def silent(
     trials : DataFrame or gsme.pairing.Checked
         A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
-        ``candidate, parent`` (as :func:`gsme.designs.wanted` takes them).
+        ``child, parent`` (as :func:`gsme.designs.wanted` takes them).
     tasks : DataFrame
         ``task_id, split``: the tasks a first look covers.
     split : {"train", "test"}
@@ -162,7 +162,7 @@ def silent(
     >>> t = pd.DataFrame({"candidate": "c", "task_id": np.repeat(["t1", "t2"], 3),
     ...                   "split": "train", "repeat": np.tile([0, 1, 2], 2),
     ...                   "passed": False, "activated": False})
-    >>> pairs = pd.DataFrame({"candidate": ["c", "baseline"], "parent": ["baseline", None]})
+    >>> pairs = pd.DataFrame({"child": ["c", "baseline"], "parent": ["baseline", None]})
     >>> silent(t, pairs, tasks).tolist()
     [True, False]
     >>> silent(t.iloc[:5], pairs, tasks).tolist()  # the first look is not complete yet
@@ -170,7 +170,7 @@ def silent(
     """
     _checks.check_choice("split", split, schema.SPLITS)
     gate = _checks.gate_config(gate)
-    schema.require(pairs, ["candidate", "parent"], "pairs")
+    pairs = schema.require(pairs, ["child", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
     slots = pairing.checked_slots(trials)
     first = (slots.split == slots.splits.get_indexer([split])[0]) & (slots.repeat < gate.k)
@@ -178,7 +178,7 @@ def silent(
     size = len(slots.candidates) + 1  # the last bin: candidates without trials (code -1)
     done = np.bincount(slots.candidate[resolved], minlength=size)
     fired = np.bincount(slots.candidate[first & slots.activated], minlength=size)
-    code = slots.candidates.get_indexer(pd.Index(pairs["candidate"].to_numpy(dtype=object),
+    code = slots.candidates.get_indexer(pd.Index(pairs["child"].to_numpy(dtype=object),
                                                  dtype=object))
     n_tasks = int((tasks["split"].to_numpy(dtype=object) == split).sum())
     return (pairs["parent"].notna().to_numpy() & (done[code] >= n_tasks * gate.k)
@@ -205,7 +205,7 @@ def significance_gate(
     trials : DataFrame or gsme.pairing.Checked
         A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
-        Columns ``candidate`` (the child) and ``parent``, one row per comparison. A pair
+        Columns ``child`` and ``parent``, one row per comparison. A pair
         whose candidates have no trials on ``split`` comes out ``inconclusive`` with
         ``n_tasks`` 0 and a reason.
     split, gate
@@ -224,7 +224,7 @@ def significance_gate(
     ...                   "task_id": np.tile(np.repeat([f"t{i}" for i in range(15)], 3), 2),
     ...                   "split": "train", "repeat": np.tile([0, 1, 2], 30),
     ...                   "passed": np.r_[np.zeros(45), np.ones(45)].astype(bool)})
-    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     >>> significance_gate(t, pairs)[["n_tasks", "delta_pp", "decision"]]
        n_tasks  delta_pp decision
     0       15     100.0   credit
@@ -233,7 +233,7 @@ def significance_gate(
     """
     _checks.check_choice("split", split, schema.SPLITS)
     gate = _checks.gate_config(gate)
-    _check_pairs(pairs)
+    pairs = _checked_pairs(pairs)
     slots = pairing.checked_slots(trials)
     return designs.compare(slots, pairs, split=split, gate=gate)
 
@@ -282,7 +282,7 @@ def credit(
     Returns
     -------
     DataFrame
-        A decisions frame (:mod:`gsme.schema`): ``candidate, parent, split, n_tasks,
+        A decisions frame (:mod:`gsme.schema`): ``child, parent, split, n_tasks,
         n_dropped, n_changed, k, looks, rate_parent, rate_child, delta_pp, se_pp, z, p_value,
         p_one_sided, activation_rate, gate_failed, decision, reason, first_delta_pp,
         first_se_pp``, one row per non-baseline candidate in the order of ``candidates``
@@ -320,13 +320,13 @@ def credit(
         parent_trials.require_blocks(view, paired)
     seen = pairing.check(view)  # checked once: nothing below checks it again
     slots = seen.slots
-    pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
+    pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
     tested = designs.compare(slots, pairs, split=split, gate=gate)
     tested["parent"] = _checks.text(paired["parent"])
     tested["first_delta_pp"], tested["first_se_pp"] = _first_look(seen, tested, pairs, split,
                                                                   gate)
     active = _activation(slots, candidates, split, min_activations).set_index("candidate")
-    active = active.loc[pairs["candidate"]]
+    active = active.loc[pairs["child"]]
 
     n_tasks, n_dropped = tested["n_tasks"].to_numpy(), tested["n_dropped"].to_numpy()
     invalid = (n_tasks == 0) | (n_dropped > max_dropped_frac * (n_tasks + n_dropped))
@@ -422,10 +422,11 @@ def _stop_reasons(out, invalid, inactive, active, max_dropped_frac, min_activati
     return reason
 
 
-def _check_pairs(pairs: pd.DataFrame) -> None:
-    schema.require(pairs, ["candidate", "parent"], "pairs")
-    bad = pairs["candidate"].isna() | pairs["parent"].isna()
+def _checked_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    pairs = schema.require(pairs, ["child", "parent"], "pairs")
+    bad = pairs["child"].isna() | pairs["parent"].isna()
     if bad.any():
         raise schema.FrameError(
-            f"pairs columns 'candidate' and 'parent' must not be empty:\n{pairs.loc[bad].head(10)}"
+            f"pairs columns 'child' and 'parent' must not be empty:\n{pairs.loc[bad].head(10)}"
         )
+    return pairs

@@ -200,23 +200,23 @@ def regate(run: Run) -> pd.DataFrame:
     --------
     >>> from gsme.experiments import simulated_run
     >>> run = simulated_run("tiny", rounds=1, finalize=False)
-    >>> regate(run)[["candidate", "decision", "decision_before", "changed"]]
-      candidate      decision decision_before  changed
-    0     c0001  inconclusive    inconclusive    False
-    1     c0002  inconclusive    inconclusive    False
-    2     c0003  inconclusive    inconclusive    False
+    >>> regate(run)[["child", "decision", "decision_before", "changed"]]
+       child      decision decision_before  changed
+    0  c0001  inconclusive    inconclusive    False
+    1  c0002  inconclusive    inconclusive    False
+    2  c0003  inconclusive    inconclusive    False
     >>> run.close()
     """
     recorded = run.decisions()
     if recorded.empty:
         return schema.empty("decisions").assign(decision_before=pd.Series(dtype=object),
                                                 changed=pd.Series(dtype=bool))
-    before = recorded.drop_duplicates("candidate", keep="last").set_index("candidate")
+    before = recorded.drop_duplicates("child", keep="last").set_index("child")
     candidates = run.candidates()
     decided = candidates[candidates["candidate"].isin(before.index)].reset_index(drop=True)
     now = gates.credit(run.trials(split="train"), decided, split="train",
                        gate=run.config.gate)
-    previous = before.loc[now["candidate"], "decision"].to_numpy(dtype=object)
+    previous = before.loc[now["child"], "decision"].to_numpy(dtype=object)
     return now.assign(decision_before=previous, changed=now["decision"].to_numpy() != previous)
 
 
@@ -282,7 +282,7 @@ def _typed_like(new: pd.DataFrame, known: pd.DataFrame) -> pd.DataFrame:
 def _decided_lineage(run: Run) -> list[str]:
     """The baseline, every decided candidate and every parent of one."""
     decided = run.decisions()
-    names = {BASELINE, *decided["candidate"], *decided["parent"].dropna()}
+    names = {BASELINE, *decided["child"], *decided["parent"].dropna()}
     return [c for c in run.candidates()["candidate"] if c in names]
 
 

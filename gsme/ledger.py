@@ -65,14 +65,17 @@ def event_hash(previous: str, timestamp: str, kind: str, round: int | None,
 
 _SQL_TYPES = {"text": "TEXT", "int": "INTEGER", "float": "REAL", "bool": "INTEGER"}
 _COMPRESS_FROM = 1024
-_NAMES_OF = frozenset({"candidate", "parent", "parents", "borrowed_from", "task_id", "split",
-                       "trajectory", "commit", "branch", "patch_id"})
+_NAMES_OF = frozenset({"candidate", "child", "parent", "parents", "borrowed_from", "task_id",
+                       "split", "trajectory", "commit", "branch", "patch_id"})
 """Text columns that name a candidate, task, commit or transcript (and join the tables):
 stored as they are. Every other text column is redacted (:mod:`gsme.redact`)."""
 _ADDED = frozenset({("trials", "score"), ("decisions", "first_delta_pp"),
                     ("decisions", "first_se_pp")})
 """Columns added since the first hash-chained ledgers (table, column): added, empty, on
 open (:meth:`Ledger._migrated`)."""
+_RENAMED = {("decisions", "child"): "candidate"}
+"""Columns renamed since the first hash-chained ledgers, (table, name) → the name before
+0.3.0: renamed on open (:meth:`Ledger._migrated`)."""
 _REDACTED_AT = {table: [i for i, c in enumerate(cols) if c.kind == "text" and
                         c.name not in _NAMES_OF] for table, cols in TABLES.items()}
 
@@ -436,20 +439,23 @@ class Ledger:
         selects each table's columns.
 
         A column added since (:data:`_ADDED`: the trials' ``score``) is added empty, so
-        nothing stored earlier changes; a read-only ledger is left as it is and reads the
-        column as NULL.
+        nothing stored earlier changes; a column renamed since (:data:`_RENAMED`: the
+        decisions' ``candidate``, now ``child``) is renamed. A read-only ledger is left as it
+        is and reads an added column as NULL, a renamed one under its new name.
         """
         selected = {}
         for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
             absent = [c for c in TABLES[table] if c.name not in found]
+            old = {c.name: _RENAMED[table, c.name] for c in absent
+                   if _RENAMED.get((table, c.name)) in found}
             if absent and not self.read_only:
                 with self._transaction():
                     for column in absent:
-                        self._db.execute(f'ALTER TABLE {table} ADD COLUMN "{column.name}" '
-                                         f"{_SQL_TYPES[column.kind]}")
-                absent = []
+                        self._db.execute(_brought_up(table, column, old.get(column.name)))
+                absent, old = [], {}
             selected[table] = ", ".join(
+                f'"{old[c.name]}" AS "{c.name}"' if c.name in old else
                 f'NULL AS "{c.name}"' if c in absent else f'"{c.name}"' for c in TABLES[table])
         return selected
 
@@ -461,8 +467,8 @@ class Ledger:
             raise LedgerError(f"{self.path} is not a gsme ledger (no table(s) {missing})")
         for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
-            unknown = [c.name for c in TABLES[table]
-                       if c.name not in found and (table, c.name) not in _ADDED]
+            unknown = [c.name for c in TABLES[table] if c.name not in found
+                       and (table, c.name) not in _ADDED and _RENAMED.get((table, c.name)) not in found]
             if unknown:
                 raise LedgerError(f"{self.path} is not a gsme ledger (table {table} has no "
                                   f"column(s) {unknown})")
@@ -507,6 +513,14 @@ class _Transaction:
         finally:
             if self.durable:
                 self.db.execute("PRAGMA synchronous=NORMAL")
+
+
+def _brought_up(table: str, column, old: str | None) -> str:
+    """The SQL that gives ``table`` the ``column`` it lacks: renamed from ``old``, else added
+    empty."""
+    if old is not None:
+        return f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{column.name}"'
+    return f'ALTER TABLE {table} ADD COLUMN "{column.name}" {_SQL_TYPES[column.kind]}'
 
 
 def _insert(table: str) -> str:

@@ -132,7 +132,7 @@ def settle(run: Run, names: list[str], *, split: str, label: str, round: int, ex
         update={"borrow": False})
     pairs = lenders = None
     if paired is not None:
-        pairs = paired[["candidate", "reference"]].rename(columns={"reference": "parent"})
+        pairs = paired[["child", "reference"]].rename(columns={"reference": "parent"})
         lenders = parent_trials.lenders(paired)
     for _ in range(MAX_SCORING_PASSES):
         trials = run.checked_trials(split=split)  # checked once; rows added since, alone

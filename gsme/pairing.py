@@ -1,7 +1,12 @@
 """The checked, encoded trials every gate design and statistic reads.
 
+(Over 600 lines because the chain from a trials frame to paired task differences is one
+contract that a third-party design reads whole: each step is public and its doctest shows
+the arrays it makes.)
+
 A trials frame is checked against its contract once (:func:`check`, which gives a
-:class:`Checked`) and reduced to integer-coded *slots* (:class:`Slots`: one per candidate, split, task and ``repeat``), then to per-task counts (:class:`TaskCounts`), then paired
+:class:`Checked`) and reduced to integer-coded *slots* (:class:`Slots`: one per candidate,
+split, task and ``repeat``), then to per-task counts (:class:`TaskCounts`), then paired
 child-versus-parent task by task (:class:`Paired`: one entry per paired task of every
 pair) and summarised per pair (:func:`describe`). What is averaged is each trial's value
 (:func:`gsme.schema.trial_values`): ``passed`` as integer counts, or, when the trials carry

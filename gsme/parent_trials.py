@@ -78,7 +78,7 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
     Returns
     -------
     DataFrame
-        ``candidate, parent, first, reference``: ``first`` the parent repeat that the
+        ``child, parent, first, reference``: ``first`` the parent repeat that the
         child's repeat 0 is paired with (0: the stored trials), ``reference`` the parent's
         name in the view (:func:`label` of a block, or the parent itself when ``first`` is 0).
 
@@ -89,10 +89,10 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
     ...                   "kind": ["baseline", "mutation", "mutation", "mutation"],
     ...                   "round": [0, 1, 1, 2]})
     >>> pairs(c, gate=GateConfig(design="fixed"))
-      candidate    parent  first   reference
-    0        c1  baseline      3  baseline@3
-    1        c2  baseline      3  baseline@3
-    2        c3  baseline      6  baseline@6
+      child    parent  first   reference
+    0    c1  baseline      3  baseline@3
+    1    c2  baseline      3  baseline@3
+    2    c3  baseline      6  baseline@6
     >>> pairs(c, gate=GateConfig(design="fixed", parent_trials="stored"))["reference"].tolist()
     ['baseline', 'baseline', 'baseline']
     """
@@ -115,7 +115,7 @@ def pairs(candidates: pd.DataFrame, names=None, *, split: str = "train",
     candidate, parent, first = candidate[rows], parent[rows], first[rows]
     reference = [p if p is None or f == 0 else label(p, f)
                  for p, f in zip(parent, first.tolist())]
-    return pd.DataFrame({"candidate": candidate, "parent": parent, "first": first,
+    return pd.DataFrame({"child": candidate, "parent": parent, "first": first,
                          "reference": np.asarray(reference, dtype=object)})
 
 
@@ -183,7 +183,7 @@ def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
     Examples
     --------
     >>> t = pd.DataFrame({"candidate": ["p", "c"], "repeat": 0})
-    >>> paired = pd.DataFrame({"candidate": ["c"], "parent": ["p"], "first": [3],
+    >>> paired = pd.DataFrame({"child": ["c"], "parent": ["p"], "first": [3],
     ...                        "reference": ["p@3"]})
     >>> require_blocks(t, paired)
     Traceback (most recent call last):
@@ -198,7 +198,7 @@ def require_blocks(seen: pd.DataFrame, paired: pd.DataFrame) -> None:
     if len(lacking):
         row = lacking.iloc[0]
         raise schema.FrameError(
-            f"candidate {row['candidate']!r}: its parent {row['parent']!r} has no trials in "
+            f"candidate {row['child']!r}: its parent {row['parent']!r} has no trials in "
             f"the fresh block it is compared with (repeats from {row['first']}, scored "
             "alongside it by gsme's loop: GateConfig.parent_trials='fresh'); to gate trials "
             "scored otherwise pass GateConfig(parent_trials='stored')")
@@ -237,7 +237,7 @@ def unview(wanted: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
 
     Examples
     --------
-    >>> paired = pd.DataFrame({"candidate": ["c"], "parent": ["p"], "first": [9],
+    >>> paired = pd.DataFrame({"child": ["c"], "parent": ["p"], "first": [9],
     ...                        "reference": ["p@9"]})
     >>> wanted = pd.DataFrame({"candidate": ["c", "p@9"], "task_id": "t1", "split": "train",
     ...                        "repeats": 3})
@@ -263,12 +263,12 @@ def lenders(paired: pd.DataFrame) -> pd.DataFrame:
 
     Examples
     --------
-    >>> paired = pd.DataFrame({"candidate": ["c", "b"], "parent": ["p", None],
+    >>> paired = pd.DataFrame({"child": ["c", "b"], "parent": ["p", None],
     ...                        "first": [9, 0], "reference": ["p@9", None]})
     >>> lenders(paired).values.tolist()
     [['c', 'p', 9]]
     """
     blocks = paired[paired["first"].to_numpy() > 0]
-    return pd.DataFrame({"candidate": blocks["candidate"].to_numpy(dtype=object),
+    return pd.DataFrame({"candidate": blocks["child"].to_numpy(dtype=object),
                          "lender": blocks["parent"].to_numpy(dtype=object),
                          "shift": blocks["first"].to_numpy(np.int64)})

@@ -1,5 +1,8 @@
 """Harnesses and the patches applied to them.
 
+(Over 600 lines because every rule an untrusted patch must pass before anything is written
+is here, in one place: lever paths, sizes, env gates, beacons, recombination.)
+
 A harness is a set of text files in four levers, ``prompt/``, ``knowledge/``, ``runtime/``
 and ``config/``, plus ``patches/``: one TOML manifest per applied patch (``id, where, why,
 env_gate, beacon, rationale, mechanism, predicted_tasks`` and the file changes made). gsme

@@ -360,7 +360,7 @@ class Run(RunFrames):
             self._ledger.append(table, rows.assign(round=round))
         if table == "decisions":
             for row in rows.to_dict("records"):
-                self._repo.annotate(row["candidate"], {"gate": row})
+                self._repo.annotate(row["child"], {"gate": row})
             self._check_history(rows, round)
 
     def _check_history(self, decided: pd.DataFrame, round: int | None) -> None:

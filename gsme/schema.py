@@ -67,13 +67,13 @@ ARCHIVE_STATUSES = ("new_cell", "improved", "not_added")
 """What :func:`gsme.archive.insert` did with a decided candidate (the archive outcomes' ``status``)."""
 
 PAIRED_COLUMNS = [
-    "candidate", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
+    "child", "parent", "split", "n_tasks", "n_dropped", "n_changed", "k", "looks",
     "rate_parent", "rate_child", "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "decision",
     "reason",
 ]
 """A paired test's row (:func:`gsme.stats.paired_test`, :func:`gsme.gates.significance_gate`)."""
 LOOK_COLUMNS = [
-    "candidate", "parent", "split", "look", "repeats", "n_extended", "child_trials",
+    "child", "parent", "split", "look", "repeats", "n_extended", "child_trials",
     "parent_trials", "n_tasks", "n_dropped", "n_changed", "k", "rate_parent", "rate_child",
     "delta_pp", "se_pp", "z", "p_value", "p_one_sided", "boundary", "level", "decision",
     "reason",
@@ -201,13 +201,13 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("branch", nullable=True), _int("round"), _text("rationale", nullable=True),
     ), ("candidate",)),
     Frame("decisions", (
-        _text("candidate"), _text("parent"), _text("split", isin=SPLITS),
+        _text("child"), _text("parent"), _text("split", isin=SPLITS),
         _int("n_tasks"), _int("n_dropped"), _int("n_changed"), _int("k"), _int("looks"),
         _float("rate_parent"), _float("rate_child"), _float("delta_pp"), _float("se_pp"),
         _float("z"), _float("p_value"), _float("p_one_sided"), _float("activation_rate"),
         _text("gate_failed", nullable=True, isin=GATES), _text("decision", isin=DECISIONS),
         _text("reason", nullable=True),
-    ), ("candidate", "parent", "split"), _FIRST_LOOK),
+    ), ("child", "parent", "split"), _FIRST_LOOK),
     Frame("archive", (
         _text("where", isin=LEVERS), _text("why"), _text("candidate"), _float("rate"),
         _float("delta_pp"), _float("z"), _int("round"), _bool("credited"),
@@ -229,7 +229,7 @@ FRAMES = MappingProxyType({f.name: f for f in (
         _text("decision", isin=DECISIONS), _float("delta_pp"),
     )),
     Frame("comparisons", (
-        _text("agent"), _text("evolver"), _text("run"), _int("round"), _text("candidate"),
+        _text("agent"), _text("evolver"), _text("run"), _int("round"), _text("child"),
         _text("parent"), _int("n_tasks"), _float("delta_pp"), _float("se_pp"),
         _text("decision", isin=DECISIONS),
         _text("world"), _text("harness"), _text("task_model"), _text("suite"),
@@ -314,7 +314,8 @@ def empty(kind: str) -> pd.DataFrame:
 
 def require(frame, names, what: str) -> pd.DataFrame:
     """Check that ``frame`` is a DataFrame holding the columns ``names`` (None: no column);
-    return it.
+    return it, with a column renamed in 0.3.0 that it holds under its old name (a pairs or
+    decisions frame's ``candidate``, now ``child``) renamed, and a DeprecationWarning.
 
     For inputs that are not whole contracted frames (a plot's table, a pairs frame).
 
@@ -342,6 +343,7 @@ def require(frame, names, what: str) -> pd.DataFrame:
     """
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"{what} must be a pandas DataFrame, got {type(frame).__name__}")
+    frame = _renamed.renamed_columns(frame, names, what)
     missing = [c for c in names if c is not None and c not in frame.columns]
     if missing:
         raise FrameError(f"{what} frame is missing column(s) {missing}; it has "
@@ -350,7 +352,8 @@ def require(frame, names, what: str) -> pd.DataFrame:
 
 
 def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
-    """Check ``frame`` against the contract of ``kind`` and return it unchanged.
+    """Check ``frame`` against the contract of ``kind`` and return it (unchanged but for a
+    renamed column, see :func:`require`).
 
     Raises
     ------
@@ -378,7 +381,7 @@ def validate(frame: pd.DataFrame, kind: str) -> pd.DataFrame:
         1      t2   dev
     """
     contract = _frame(kind)
-    require(frame, contract.names, kind)
+    frame = require(frame, contract.names, kind)
     if conforms(frame, kind):  # the common case, without pandera's per-check overhead
         return frame
     try:

@@ -235,7 +235,7 @@ def paired_test(
     Returns
     -------
     DataFrame
-        One row: ``candidate`` (the child), ``parent``, ``split``, ``n_tasks``,
+        One row: ``child``, ``parent``, ``split``, ``n_tasks``,
         ``n_dropped``, ``n_changed`` (tasks whose rate differs), ``k`` (most valid repeats
         of a paired task), ``looks`` (1), ``rate_parent``, ``rate_child``, ``delta_pp``,
         ``se_pp``, ``z``, ``p_value`` (two-sided), ``p_one_sided`` (the upper p, that the
@@ -271,7 +271,7 @@ def paired_test(
             raise ValueError(
                 f"{role} {name!r} has no trials on split {split!r}; candidates there: {known}"
             )
-    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    pairs = pd.DataFrame({"child": [child], "parent": [parent]})
     return significance.one_look(slots, pairs, split=split, gate=gate)
 
 
@@ -321,7 +321,7 @@ def paired_tasks(
     _checks.check_choice("split", split, schema.SPLITS)
     gate = _checks.gate_config(gate)
     checked = pairing.check(trials)
-    pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+    pairs = pd.DataFrame({"child": [child], "parent": [parent]})
     read = designs.decided_repeats(checked, pairs, split=split, gate=gate)
     read = pd.Series(read["repeats"].to_numpy(), index=read["task_id"].to_numpy())
     frame = checked.frame
@@ -366,7 +366,7 @@ def aa_test(
     Returns
     -------
     DataFrame
-        The columns of :func:`paired_test` (``candidate`` is ``rerun``, ``parent`` is
+        The columns of :func:`paired_test` (``child`` is ``rerun``, ``parent`` is
         ``candidate``) plus ``sd_pp`` (sd of the per-task differences) and ``mde_pp``.
 
     Examples

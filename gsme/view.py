@@ -130,12 +130,12 @@ def _render(run, *, split: str, rows: pd.Series, data: Path, manifest: dict,
             refresh: float | None) -> str:
     """The page: run table, figures, decisions, archive, lineage, every candidate's patch
     (its changed trials written to ``data``) and the transcript table."""
-    details = explain.patch_details(run, split=split)
+    decisions = explain.keep_reasons(run, split=split)
+    details = explain.patch_details(run, split=split, reasons=decisions)
     chosen = explain.selected(run)
     sealed = run.sealed_result is not None
     table = report.run_table(run) if sealed else None
     ship = report.ship_line(report.recommendation(table) if sealed else None)
-    decisions = explain.keep_reasons(run, split=split)
     trials = run.trials(split=split)
     simulated = bool(run.agent.simulated)
     title = f"gsme run {run.path.name}"
@@ -407,7 +407,7 @@ def _rate_words(row, chosen=None) -> str:
 
 #: The decisions table's columns and what each is measured against.
 _DECISION_LABELS = {
-    "round": "round", "candidate": "candidate", "parent": "parent",
+    "round": "round", "child": "child", "parent": "parent",
     "decision": "gate decision", "look": "look", "boundary": "credit boundary (z)",
     "z": "z", "p_one_sided": "p (one-sided)",
     "delta_pp": "Δ vs parent (pp, the decision's repeats)", "kept": "kept",

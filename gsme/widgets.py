@@ -128,7 +128,7 @@ class Explorer:
         reasons = explain.keep_reasons(run, split=split)
         self.decisions = self.decisions.assign(boundary=reasons["boundary"].to_numpy())
         self.trials = run.trials(split=split)
-        self.details = explain.patch_details(run, split=split)
+        self.details = explain.patch_details(run, split=split, reasons=reasons)
         self.whys = explain.why_levels(run)
         self.selected = explain.selected(run)
         self.ship = report.run_ship_line(run)
@@ -204,8 +204,8 @@ class Explorer:
 
     def _on_round(self, change) -> None:
         r = change["new"]
-        decided = self._decided(r).drop_duplicates("candidate", keep="last")
-        options = [(self._label(row), row.candidate) for row in decided.itertuples()]
+        decided = self._decided(r).drop_duplicates("child", keep="last")
+        options = [(self._label(row), row.child) for row in decided.itertuples()]
         ids = [value for _, value in options]
         current = self.candidate.value
         pick = (current if current in ids else self.selected if self.selected in ids
@@ -241,8 +241,8 @@ class Explorer:
     def _label(self, row) -> str:
         z = "z —" if pd.isna(row.z) else f"z={row.z:+.2f}"
         kept = " · kept" if bool(getattr(row, "kept", False)) else ""
-        star = " ★" if row.candidate == self.selected else ""
-        return f"{row.candidate} · {row.decision} · {z}{kept}{star}"
+        star = " ★" if row.child == self.selected else ""
+        return f"{row.child} · {row.decision} · {z}{kept}{star}"
 
     def _draw_forest(self, r) -> None:
         forest, decided = self.axes["forest"], self._decided(r)
@@ -288,7 +288,7 @@ class Explorer:
             self.patch.value = "<p>(no decided candidate up to this round)</p>"
             self._parent = None
         else:
-            row = self.decisions[self.decisions["candidate"] == child].iloc[-1]
+            row = self.decisions[self.decisions["child"] == child].iloc[-1]
             self._parent = row["parent"]
             seen, reference = parent_trials.of_child(self.trials, self.candidates, child,
                                                      split=self.split, gate=self.gate)
@@ -388,11 +388,11 @@ class Explorer:
 def _label_order(decided: pd.DataFrame, picked) -> list[str]:
     """Candidates to label in the z forest, most important first: the picked one, then the
     credits and culls, then the rest, each by ``|z|``; overlapping labels drop from the end."""
-    rank = (decided.assign(other=decided["candidate"] != picked,
+    rank = (decided.assign(other=decided["child"] != picked,
                            unsettled=~decided["decision"].isin(["credit", "cull"]),
                            smaller=-decided["z"].abs())
-            .sort_values(["other", "unsettled", "smaller", "candidate"], kind="stable"))
-    return list(pd.unique(rank["candidate"].astype(str)))
+            .sort_values(["other", "unsettled", "smaller", "child"], kind="stable"))
+    return list(pd.unique(rank["child"].astype(str)))
 
 
 def _pair_label(row) -> str:

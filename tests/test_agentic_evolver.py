@@ -368,6 +368,6 @@ def test_a_whole_run_killed_mid_round_resumes_to_the_same_result(tmp_path):
     ccols = ["candidate", "parents", "where", "why", "patch_id", "beacon", "env_gate", "round"]
     assert set(a.calls()["round"]) == {1, 2} and len(a.candidates()) > 3
     pd.testing.assert_frame_equal(a.candidates()[ccols], b.candidates()[ccols])
-    dcols = ["candidate", "parent", "decision", "z", "kept"]
+    dcols = ["child", "parent", "decision", "z", "kept"]
     pd.testing.assert_frame_equal(a.decisions()[dcols], b.decisions()[dcols])
     assert a.calls()["round"].tolist() == b.calls()["round"].tolist()

@@ -32,7 +32,7 @@ def decisions_frame(rows):
     frame = empty("decisions")
     records = []
     for candidate, parent, rate, delta, z, decision in rows:
-        records.append({**{c: np.nan for c in frame.columns}, "candidate": candidate,
+        records.append({**{c: np.nan for c in frame.columns}, "child": candidate,
                         "parent": parent, "split": "train", "n_tasks": 30, "n_dropped": 0,
                         "n_changed": 5, "k": 3, "looks": 1, "rate_parent": rate - delta / 100,
                         "rate_child": rate, "delta_pp": delta, "z": z,

@@ -129,7 +129,7 @@ def test_kill_9_mid_round_then_resume_equals_an_uninterrupted_run(tmp_path):
     cols = KEY + ["passed", "infra_ok", "activated", "borrowed_from"]
     pd.testing.assert_frame_equal(ta[cols].sort_values(KEY, ignore_index=True),
                                   tb[cols].sort_values(KEY, ignore_index=True))
-    dcols = ["candidate", "parent", "decision", "z"]
+    dcols = ["child", "parent", "decision", "z"]
     pd.testing.assert_frame_equal(a.decisions()[dcols], b.decisions()[dcols])
     pd.testing.assert_frame_equal(a.sealed_result, b.sealed_result)
 
@@ -166,11 +166,11 @@ def test_a_users_own_runner_evolves_through_the_command_agent(tmp_path, monkeypa
     assert trials["infra_ok"].all() and (trials["tokens"] == 900).all()
     assert set(run.tasks("test")["task_id"]) == set(trials.loc[trials["split"] == "test",
                                                                "task_id"])
-    decided = run.decisions().merge(run.candidates(), on="candidate")
-    verify = [c for c in decided["candidate"]
+    decided = run.decisions().merge(run.candidates(), left_on="child", right_on="candidate")
+    verify = [c for c in decided["child"]
               if any(p.mechanism == "submit-verify" for p in read_patches(run.harness(c)))]
     assert verify, "the rule evolver should try submit-verify on a careless runner"
-    assert (decided.set_index("candidate").loc[verify, "decision"] == "credit").any()
+    assert (decided.set_index("child").loc[verify, "decision"] == "credit").any()
     assert run.sealed_result is not None
 
 

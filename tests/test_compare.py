@@ -108,7 +108,7 @@ def test_too_many_unpaired_tasks_is_invalid():
 
 def test_decisions_and_the_adaptive_design_go_through_the_gate():
     trials = _simulated(n_tasks=40, k=9, p=(0.3, 0.6))
-    pairs = pd.DataFrame({"candidate": ["v2"], "parent": ["base"]})
+    pairs = pd.DataFrame({"child": ["v2"], "parent": ["base"]})
     for design in ("fixed", "adaptive"):
         config = GateConfig(design=design)
         row = compare.compare(trials, parent="base", child="v2", gate=config).iloc[0]
@@ -175,7 +175,7 @@ def test_simulated_decisions_are_the_gates():
     draws = (rng.random((40, 20, config.k_max, 2)), rng.standard_normal((40, 20)))
     trials, pairs = designs.adaptive._simulated_pairs(draws, 15.0, 70.0, 0.0)
     last = designs.looks(trials, pairs, gate=config).groupby(
-        "candidate", sort=False).tail(1)
+        "child", sort=False).tail(1)
     gate = gates.significance_gate(trials, pairs, gate=config)
     assert last["decision"].tolist() == gate["decision"].tolist()
 

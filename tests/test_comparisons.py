@@ -139,7 +139,7 @@ def test_a_history_the_run_disagrees_with_is_dropped_recorded_and_said(tmp_path,
     from gsme.evolvers import RuleEvolver
 
     world = comparisons.signature(sim.preset("tiny", suite_seed=0), RuleEvolver(seed=0))
-    kind = pd.DataFrame({"candidate": [f"c{i}" for i in range(15)], "parent": "baseline",
+    kind = pd.DataFrame({"child": [f"c{i}" for i in range(15)], "parent": "baseline",
                          "split": "train", "round": 1, "n_tasks": 16, "delta_pp": 12.0,
                          "se_pp": 2.0, "decision": "inconclusive"})
     book = tmp_path / "comparisons.csv"

@@ -124,7 +124,7 @@ def test_a_run_and_a_round_display_as_tables(tmp_path):
             (result.decisions["decision"] == "credit").sum())
         assert f"{kept} kept, {credited} credited" in table
         assert "p_one_sided" in table and "expected_delta_pp" in table
-        for name in result.decisions["candidate"]:
+        for name in result.decisions["child"]:
             assert name in table
 
 

@@ -35,8 +35,8 @@ def _outcomes(run):
 
 
 def _decisions(run):
-    cols = ["candidate", "parent", "decision", "z", "delta_pp"]
-    return run.decisions()[cols].sort_values("candidate", ignore_index=True)
+    cols = ["child", "parent", "decision", "z", "delta_pp"]
+    return run.decisions()[cols].sort_values("child", ignore_index=True)
 
 
 def test_a_round_chains_every_step(tmp_path):
@@ -44,7 +44,7 @@ def test_a_round_chains_every_step(tmp_path):
     result = evolve.run_round(run, children=3, recombinations=0, progress=False)
     assert result.round == 1 and result.parent == "baseline"
     assert len(result.candidates) >= 1
-    assert set(result.decisions["candidate"]) == set(result.candidates["candidate"])
+    assert set(result.decisions["child"]) == set(result.candidates["candidate"])
     assert set(result.decisions["decision"]) <= {"credit", "cull", "inconclusive",
                                                  "invalid", "inactive"}
     assert not run.diagnoses().empty
@@ -157,7 +157,8 @@ def test_policies_keep_children_whose_rate_rose(tmp_path, policy):
 def test_archive_outcomes_name_each_childs_own_decision(tmp_path):
     run = _run(tmp_path / "r")
     result = evolve.run_round(run, children=3, recombinations=0, progress=False)
-    outcomes = result.outcomes.merge(result.decisions[["candidate", "decision", "kept"]])
+    outcomes = result.outcomes.merge(result.decisions[["child", "decision", "kept"]],
+                                     left_on="candidate", right_on="child")
     dropped = outcomes[~outcomes["kept"]]
     assert len(dropped)
     assert (dropped["status"] == "not_added").all()
@@ -267,7 +268,7 @@ def test_the_learned_rule_stacks_kept_but_uncredited_children(tmp_path):
 
     with experiments.simulated_run("tb2", root=tmp_path, seed=4, rounds=3, policy="learned",
                                    finalize=False) as run:
-        decided = run.decisions().set_index("candidate")
+        decided = run.decisions().set_index("child")
         cands = run.candidates()
         archive = run.archive()
     stacked = [p for parents in cands.loc[cands["kind"] == "recombination", "parents"]

@@ -53,7 +53,7 @@ def test_ablation_true_effects_are_the_simulators(runaway):
     agent = sim.preset("tiny", suite_seed=int(row["seed"]), profile="qwen-runaway")
     with Run.open(row["run_dir"], read_only=True) as run:
         for split, column in (("train", "true_delta_pp"), ("test", "true_sealed_delta_pp")):
-            child = agent.true_rates(run.harness(row["candidate"]), split)["rate"]
+            child = agent.true_rates(run.harness(row["child"]), split)["rate"]
             base = agent.true_rates(run.harness(BASELINE), split)["rate"]
             assert row[column] == pytest.approx(100 * (child - base).mean())
         assert row[["rate_parent", "rate_child"]].tolist() == pytest.approx(
@@ -109,13 +109,13 @@ def test_audit_flags_kept_and_credited_children_without_a_true_gain(tmp_path):
     audit = audit_decisions(run)
     assert audit["mechanism"].tolist() == ["submit-verify", "thinking-off", "concise-reasoning"]
     truth = [agent.true_effect(run.harness(c), run.harness(BASELINE), "train")
-             for c in audit["candidate"]]
+             for c in audit["child"]]
     np.testing.assert_allclose(audit["true_delta_pp"], truth)
     assert audit["false_keep"].tolist() == (audit["kept"] & (np.array(truth) <= 0)).tolist()
     credited = (audit["decision"] == "credit").to_numpy()
     assert audit["false_credit"].tolist() == (credited & (np.array(truth) <= 0)).tolist()
     sealed = [agent.true_effect(run.harness(c), run.harness(BASELINE), "test")
-              for c in audit["candidate"]]
+              for c in audit["child"]]
     np.testing.assert_allclose(audit["true_sealed_delta_pp"], sealed)
     expected = audit["kept"] & (np.array(truth) > 0) & (np.array(sealed) <= 0)
     assert audit["overfit"].tolist() == expected.tolist()
@@ -178,7 +178,7 @@ def test_pathology_matching_names_the_first_credited_patch(tmp_path):
 def test_aa_noise_compares_reruns_of_one_baseline(tmp_path):
     aa = experiments.aa_noise("tiny", reruns=3, root=tmp_path, progress=False)
     schema.validate(aa, "decisions")
-    assert aa["candidate"].tolist() == ["rerun-1", "rerun-2", "rerun-3"]
+    assert aa["child"].tolist() == ["rerun-1", "rerun-2", "rerun-3"]
     assert aa["rerun_seed"].tolist() == [1, 2, 3]
     assert aa["rate_parent"].nunique() == 1 and aa["rate_child"].nunique() > 1
     assert (aa["n_tasks"] == 16).all() and aa["mde_pp"].gt(0).all()

@@ -38,7 +38,7 @@ def test_diff_equals_git_diff_of_the_two_commits(run):
 
 def test_patch_detail_carries_the_decision_and_the_activation_rate(run):
     details = explain.patch_details(run).set_index("candidate")
-    decisions = run.decisions().set_index("candidate")
+    decisions = run.decisions().set_index("child")
     trials = run.trials(split="train")
     for name, decision in decisions.iterrows():
         row = details.loc[name]
@@ -134,7 +134,7 @@ def learned(tmp_path_factory):
 def test_keep_reasons_refit_the_mix_the_loop_read(learned):
     decided = learned.decisions()
     reasons = explain.keep_reasons(learned)
-    assert reasons["candidate"].tolist() == decided["candidate"].tolist()
+    assert reasons["child"].tolist() == decided["child"].tolist()
     np.testing.assert_allclose(reasons["expected_delta_pp"].to_numpy(float),
                                decided["expected_delta_pp"].to_numpy(float), equal_nan=True)
     assert (reasons["kept"] == decided["kept"].astype(bool)).all()

@@ -48,9 +48,9 @@ def test_every_candidate_has_a_nested_run_holding_its_decision(sealed, uri):
     with Run.open(sealed, read_only=True) as run:
         candidates, decisions = run.candidates(), run.decisions()
         rates = explain.train_rates(run).set_index("candidate")["rate"]
-        reasons = explain.keep_reasons(run).set_index("candidate")["keep_reason"]
+        reasons = explain.keep_reasons(run).set_index("child")["keep_reason"]
     assert [r.info.run_name for r in nested] == sorted(candidates["candidate"])
-    decisions = decisions.set_index("candidate")
+    decisions = decisions.set_index("child")
     numbers = decisions.select_dtypes(["number", "bool"]).columns
     for mlflow_run in nested:
         name = mlflow_run.info.run_name

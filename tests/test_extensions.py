@@ -159,7 +159,7 @@ def test_a_registered_design_and_policy_run_the_demo(toys, tmp_path, capsys):
         assert (run.config.gate.design, run.config.policy) == ("lenient", "everything")
         assert run.sealed
         children = run.decisions()
-        assert len(children) and run.archive()["candidate"].isin(children["candidate"]).any()
+        assert len(children) and run.archive()["candidate"].isin(children["child"]).any()
     assert main(["plan", "--tasks", "40", "--effect", "10", "--design", "lenient",
                  "--json"]) == 0
     assert '"design":"lenient"' in capsys.readouterr().out.replace(" ", "")
@@ -195,7 +195,7 @@ def _decide_and_keep(design, rule, slots) -> tuple[list, list]:
     registry.DESIGNS.register("toy", design)
     registry.POLICIES.register("toy", rule)
     try:
-        decided = designs.compare(slots, pd.DataFrame({"candidate": ["c", "d"], "parent": "p"}),
+        decided = designs.compare(slots, pd.DataFrame({"child": ["c", "d"], "parent": "p"}),
                                   split="train", gate=GateConfig(design="toy"))
         two = pd.DataFrame({"decision": ["credit", "cull"], "delta_pp": [5.0, -4.0],
                             "se_pp": [2.0, 1.5]})

@@ -89,10 +89,10 @@ def test_significance_gate_equals_paired_test_pair_by_pair():
     rng = np.random.default_rng(0)
     names = [f"c{i}" for i in range(8)]
     trials = make_run(rng, dict(zip(names, rng.normal(0, 0.15, 8))))
-    pairs = pd.DataFrame({"candidate": names[1:] + ["ghost"], "parent": names[:-1] + ["c0"]})
+    pairs = pd.DataFrame({"child": names[1:] + ["ghost"], "parent": names[:-1] + ["c0"]})
     out = gates.significance_gate(trials, pairs, gate=GateConfig(design="fixed"))
-    assert out["candidate"].tolist() == pairs["candidate"].tolist()
-    for i, (child, parent) in enumerate(zip(pairs["candidate"][:-1], pairs["parent"][:-1])):
+    assert out["child"].tolist() == pairs["child"].tolist()
+    for i, (child, parent) in enumerate(zip(pairs["child"][:-1], pairs["parent"][:-1])):
         one = stats.paired_test(trials, parent=parent, child=child)
         pd.testing.assert_frame_equal(out.iloc[[i]].reset_index(drop=True),
                                       one, check_exact=False, rtol=1e-12)
@@ -120,7 +120,7 @@ def scenario():
 
 def test_credit_names_the_first_gate_that_stopped_each_candidate(scenario):
     trials, candidates = scenario
-    out = gates.credit(trials, candidates, gate=STORED).set_index("candidate")
+    out = gates.credit(trials, candidates, gate=STORED).set_index("child")
     assert list(out.index) == ["good", "silent", "broken", "bad", "flat", "merge"]
     assert out["decision"].to_dict() == {
         "good": "credit", "silent": "inactive", "broken": "invalid", "bad": "cull",
@@ -142,7 +142,7 @@ def test_credit_statistics_equal_paired_test_and_validate(scenario):
     out = gates.credit(trials, candidates, gate=STORED)
     schema.validate(out, "decisions")
     assert list(out.columns) == DECISION_COLUMNS
-    row = out[out["candidate"] == "silent"]
+    row = out[out["child"] == "silent"]
     one = stats.paired_test(trials, parent="base", child="silent")
     cols = ["n_tasks", "n_dropped", "n_changed", "k", "delta_pp", "se_pp", "z", "p_value"]
     pd.testing.assert_frame_equal(row[cols].reset_index(drop=True), one[cols])
@@ -152,10 +152,10 @@ def test_credit_thresholds_move_decisions(scenario):
     trials, candidates = scenario
     lenient = gates.credit(trials, candidates,
                            gate=STORED.model_copy(update={"max_dropped_frac": 0.99})
-                           ).set_index("candidate")
+                           ).set_index("child")
     assert lenient.loc["broken", "decision"] != "invalid"
     strict = gates.credit(trials, candidates,
-                          gate=STORED.model_copy(update={"z_crit": 50.0})).set_index("candidate")
+                          gate=STORED.model_copy(update={"z_crit": 50.0})).set_index("child")
     assert strict.loc["good", "decision"] == "inconclusive"
     assert strict.loc["good", "gate_failed"] == "significance"
 
@@ -204,7 +204,7 @@ def test_normal_reference_over_credits_null_pairs_at_small_n():
             "passed": rng.random(n_pairs * n_tasks * 3) < np.repeat(p.ravel(), 3),
         }))
     trials = schema.as_trials(pd.concat(rows, ignore_index=True))
-    pairs = pd.DataFrame({"candidate": [f"c{i}" for i in range(n_pairs)],
+    pairs = pd.DataFrame({"child": [f"c{i}" for i in range(n_pairs)],
                           "parent": [f"p{i}" for i in range(n_pairs)]})
     fixed = GateConfig(design="fixed", exact_below=0)
     normal = gates.significance_gate(trials, pairs,

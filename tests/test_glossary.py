@@ -195,3 +195,23 @@ def test_the_old_keyword_still_works_for_one_release(ab_trials):
                 prior.grid(KeepConfig(grid_max_pp=4.0))).all()
     with pytest.raises(TypeError, match=r"takes gate= \(formerly config=\), not both"):
         gates.credit(ab_trials, None, gate=gate, config=gate)
+
+
+def test_a_frame_with_the_old_child_column_still_works_for_one_release(ab_trials):
+    gate = GateConfig(min_tasks=2, design="fixed")
+    new = gates.significance_gate(ab_trials, pd.DataFrame({"child": ["c"], "parent": ["p"]}),
+                                  gate=gate)
+    with pytest.warns(DeprecationWarning, match="pairs column 'candidate' is now 'child'"):
+        old = gates.significance_gate(
+            ab_trials, pd.DataFrame({"candidate": ["c"], "parent": ["p"]}), gate=gate)
+    assert old.equals(new) and new["child"].tolist() == ["c"]
+    candidates = pd.DataFrame({
+        "candidate": ["p", "c"], "parents": ["", "p"], "kind": ["baseline", "mutation"],
+        "where": [None, "prompt"], "why": [None, "looping"], "patch_id": [None, "x"],
+        "beacon": [None, "x"], "env_gate": None, "commit": None, "branch": None,
+        "round": [0, 1], "rationale": None})
+    decisions = gates.credit(ab_trials.assign(activated=True), candidates,
+                             gate=gate.model_copy(update={"parent_trials": "stored"}))
+    with pytest.warns(DeprecationWarning, match="decisions column 'candidate' is now 'child'"):
+        assert schema.validate(decisions.rename(columns={"child": "candidate"}),
+                               "decisions")["child"].tolist() == ["c"]

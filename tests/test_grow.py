@@ -101,31 +101,31 @@ def test_decisions_are_regated_on_the_grown_split_and_the_changed_ones_listed(co
         recorded = run.decisions()
         table = grow(run, grown_agent().tasks(), agent_spec=GROWN, progress=False)
         decided = run.candidates()
-        decided = decided[decided["candidate"].isin(recorded["candidate"])]
+        decided = decided[decided["candidate"].isin(recorded["child"])]
         direct = gates.credit(run.trials(split="train"), decided, split="train",
                               gate=run.config.gate)
         pd.testing.assert_frame_equal(regate(run), table)
         assert run.decisions().equals(recorded)  # the run's own record stays
-    assert table["candidate"].tolist() == direct["candidate"].tolist()
+    assert table["child"].tolist() == direct["child"].tolist()
     assert table["decision"].tolist() == direct["decision"].tolist()
-    assert table["decision_before"].tolist() == recorded.set_index("candidate").loc[
-        table["candidate"], "decision"].tolist()
+    assert table["decision_before"].tolist() == recorded.set_index("child").loc[
+        table["child"], "decision"].tolist()
     assert (table["changed"] == (table["decision"] != table["decision_before"])).all()
     valid = table["decision"] != "invalid"
     assert (table.loc[valid, "n_tasks"] > 16).all()  # the grown split: 16 + 10 train tasks
     # the same comparison on the original tasks alone reproduces the recorded decisions
     original = run_trials_on(copy, set(agent(SPEC).tasks()["task_id"]))
-    assert original == recorded.set_index("candidate")["decision"].to_dict()
+    assert original == recorded.set_index("child")["decision"].to_dict()
 
 
 def run_trials_on(copy, ids):
     with Run.open(copy("sealed"), read_only=True) as run:
         trials = run.trials(split="train")
         decided = run.candidates()
-        decided = decided[decided["candidate"].isin(run.decisions()["candidate"])]
+        decided = decided[decided["candidate"].isin(run.decisions()["child"])]
         out = gates.credit(trials[trials["task_id"].isin(ids)], decided, split="train",
                            gate=run.config.gate)
-    return dict(zip(out["candidate"], out["decision"]))
+    return dict(zip(out["child"], out["decision"]))
 
 
 def test_the_test_split_and_its_commitment_never_change(copy):
@@ -248,7 +248,7 @@ def test_gsme_grow_grows_a_simulated_run_and_prints_the_regated_decisions(copy, 
     # again: nothing new to run, the same decisions, as JSON
     assert main(["grow", str(path), "--tasks", str(csv), "--json", "--quiet"]) == 0
     records = json.loads(capsys.readouterr().out)
-    assert {"candidate", "decision_before", "decision", "changed"} <= set(records[0])
+    assert {"child", "decision_before", "decision", "changed"} <= set(records[0])
     with Run.open(path, read_only=True) as run:
         assert run.sealed_result is not None and len(run.tasks("train")) == 26
 

@@ -58,11 +58,15 @@ PINNED_RUNS = {"tiny-fixed-greedy": "e97be59cc1899d97",
 PINNED_FRESH_RUNS = {"tiny-adaptive-greedy": "f379454e582227a0", "tb2-fixed-gated": "dd59a055f9e231a2"}
 
 
+RENAMED = {"child": "candidate"}  # columns renamed since the pinning: digested by the old name
+
+
 def digest(*frames: pd.DataFrame) -> str:
     """SHA-256 of the frames' values (text as written to CSV, floats to 10 digits)."""
     h = hashlib.sha256()
     for frame in frames:
-        h.update(frame.to_csv(index=False, float_format="%.10g").encode())
+        h.update(frame.rename(columns=RENAMED).to_csv(index=False, float_format="%.10g")
+                 .encode())
     return h.hexdigest()[:16]
 
 
@@ -111,7 +115,7 @@ def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
 def gate_digests() -> dict[str, str]:
     trials, candidates, tasks = synthetic()
     children = candidates[candidates["kind"] != "baseline"]
-    pairs = pd.DataFrame({"candidate": children["candidate"], "parent": children["parents"]})
+    pairs = pd.DataFrame({"child": children["candidate"], "parent": children["parents"]})
     out = {}
     for name, config in DESIGNS.items():
         wanted = designs.wanted(trials, pairs, tasks, split="train", gate=config)

@@ -145,7 +145,7 @@ def test_the_persisted_decisions_equal_credit_on_the_persisted_trials(gated):
     stored = json.loads((run_dir / "gsme_gate" / "decisions.json").read_text())
     trials = gg.io.read_trials(run_dir / "gsme_gate" / "trials.csv")
     for record in stored:
-        parent, child = record["parent"], record["candidate"]
+        parent, child = record["parent"], record["child"]
         frame = pd.DataFrame({"candidate": [parent, child], "parents": ["", parent],
                               "kind": ["baseline", "mutation"], "where": [None, "prompt"],
                               "why": [None, "x"], "patch_id": [None, child],
@@ -160,13 +160,13 @@ def test_the_persisted_decisions_equal_credit_on_the_persisted_trials(gated):
 def test_a_resumed_run_replays_decisions_and_charges_them_once(gated):
     run_dir, result, criterion = gated
     keys = {gate.candidate_key(c): c for c in result.candidates}
-    record = next(r for r in criterion.records if r["candidate"] in keys)  # a kept child
+    record = next(r for r in criterion.records if r["child"] in keys)  # a kept child
     resumed = gate.GateAcceptance(_Refuses(), TRAIN[12:], valset=VAL, path=run_dir / "gsme_gate")
     charged = []
     state = SimpleNamespace(program_candidates=result.candidates, i=5,
                             increment_evals=charged.append)
     proposal = SimpleNamespace(parent_program_ids=[record["parent_index"]],
-                               candidate=keys[record["candidate"]],
+                               candidate=keys[record["child"]],
                                subsample_scores_before=[0.0], subsample_scores_after=[1.0])
     assert resumed.should_accept(proposal, state) and resumed.should_accept(proposal, state)
     assert charged == [record["trials_run"]]          # nothing re-run, charged once
@@ -218,7 +218,7 @@ def test_dspy_gepa_completes_with_the_gate(tmp_path):
     assert len(optimized.detailed_results.candidates) - 1 == credited
     trials = criterion.trials
     for _, row in decisions.iterrows():
-        frame = pd.DataFrame({"candidate": [row["parent"], row["candidate"]],
+        frame = pd.DataFrame({"candidate": [row["parent"], row["child"]],
                               "parents": ["", row["parent"]], "kind": ["baseline", "mutation"],
                               "where": [None, "prompt"], "why": [None, "x"],
                               "patch_id": [None, "p"], "beacon": [None, "p"], "env_gate": None,
@@ -260,7 +260,7 @@ def test_a_resumed_run_keeps_the_gepa_index_of_children_credited_before(tmp_path
     keys = [gate.candidate_key(c) for c in result.candidates]
     assert sorted(credited["child_index"].astype(int)) == list(range(1, len(keys)))
     for _, row in credited.iterrows():
-        assert keys[int(row["child_index"])] == row["candidate"]
+        assert keys[int(row["child_index"])] == row["child"]
         assert result.parents[int(row["child_index"])][0] == row["parent_index"]
 
 

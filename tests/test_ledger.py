@@ -238,7 +238,7 @@ def _stored(path: Path) -> dict[str, list]:
         for table in tables:
             cols = [r[1] for r in db.execute(f"PRAGMA table_info({table})")
                     if (table, r[1]) not in _ADDED]
-            out[table] = db.execute(f"SELECT {', '.join(map(repr, cols))} FROM {table} "
+            out[table] = db.execute(f"SELECT {', '.join(f'[{c}]' for c in cols)} FROM {table} "
                                     "ORDER BY rowid").fetchall()
         return out
     finally:
@@ -257,12 +257,19 @@ def test_a_ledger_of_the_previous_release_reads_unchanged_and_migrates_on_open(p
     path = previous / "open" / "ledger.sqlite"
     before, raw = _stored(path), path.read_bytes()
     assert "score" not in _columns(path, "trials")
+    assert "candidate" in _columns(path, "decisions") and "child" not in _columns(path,
+                                                                                  "decisions")
     with Run.open(previous / "open", read_only=True) as run:  # reads it as it is
         trials = run.trials()
         assert len(trials) == len(before["trials"]) and trials["score"].isna().all()
+        children = run.decisions()["child"].tolist()  # the decisions' candidate, as child
+        assert children == [row[0] for row in before["decisions"]] and children
     assert path.read_bytes() == raw
     with Run.open(previous / "open") as run:  # migrates: the column is added, empty
         assert "score" in _columns(path, "trials")
+        decided = _columns(path, "decisions")  # and candidate renamed child, in its place
+        assert decided[0] == "child" and "candidate" not in decided
+        assert run.decisions()["child"].tolist() == children
         assert _stored(path) == before  # nothing stored earlier changed, events included
         assert run.rounds_done() == 1
         evolve.run_round(run)  # and the run goes on

@@ -65,7 +65,7 @@ def test_a_child_whose_beacon_fires_goes_on_to_the_designs_later_looks(tmp_path)
 @pytest.mark.parametrize("k", [1, 3])
 def test_silent_waits_for_every_slot_of_the_first_look(k):
     tasks = pd.DataFrame({"task_id": ["t1", "t2"], "split": "train"})
-    pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     rows = pd.DataFrame([{"candidate": "c", "task_id": t, "split": "train", "repeat": r,
                           "passed": False, "activated": False} for t in ("t1", "t2")
                          for r in range(k)])

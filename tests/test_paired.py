@@ -163,7 +163,7 @@ def test_a_call_chain_checks_its_trials_once(call):
     from gsme.settings import GateConfig
 
     trials, candidates = _run()
-    pairs = pd.DataFrame({"candidate": ["c1"], "parent": ["baseline"]})
+    pairs = pd.DataFrame({"child": ["c1"], "parent": ["baseline"]})
     calls = {
         "credit": lambda t: gates.credit(t, candidates, gate=GateConfig()),
         "compare": lambda t: compare.compare(t, parent="baseline", child="c1"),

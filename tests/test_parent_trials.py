@@ -95,8 +95,8 @@ def test_children_borrow_only_from_their_block_and_blocks_never_borrow(fresh_run
     trials = fresh_run.trials(split="train")
     stride = parent_trials.stride(fresh_run.config.gate)
     paired = parent_trials.pairs(fresh_run.candidates(), gate=fresh_run.config.gate)
-    first = dict(zip(paired["candidate"], paired["first"]))
-    parent = dict(zip(paired["candidate"], paired["parent"]))
+    first = dict(zip(paired["child"], paired["first"]))
+    parent = dict(zip(paired["child"], paired["parent"]))
     blocks = trials[trials["repeat"] >= stride]
     assert len(blocks) and blocks["borrowed_from"].isna().all()
     lent = trials[trials["borrowed_from"].notna()]
@@ -125,7 +125,7 @@ def test_first_look_delta_is_the_fixed_design_on_the_first_k(fresh_run):
     first_k = seen[seen["repeat"] < gate.k]
     fixed = gate.model_copy(update={"design": "fixed", "parent_trials": "stored"})
     pairs = paired.rename(columns={"parent": "real", "reference": "parent"})
-    by_hand = gates.significance_gate(first_k, pairs[["candidate", "parent"]], gate=fixed)
+    by_hand = gates.significance_gate(first_k, pairs[["child", "parent"]], gate=fixed)
     decided = fresh_run.decisions()
     measured = decided["decision"].isin(["credit", "cull", "inconclusive"]).to_numpy()
     assert measured.any()

@@ -44,8 +44,8 @@ def contracted(kind, given: pd.DataFrame, **values) -> pd.DataFrame:
 
 
 def decisions_frame(rows):
-    """A valid decisions frame from (candidate, parent, round, z, delta_pp, se_pp, decision)."""
-    out = pd.DataFrame(rows, columns=["candidate", "parent", "round", "z", "delta_pp", "se_pp",
+    """A valid decisions frame from (child, parent, round, z, delta_pp, se_pp, decision)."""
+    out = pd.DataFrame(rows, columns=["child", "parent", "round", "z", "delta_pp", "se_pp",
                                       "decision"])
     return contracted("decisions", out, split="train", n_tasks=20, n_dropped=0, n_changed=3,
                       rate_parent=0.5, rate_child=0.5 + out["delta_pp"] / 100, p_value=0.05,
@@ -512,7 +512,7 @@ def test_lineage_nodes_edges_colours_and_shapes(ax):
 
 
 def test_lineage_rings_kept_children(ax):
-    kept = LINEAGE_DECISIONS.assign(kept=LINEAGE_DECISIONS["candidate"].isin(["c1", "c4"]))
+    kept = LINEAGE_DECISIONS.assign(kept=LINEAGE_DECISIONS["child"].isin(["c1", "c4"]))
     plot.lineage(CANDS, kept, ax=ax)
     ring = next(c for c in ax.collections if c.get_gid() == "kept")
     assert ring.get_offsets().tolist() == [[1.0, 0.5], [3.0, 1.0]]  # c1 credited, c4 not

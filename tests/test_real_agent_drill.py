@@ -187,7 +187,7 @@ def test_each_lever_fires_its_beacon_on_exactly_its_gated_tasks(drill, lever):
 @pytest.mark.parametrize("lever", list(LEVERS))
 def test_each_lever_is_credited_on_its_own(drill, lever):
     run, result, children, _, _ = drill
-    decision = result.decisions.set_index("candidate").loc[children[lever]]
+    decision = result.decisions.set_index("child").loc[children[lever]]
     assert decision["decision"] == "credit", decision["reason"]
     assert (decision["n_tasks"], decision["n_changed"]) == (len(TRAIN), len(gated(lever)))
     assert decision["delta_pp"] == pytest.approx(100 * len(gated(lever)) / len(TRAIN))

@@ -136,7 +136,7 @@ def test_the_round_commits_scores_and_credits_the_patch(loop):
     fired = mine.set_index(["task_id", "repeat"])["activated"]
     assert fired.groupby("task_id").all().to_dict() == {t: t in FIXABLE for t in RIGHT + FIXABLE}
     (decision,) = result.decisions.to_dict("records")
-    assert (decision["candidate"], decision["decision"], decision["n_tasks"]) == (
+    assert (decision["child"], decision["decision"], decision["n_tasks"]) == (
         child, "credit", 7)
     assert decision["delta_pp"] == pytest.approx(100 * 3 / 7)
     assert result.archive[["where", "why", "candidate"]].values.tolist() == [

@@ -37,7 +37,7 @@ def test_replaying_the_keep_rule_reproduces_what_the_run_kept(tmp_path, name):
         replayed = []
         for r in sorted(stored["round"].unique()):
             mine = stored["round"] == r
-            decided = regated.set_index("candidate").loc[stored.loc[mine, "candidate"]]
+            decided = regated.set_index("child").loc[stored.loc[mine, "child"]]
             decided = decided.reset_index()
             replayed.append(policy.screen(decided, policy=name,
                                           past=run.comparisons(before_round=r),

@@ -23,7 +23,7 @@ from gsme.importers import read_harbor, read_inspect, read_pair
 from gsme.settings import GateConfig
 
 DATA = Path(__file__).parent / "data" / "importers"
-PAIR = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+PAIR = pd.DataFrame({"child": ["c"], "parent": ["p"]})
 
 
 def scored(n=30, k=3, effect=0.08, noise=0.2, seed=3):

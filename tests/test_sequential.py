@@ -14,7 +14,7 @@ from gsme.settings import GateConfig
 
 ADAPTIVE = GateConfig(design="adaptive")
 Z975 = float(sps.norm.isf(0.025))
-PAIRS = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+PAIRS = pd.DataFrame({"child": ["c"], "parent": ["p"]})
 
 
 def frame(outcomes, *, borrowed=None, split="train"):
@@ -57,7 +57,7 @@ def score_loop(parent, child, config, pairs=PAIRS, draws=None):
     """
     draws = draws or {"p": parent, "c": child}
     n_tasks, k_max = next(iter(draws.values())).shape
-    have = {name: np.full(n_tasks, 0 if name in set(pairs["candidate"]) else config.k)
+    have = {name: np.full(n_tasks, 0 if name in set(pairs["child"]) else config.k)
             for name in draws}
     for passes in range(1, 12):
         grids = {name: np.where(np.arange(k_max)[None, :] < have[name][:, None],
@@ -139,7 +139,7 @@ def test_far_tail_levels_give_finite_conservative_boundaries():
 # ------------------------------------------------------------------------------ wanted
 
 def test_fixed_design_wants_k_of_every_task_for_children_and_parents():
-    pairs = pd.DataFrame({"candidate": ["baseline", "c1", "c2"],
+    pairs = pd.DataFrame({"child": ["baseline", "c1", "c2"],
                           "parent": [None, "baseline", "c1"]})
     want = designs.wanted(schema.empty("trials"), pairs, tasks_frame(4), split="train",
                              gate=GateConfig(k=2))
@@ -208,7 +208,7 @@ def test_a_parent_shared_by_two_children_gets_the_most_either_wants():
     parent = np.array([[1, 0, 0], [1, 1, 1], [0, 0, 0]], dtype=float)
     one = np.array([[1, 1, 0], [1, 1, 1], [0, 0, 0]], dtype=float)  # task 0 mixed
     two = np.array([[1, 0, 0], [1, 1, 1], [0, 0, 1]], dtype=float)  # tasks 0 and 2 mixed
-    pairs = pd.DataFrame({"candidate": ["c1", "c2"], "parent": ["p", "p"]})
+    pairs = pd.DataFrame({"child": ["c1", "c2"], "parent": ["p", "p"]})
     want = designs.wanted(frame({"p": parent, "c1": one, "c2": two}), pairs, tasks_frame(3),
                              split="train", gate=config)
     assert wanted_grid(want, "c1", 3).tolist() == [6, 3, 3]
@@ -363,7 +363,7 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
     draws_ = {"base": draws(rng, base, base)[0]}
     for name, effect in effects.items():
         draws_[name] = draws(rng, base, np.clip(base + effect * (base > 0.05), 0, 1))[1]
-    pairs = pd.DataFrame({"candidate": list(effects), "parent": "base"})
+    pairs = pd.DataFrame({"child": list(effects), "parent": "base"})
     trials, _ = score_loop(None, None, config, pairs=pairs, draws=draws_)
     trials["activated"] = trials["candidate"] != "base"
     candidates = pd.DataFrame({
@@ -374,16 +374,16 @@ def test_credit_with_the_run_config_reproduces_the_adaptive_decisions():
         "round": [0, 1, 1, 1], "rationale": None,
     })
     stored = config.model_copy(update={"parent_trials": "stored"})  # scored here, no blocks
-    decided = gates.credit(trials, candidates, gate=stored).set_index("candidate")
-    taken = designs.looks(trials, pairs, gate=config).groupby("candidate").tail(1)
+    decided = gates.credit(trials, candidates, gate=stored).set_index("child")
+    taken = designs.looks(trials, pairs, gate=config).groupby("child").tail(1)
     for last in taken.itertuples():
-        assert decided.loc[last.candidate, "looks"] == last.look
-        assert decided.loc[last.candidate, "z"] == pytest.approx(last.z)
-        assert decided.loc[last.candidate, "decision"] == last.decision
+        assert decided.loc[last.child, "looks"] == last.look
+        assert decided.loc[last.child, "z"] == pytest.approx(last.z)
+        assert decided.loc[last.child, "decision"] == last.decision
     assert decided.loc["good", "decision"] == "credit"
     assert decided.loc["bad", "decision"] == "cull"
     fixed = gates.credit(trials, candidates,
-                         gate=GateConfig(design="fixed")).set_index("candidate")
+                         gate=GateConfig(design="fixed")).set_index("child")
     assert (fixed["looks"] == 1).all()
     schema.validate(decided.reset_index(), "decisions")
 
@@ -406,7 +406,7 @@ def aa_pairs(seed, n_pairs, n_tasks):
             "task_id": np.char.add("t", task.astype(str)).astype(object),
             "split": "train", "repeat": rep, "passed": draws_[pair, task, rep]}))
     trials = schema.as_trials(pd.concat(parts, ignore_index=True))
-    pairs = pd.DataFrame({"candidate": [f"c{i}" for i in range(n_pairs)],
+    pairs = pd.DataFrame({"child": [f"c{i}" for i in range(n_pairs)],
                           "parent": [f"p{i}" for i in range(n_pairs)]})
     return trials, pairs
 
@@ -431,7 +431,7 @@ def test_adaptive_a_a_false_credit_stays_near_the_level():
 @pytest.mark.parametrize("design", ["fixed", "adaptive"])
 def test_wanted_refuses_a_task_listed_twice_on_the_split(design):
     tasks = pd.DataFrame({"task_id": ["t1", "t2", "t1"], "split": "train"})
-    pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     trials = pd.DataFrame({"candidate": "p", "task_id": ["t1", "t2"], "split": "train",
                            "repeat": 0, "passed": True})
     with pytest.raises(schema.FrameError, match="repeats ids on split 'train'.*t1"):

@@ -335,7 +335,7 @@ def test_aa_test_reports_noise_floor():
     outcomes = {name: (rng.random((60, 3)) < base[:, None]).astype(float)
                 for name in ("base", "base-rerun")}
     out = stats.aa_test(make_trials(outcomes), candidate="base", rerun="base-rerun").iloc[0]
-    assert (out["candidate"], out["parent"]) == ("base-rerun", "base")
+    assert (out["child"], out["parent"]) == ("base-rerun", "base")
     assert out["decision"] == "inconclusive"
     assert out["sd_pp"] == pytest.approx(out["se_pp"] * np.sqrt(60))
     assert out["mde_pp"] == pytest.approx(
@@ -454,7 +454,7 @@ def enumerated_run():
         "candidate": np.array(["c", "p"])[side], "task_id": np.array(names)[task],
         "split": "train", "repeat": repeat,
         "passed": outcomes.reshape(len(outcomes), 2, n)[task, side, repeat].astype(bool)}))
-    pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     tasks = pd.DataFrame({"task_id": names, "split": "train"})
     scored = full[full["repeat"] < ENUMERATED.k]
     while True:
@@ -564,8 +564,8 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
     every_repeat = gate.model_copy(update={"design": "fixed"})
     differs = 0
     for row in decisions.itertuples():
-        seen, parent = parent_trials.of_child(trials, candidates, row.candidate, gate=gate)
-        tasks = stats.paired_tasks(seen, parent=parent, child=row.candidate, gate=gate)
+        seen, parent = parent_trials.of_child(trials, candidates, row.child, gate=gate)
+        tasks = stats.paired_tasks(seen, parent=parent, child=row.child, gate=gate)
         assert len(tasks) == row.n_tasks
         assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
         assert tasks["rate_child"].mean() == pytest.approx(row.rate_child, abs=1e-12)
@@ -573,7 +573,7 @@ def test_paired_tasks_average_to_every_decision(adaptive_run):
         looks = set(designs.look_repeats(gate)[: row.looks]) | {gate.k}
         assert set(tasks["repeats"]) <= looks
         assert (tasks[["n_parent", "n_child"]].max(axis=1) <= tasks["repeats"]).all()
-        old = stats.paired_tasks(seen, parent=parent, child=row.candidate,
+        old = stats.paired_tasks(seen, parent=parent, child=row.child,
                                  gate=every_repeat)
         differs += abs(100 * old["diff"].mean() - row.delta_pp) > 1e-6
     assert differs >= 1  # reading every repeat would not match: the test can fail
@@ -588,7 +588,7 @@ def test_credit_exactly_when_the_one_sided_p_clears_the_looks_level(adaptive_run
     np.testing.assert_array_equal(
         (decisions["decision"] == "credit")[tested],
         (decisions["p_one_sided"] <= level * (1 + 1e-12))[tested])
-    taken = designs.looks(trials, decisions[["candidate", "parent"]], gate=gate)
+    taken = designs.looks(trials, decisions[["child", "parent"]], gate=gate)
     final = taken[taken["decision"] != "continue"]
     np.testing.assert_array_equal(final["decision"] == "credit",
                                   final["p_one_sided"] <= final["level"] * (1 + 1e-12))
@@ -604,7 +604,7 @@ def test_one_look_credits_exactly_when_p_one_sided_is_at_most_alpha(config):
         frames.append(make_trials(outcomes))
         pairs.append((f"c{i}", f"p{i}"))
     trials = pd.concat(frames, ignore_index=True)
-    pairs = pd.DataFrame(pairs, columns=["candidate", "parent"])
+    pairs = pd.DataFrame(pairs, columns=["child", "parent"])
     out = gates.significance_gate(trials, pairs, gate=config.model_copy(
         update={"design": "fixed"}))
     assert {"credit", "inconclusive"} <= set(out["decision"])

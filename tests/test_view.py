@@ -104,6 +104,16 @@ def test_page_holds_every_section_and_every_candidates_diff(sealed, tmp_path):
     assert "name='viewport'" in page
 
 
+def test_a_page_refits_each_rounds_keep_rule_once(sealed, tmp_path, monkeypatch):
+    calls = []
+    refit = explain.keep_reasons
+    monkeypatch.setattr(explain, "keep_reasons",
+                        lambda *args, **kw: calls.append(1) or refit(*args, **kw))
+    with Run.open(sealed, read_only=True) as run:
+        write(run, tmp_path)
+    assert len(calls) == 1  # the decisions table and every candidate's "why kept" share it
+
+
 def test_the_chunks_hold_every_transcript_once_in_the_index_order(sealed, tmp_path):
     with Run.open(sealed, read_only=True) as run:
         page_path = view.write(run, tmp_path / "page")

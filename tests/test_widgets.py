@@ -70,7 +70,7 @@ class FakeRun:
 
 def decisions_frame(rows) -> pd.DataFrame:
     """A valid decisions frame from (candidate, parent, round, z, decision) rows."""
-    out = pd.DataFrame(rows, columns=["candidate", "parent", "round", "z", "decision"])
+    out = pd.DataFrame(rows, columns=["child", "parent", "round", "z", "decision"])
     neutral = {"text": "", "int": 3, "float": 0.5, "bool": True}
     out = out.assign(split="train", delta_pp=10.0, se_pp=4.0, p_value=0.02, reason="")
     for col in schema.FRAMES["decisions"].columns:
@@ -271,7 +271,7 @@ def test_large_run_stays_readable():
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
     shown = [t.get_text() for t in forest.texts if t.get_visible()]
     assert panel.candidate.value in shown
-    credited = BigRun().decisions().query("decision == 'credit'")["candidate"]
+    credited = BigRun().decisions().query("decision == 'credit'")["child"]
     assert set(credited) <= set(shown)
     renderer = panel.figures["paired"].canvas.get_renderer()
     # and every task label of the paired plot fits in its row
@@ -317,10 +317,10 @@ def test_the_paired_plot_draws_the_repeats_each_decision_read(tmp_path):
         extended = decisions[decisions["looks"] > 1]
         assert len(extended)
         for row in extended.itertuples():
-            panel.candidate.value = row.candidate
-            seen, reference = parent_trials.of_child(trials, run.candidates(), row.candidate,
+            panel.candidate.value = row.child
+            seen, reference = parent_trials.of_child(trials, run.candidates(), row.child,
                                                      gate=run.config.gate)
-            tasks = stats.paired_tasks(seen, parent=reference, child=row.candidate,
+            tasks = stats.paired_tasks(seen, parent=reference, child=row.child,
                                        gate=run.config.gate)
             assert 100 * tasks["diff"].mean() == pytest.approx(row.delta_pp, abs=1e-9)
             paired = panel.axes["paired"]

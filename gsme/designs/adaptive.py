@@ -115,7 +115,7 @@ class Adaptive(Design):
         trials, pairs = _simulated_pairs(draws, effect_pp, repeat_sd_pp, task_sd_pp)
         taken = call_extension(self.looks, checked_slots(trials), pairs, split="train",
                                gate=gate)
-        last = taken.groupby("candidate", sort=False).tail(1)
+        last = taken.groupby("child", sort=False).tail(1)
         detected = float(last["decision"].isin(["credit", "cull"]).mean())
         per_side = float(last["child_trials"].mean())
 
@@ -300,7 +300,7 @@ def _look_reasons(replay: _Replay, look: np.ndarray, pairs_index: np.ndarray,
 
 def _replayed(slots: Slots, pairs: pd.DataFrame, split: str, gate: GateConfig):
     """The pairs' children and parents, and every look of their comparisons replayed."""
-    child = pairs["candidate"].to_numpy(dtype=object)
+    child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     return child, parent, _replay(panel_of(slots, child, parent, split, gate), gate)
 
@@ -329,7 +329,7 @@ def _adaptive_looks(slots: Slots, pairs: pd.DataFrame, *, split: str,
     reason = np.where(last, reason, None).astype(object)
     row = look * n_pairs + index
     out = pd.DataFrame({
-        "candidate": text(child[index]),
+        "child": text(child[index]),
         "parent": text(parent[index]),
         "split": text([split] * len(index)),
         "look": (look + 1).astype(np.int64),
@@ -369,7 +369,7 @@ def _simulated_pairs(draws, effect, repeat_sd, task_sd):
         **{c: np.full(size, None, dtype=object)
            for c in ("pathology", "trajectory", "error", "borrowed_from")},
     })
-    pairs = pd.DataFrame({"candidate": names[sims:], "parent": names[:sims]})
+    pairs = pd.DataFrame({"child": names[sims:], "parent": names[:sims]})
     return trials, pairs
 
 

@@ -94,7 +94,7 @@ class Design:
 
     def decide(self, slots: Slots, pairs: pd.DataFrame, *, split: str,
                gate: GateConfig) -> pd.DataFrame:
-        """The significance test of every (``candidate``, ``parent``) row of ``pairs``:
+        """The significance test of every (``child``, ``parent``) row of ``pairs``:
         :data:`gsme.schema.PAIRED_COLUMNS`, one row per pair in their order."""
         raise NotImplementedError
 
@@ -295,12 +295,12 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
     ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
     ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
     >>> slots = check(t).slots
-    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> pairs = pd.DataFrame({"child": ["c", "d"], "parent": ["p", "p"]})
     >>> compare(slots, pairs, split="train", gate=GateConfig(design="fixed"))[
-    ...     ["candidate", "n_changed", "p_one_sided", "decision"]].round(4)
-      candidate  n_changed  p_one_sided      decision
-    0         c          6       0.0156        credit
-    1         d          5       0.0312  inconclusive
+    ...     ["child", "n_changed", "p_one_sided", "decision"]].round(4)
+      child  n_changed  p_one_sided      decision
+    0     c          6       0.0156        credit
+    1     d          5       0.0312  inconclusive
     """
     return call_extension(design_of(gate).decide, slots, pairs, split=split, gate=gate)
 
@@ -308,21 +308,21 @@ def compare(slots: Slots, pairs: pd.DataFrame, *, split: str,
 @renamed_keywords(config="gate")
 def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "train",
           gate: GateConfig | None = None) -> pd.DataFrame:
-    """Every look the design took for each (candidate, parent) pair, with its boundary.
+    """Every look the design took for each (child, parent) pair, with its boundary.
 
     Parameters
     ----------
     trials : DataFrame or gsme.pairing.Checked
         A trials frame (a :class:`~gsme.pairing.Checked` one is not checked again).
     pairs : DataFrame
-        Columns ``candidate`` (the child) and ``parent``.
+        Columns ``child`` and ``parent``.
     split : {"train", "test"}
     gate : GateConfig, optional
 
     Returns
     -------
     DataFrame
-        One row per (pair, look taken), pairs in the order of ``pairs``: ``candidate,
+        One row per (pair, look taken), pairs in the order of ``pairs``: ``child,
         parent, split, look`` (1-based), ``repeats`` (per side on the extended tasks),
         ``n_extended`` (tasks at those repeats; 0 at look 1), ``child_trials``,
         ``parent_trials`` (slots the look reads on each side), ``n_tasks, n_dropped,
@@ -343,7 +343,7 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
     ...                   "split": "train", "repeat": np.tile(np.arange(9), 20),
     ...                   "passed": rng.random(180) < 0.5})
     >>> cfg = GateConfig(design="adaptive", futility_z=None)
-    >>> looks(t, pd.DataFrame({"candidate": ["c"], "parent": ["p"]}), gate=cfg)[
+    >>> looks(t, pd.DataFrame({"child": ["c"], "parent": ["p"]}), gate=cfg)[
     ...     ["look", "repeats", "boundary", "decision"]].round(2)
        look  repeats  boundary      decision
     0     1        3      3.71      continue
@@ -352,7 +352,7 @@ def looks(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *, split: str = "
     """
     check_choice("split", split, schema.SPLITS)
     gate = gate_config(gate)
-    schema.require(pairs, ["candidate", "parent"], "pairs")
+    pairs = schema.require(pairs, ["child", "parent"], "pairs")
     slots = checked_slots(trials)
     return looks_of_slots(slots, pairs, split=split, gate=gate)
 
@@ -368,12 +368,12 @@ def looks_of_slots(slots: Slots, pairs: pd.DataFrame, *, split: str,
     ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
     ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
     >>> slots = check(t).slots
-    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> pairs = pd.DataFrame({"child": ["c", "d"], "parent": ["p", "p"]})
     >>> looks_of_slots(slots, pairs, split="train", gate=GateConfig(design="fixed"))[
-    ...     ["candidate", "look", "p_one_sided", "level", "decision"]].round(4)
-      candidate  look  p_one_sided  level      decision
-    0         c     1       0.0156  0.025        credit
-    1         d     1       0.0312  0.025  inconclusive
+    ...     ["child", "look", "p_one_sided", "level", "decision"]].round(4)
+      child  look  p_one_sided  level      decision
+    0     c     1       0.0156  0.025        credit
+    1     d     1       0.0312  0.025  inconclusive
     """
     return call_extension(design_of(gate).looks, slots, pairs, split=split, gate=gate)
 
@@ -398,7 +398,7 @@ def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
     Returns
     -------
     DataFrame
-        ``candidate, parent, task_id, repeats``: one row per pair (in the order of
+        ``child, parent, task_id, repeats``: one row per pair (in the order of
         ``pairs``) and task with trials of either side on ``split``; the decision read the
         repeats ``0 .. repeats-1`` of the task on each side.
 
@@ -408,25 +408,25 @@ def decided_repeats(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, *,
     ...                   "task_id": np.tile(np.repeat(["t1", "t2"], 6), 2), "split": "train",
     ...                   "repeat": np.tile(np.arange(6), 4),
     ...                   "passed": np.tile([1, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1], 2)})
-    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     >>> decided_repeats(t, pairs, gate=GateConfig(min_tasks=2, futility_z=None))
-      candidate parent task_id  repeats
-    0         c      p      t1        6
-    1         c      p      t2        3
+      child parent task_id  repeats
+    0     c      p      t1        6
+    1     c      p      t2        3
     >>> decided_repeats(t, pairs, gate=GateConfig(design="fixed"))["repeats"].tolist()
     [6, 6]
     """
     check_choice("split", split, schema.SPLITS)
     gate = gate_config(gate)
-    schema.require(pairs, ["candidate", "parent"], "pairs")
+    pairs = schema.require(pairs, ["child", "parent"], "pairs")
     slots = checked_slots(trials)
-    child = pairs["candidate"].to_numpy(dtype=object)
+    child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     names, repeats = call_extension(design_of(gate).decided_repeats, slots, child, parent,
                                     split=split, gate=gate)
     n_tasks = len(names)
     return pd.DataFrame({
-        "candidate": text(np.repeat(child, n_tasks)),
+        "child": text(np.repeat(child, n_tasks)),
         "parent": text(np.repeat(parent, n_tasks)),
         "task_id": text(np.tile(names, len(child))),
         "repeats": repeats.reshape(-1).astype(np.int64),
@@ -454,8 +454,7 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
         The trials so far (with ``borrowed_from`` where rows were borrowed; a
         :class:`~gsme.pairing.Checked` frame is not checked again).
     pairs : DataFrame
-        ``candidate, parent`` (parent None: the candidate is scored alone, e.g. the
-        baseline).
+        ``child, parent`` (parent None: the child is scored alone, e.g. the baseline).
     tasks : DataFrame
         ``task_id, split`` of the run (a task id once per split).
     split : {"train", "test"}
@@ -475,7 +474,7 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     Examples
     --------
     >>> tasks = pd.DataFrame({"task_id": ["t1", "t2"], "split": "train"})
-    >>> pairs = pd.DataFrame({"candidate": ["c"], "parent": ["p"]})
+    >>> pairs = pd.DataFrame({"child": ["c"], "parent": ["p"]})
     >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c"], 6), "task_id":
     ...                   np.tile(np.repeat(["t1", "t2"], 3), 2), "split": "train",
     ...                   "repeat": np.tile([0, 1, 2], 4),
@@ -490,13 +489,13 @@ def wanted(trials: pd.DataFrame | Checked, pairs: pd.DataFrame, tasks: pd.DataFr
     """
     check_choice("split", split, schema.SPLITS)
     gate = gate_config(gate)
-    schema.require(pairs, ["candidate", "parent"], "pairs")
+    pairs = schema.require(pairs, ["child", "parent"], "pairs")
     schema.require(tasks, ["task_id", "split"], "tasks")
     ids = tasks["task_id"].to_numpy(dtype=object)[tasks["split"].to_numpy(dtype=object) == split]
     if not pd.Index(ids).is_unique:
         raise schema.FrameError(f"tasks column 'task_id' repeats ids on split {split!r}: "
                                 f"{sorted(pd.Index(ids)[pd.Index(ids).duplicated()])[:10]}")
-    child = pairs["candidate"].to_numpy(dtype=object)
+    child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     has_parent = pd.notna(parent)
     names = np.asarray(list(dict.fromkeys([*child, *parent[has_parent]])), dtype=object)

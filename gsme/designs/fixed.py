@@ -94,7 +94,7 @@ class Fixed(Design):
 def _one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
               gate: GateConfig) -> pd.DataFrame:
     """The fixed design's one look over every repeat, as its gate reads it."""
-    child = pairs["candidate"].to_numpy(dtype=object)
+    child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     out = one_look(slots, pairs, split=split, gate=gate)
     out.insert(3, "look", np.ones(len(out), dtype=np.int64))

@@ -174,7 +174,7 @@ def _reasons(n, changed, gate: GateConfig, unchanged, flipped, exact) -> np.ndar
 @renamed_keywords(config="gate")
 def one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
              gate: GateConfig) -> pd.DataFrame:
-    """The one-look paired test for every (candidate, parent) row of ``pairs``.
+    """The one-look paired test for every (child, parent) row of ``pairs``.
 
     Returns
     -------
@@ -187,14 +187,14 @@ def one_look(slots: Slots, pairs: pd.DataFrame, *, split: str,
     >>> t = pd.DataFrame({"candidate": np.repeat(["p", "c", "d"], 6), "split": "train",
     ...                   "task_id": [f"t{i}" for i in range(6)] * 3, "repeat": 0,
     ...                   "passed": [0] * 6 + [1] * 6 + [1, 1, 1, 1, 1, 0]})
-    >>> pairs = pd.DataFrame({"candidate": ["c", "d"], "parent": ["p", "p"]})
+    >>> pairs = pd.DataFrame({"child": ["c", "d"], "parent": ["p", "p"]})
     >>> one_look(check(t).slots, pairs, split="train", gate=GateConfig())[
-    ...     ["candidate", "delta_pp", "p_one_sided", "decision"]].round(4)
-      candidate  delta_pp  p_one_sided      decision
-    0         c  100.0000       0.0156        credit
-    1         d   83.3333       0.0312  inconclusive
+    ...     ["child", "delta_pp", "p_one_sided", "decision"]].round(4)
+      child  delta_pp  p_one_sided      decision
+    0     c  100.0000       0.0156        credit
+    1     d   83.3333       0.0312  inconclusive
     """
-    child = pairs["candidate"].to_numpy(dtype=object)
+    child = pairs["child"].to_numpy(dtype=object)
     parent = pairs["parent"].to_numpy(dtype=object)
     paired = pair_tasks(slots, count_tasks(slots), child, parent, split)
     tested = significance(describe(paired), paired, gate=gate)
@@ -217,12 +217,12 @@ def paired_frame(child, parent, split: str, tested: dict[str, np.ndarray]) -> pd
     >>> tested = significance(describe(paired), paired, gate=GateConfig())
     >>> tested["decision"] = decide(tested, level=0.025, gate=GateConfig())
     >>> paired_frame(["c", "d"], ["p", "p"], "train", tested)[
-    ...     ["candidate", "parent", "split", "n_tasks", "decision"]]
-      candidate parent  split  n_tasks      decision
-    0         c      p  train        6        credit
-    1         d      p  train        6  inconclusive
+    ...     ["child", "parent", "split", "n_tasks", "decision"]]
+      child parent  split  n_tasks      decision
+    0     c      p  train        6        credit
+    1     d      p  train        6  inconclusive
     """
-    columns = {"candidate": text(child), "parent": text(parent),
+    columns = {"child": text(child), "parent": text(parent),
                "split": text([split] * len(child))}
     for name in PAIRED_COLUMNS[3:]:
         columns[name] = text(tested[name]) if name in ("decision", "reason") else tested[name]

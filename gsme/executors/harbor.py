@@ -1,5 +1,8 @@
 """Harbor as an executor: a scoring pass becomes Harbor jobs, read back as trials land.
 
+(Over 600 lines because everything that follows one Harbor version, its job configuration,
+its result files and how they map to trials, is kept in this one module.)
+
 Follows Harbor 0.22.0 (harbor-framework/harbor, commit 39b85872597e; its ``JobConfig``,
 ``TrialResult`` and job folder). ``[executor] kind = "harbor"``; the settings are the
 constructor's keyword arguments:

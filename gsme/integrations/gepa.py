@@ -433,7 +433,7 @@ def regate_accepts(run: GepaRun, *, gate: GateConfig | None = None) -> pd.DataFr
             values = [float(v) for v in schema.split_ids(scores)]
             rows += [{"candidate": f"p{n}-{side}", "task_id": t, "split": "train",
                       "score": v, "passed": v >= 1.0} for t, v in zip(ids, values)]
-        pairs.append({"candidate": f"p{n}-child", "parent": f"p{n}-parent"})
+        pairs.append({"child": f"p{n}-child", "parent": f"p{n}-parent"})
     columns = ["iteration", "kind", "parent", "child", "accepted", "n_tasks", "sum_before",
                "sum_after", "delta_pp", "p_one_sided", "level", "evidence"]
     if not rows:

@@ -124,7 +124,9 @@ class GateAcceptance:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self.path / "decisions.json"
-        self.records: list[dict] = json.loads(stored.read_text()) if stored.is_file() else []
+        self.records: list[dict] = [  # a record written before 0.3.0 names the child candidate
+            {"child" if key == "candidate" else key: value for key, value in record.items()}
+            for record in (json.loads(stored.read_text()) if stored.is_file() else [])]
         saved = self.path / "trials.csv"
         self.trials = io.read_trials(saved) if saved.is_file() else None
         self._lines: dict[int, str] = {}
@@ -144,7 +146,7 @@ class GateAcceptance:
         if parent == child:
             self._lines[id(proposal)] = "gsme gate: not run; the child's texts are its parent's"
             return False
-        record = next((r for r in self.records if (r["parent"], r["candidate"]) ==
+        record = next((r for r in self.records if (r["parent"], r["child"]) ==
                        (parent, child)), None)
         if record is None:
             record = self._gate(parent, child, texts, parent_index, state.i + 1)
@@ -166,14 +168,14 @@ class GateAcceptance:
                 ).rstrip()
 
     def decisions(self) -> pd.DataFrame:
-        """Every decision made so far: gsme's decisions frame (``candidate`` and ``parent``
+        """Every decision made so far: gsme's decisions frame (``child`` and ``parent``
         are :func:`candidate_key` ids) plus ``iteration, parent_index, trials_run``."""
         columns = schema.columns("decisions") + ["iteration", "parent_index", "trials_run"]
         return pd.DataFrame(self.records, columns=columns)
 
     def _gate(self, parent: str, child: str, texts: dict, parent_index: int,
               iteration: int) -> dict:
-        pairs = pd.DataFrame({"candidate": [child], "parent": [parent]})
+        pairs = pd.DataFrame({"child": [child], "parent": [parent]})
         before = 0 if self.trials is None else len(self.trials)
         self.trials = run_trials(
             self.adapter, texts, self.items,
@@ -302,6 +304,6 @@ class DecisionsCallback:
         out = self.gate.decisions()
         out["child_index"] = pd.array(
             [index.get((c, int(p))) if d == "credit" else None
-             for c, p, d in zip(out["candidate"], out["parent_index"], out["decision"])],
+             for c, p, d in zip(out["child"], out["parent_index"], out["decision"])],
             dtype="Int64")
         out.to_csv(self.gate.path / "decisions.csv", index=False)

@@ -299,8 +299,8 @@ def _candidates(run) -> dict[str, dict]:
     from gsme import explain
 
     decisions = run.decisions()
-    numbers, texts = _numbers_and_texts(decisions.drop(columns=["candidate", "parent"]))
-    decisions = decisions[decisions["split"] == "train"].set_index(["candidate", "parent"])
+    numbers, texts = _numbers_and_texts(decisions.drop(columns=["child", "parent"]))
+    decisions = decisions[decisions["split"] == "train"].set_index(["child", "parent"])
     out = {}
     for row in explain.patch_details(run).itertuples(index=False):
         tags = {CANDIDATE_TAG: row.candidate, "parent": row.parent,

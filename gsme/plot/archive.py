@@ -175,12 +175,11 @@ def lineage(candidates, decisions=None, *, labels=True, title=None, ax=None, **k
     schema.validate(candidates, "candidates")
     decided, kept = pd.Series(dtype=object), set()
     if decisions is not None:
-        schema.validate(decisions, "decisions")
-        train = decisions[decisions["split"] == "train"].drop_duplicates("candidate",
-                                                                        keep="last")
-        decided = train.set_index("candidate")["decision"]
+        decisions = schema.validate(decisions, "decisions")
+        train = decisions[decisions["split"] == "train"].drop_duplicates("child", keep="last")
+        decided = train.set_index("child")["decision"]
         if "kept" in train.columns:
-            kept = set(train.loc[train["kept"].astype(bool), "candidate"])
+            kept = set(train.loc[train["kept"].astype(bool), "child"])
     ax = get_axes(ax)
     pos = tree_layout(candidates)
     first, extra = [], []

@@ -122,8 +122,8 @@ def z_forest(
     """
     if value not in _VALUES:
         raise ValueError(f"value must be one of {list(_VALUES)}, got {value!r}")
-    needed = ["candidate", "decision", value, hue] + (["se_pp"] if value == "delta_pp" else [])
-    schema.require(decisions, needed, "decisions")
+    needed = ["child", "decision", value, hue] + (["se_pp"] if value == "delta_pp" else [])
+    decisions = schema.require(decisions, needed, "decisions")
     unknown = sorted(set(decisions["decision"].dropna()) - set(schema.DECISIONS))
     if unknown:
         raise schema.FrameError(f"decisions column 'decision' holds {unknown}; allowed: "
@@ -166,7 +166,7 @@ def z_forest(
         ax.axhline(0, color="0.7", lw=0.8)
     else:
         ax.axhline(0, ls="--", color="0.3", lw=1)
-    names = data["candidate"].astype(str).to_numpy()
+    names = data["child"].astype(str).to_numpy()
     if kept is not None:
         schema.require(data, [kept], "decisions")
         ring = data[kept].fillna(False).to_numpy(dtype=bool) & np.isfinite(y)

@@ -58,13 +58,13 @@ def audit_decisions(run) -> pd.DataFrame:
     decided = run.decisions()
     history = run.history()
     mechanisms = dict(zip(history["candidate"], history["mechanism"]))
-    files = {c: run.harness(c) for c in set(decided["candidate"]) | set(decided["parent"])}
+    files = {c: run.harness(c) for c in set(decided["child"]) | set(decided["parent"])}
     true = [run.agent.true_effect(files[c], files[p], s)
-            for c, p, s in zip(decided["candidate"], decided["parent"], decided["split"])]
+            for c, p, s in zip(decided["child"], decided["parent"], decided["split"])]
     sealed = [run.agent.true_effect(files[c], files[p], "test")
-              for c, p in zip(decided["candidate"], decided["parent"])]
+              for c, p in zip(decided["child"], decided["parent"])]
     out = decided.assign(
-        mechanism=pd.Series([mechanisms.get(c) for c in decided["candidate"]],
+        mechanism=pd.Series([mechanisms.get(c) for c in decided["child"]],
                             index=decided.index, dtype=object),
         true_delta_pp=np.asarray(true, dtype=np.float64),
         true_sealed_delta_pp=np.asarray(sealed, dtype=np.float64))

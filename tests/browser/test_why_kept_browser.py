@@ -28,7 +28,7 @@ def test_the_page_shows_the_ship_line_and_why_an_uncredited_child_was_kept(tmp_p
         try:
             line = page.locator("#ship")
             assert line.is_visible() and line.inner_text() == ship
-            card = page.locator(f"section#candidate-{uncredited['candidate']} table.gsme-gate")
+            card = page.locator(f"section#candidate-{uncredited['child']} table.gsme-gate")
             assert uncredited["keep_reason"] in card.inner_text()
             assert card.inner_text().count("kept without a credit") == 1
         except Exception:

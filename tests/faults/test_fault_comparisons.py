@@ -15,7 +15,7 @@ WORLD = {p: "x" for p in comparisons.PARTS}
 
 
 def _rows(run: str, n: int = 2) -> pd.DataFrame:
-    decisions = pd.DataFrame({"candidate": [f"c{i}" for i in range(n)], "parent": "baseline",
+    decisions = pd.DataFrame({"child": [f"c{i}" for i in range(n)], "parent": "baseline",
                               "split": "train", "round": 1, "n_tasks": 40,
                               "delta_pp": [1.5 * (i + 1) for i in range(n)], "se_pp": 3.0,
                               "decision": "inconclusive"})

@@ -42,7 +42,7 @@ def test_rounds_the_ledger_lost_but_git_kept_are_reconciled_and_redone(tmp_path,
     checkpointed = shutil.copyfile(run_dir / Run.LEDGER, tmp_path / "checkpointed.sqlite")
     with Run.open(run_dir) as run:  # two rounds, then the process dies with the WAL lost
         evolve.evolve(run, progress=False)
-        lost = run.decisions()[["candidate", "parent", "decision", "z"]]
+        lost = run.decisions()[["child", "parent", "decision", "z"]]
     in_git = _branches(run_dir)
     assert len(in_git) > 3  # the rounds' candidates, which the ledger will not know
     _lose_the_wal(run_dir, checkpointed)
@@ -59,7 +59,7 @@ def test_rounds_the_ledger_lost_but_git_kept_are_reconciled_and_redone(tmp_path,
         assert discarded.index("c0001") > discarded.index("c0003")  # descendants first
         ledger = run.candidates()
         assert dict(zip(ledger["candidate"], ledger["commit"])) == _branches(run_dir)
-        redone = run.decisions()[["candidate", "parent", "decision", "z"]]
+        redone = run.decisions()[["child", "parent", "decision", "z"]]
         pd.testing.assert_frame_equal(redone, lost)  # the same rounds, decided the same
         assert run.sealed_result is not None and run.rounds_done() == 2
 

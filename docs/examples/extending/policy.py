@@ -25,6 +25,6 @@ main(["demo", "--preset", "tiny", "--rounds", "2", "--policy", "hopeful", "--out
       "--quiet"])
 with Run.open("demo", read_only=True) as run:
     decisions = run.decisions()
-    print(decisions[["candidate", "delta_pp", "decision", "kept"]].to_string(index=False))
+    print(decisions[["child", "delta_pp", "decision", "kept"]].to_string(index=False))
     assert (decisions["kept"] == (decisions["delta_pp"] > 0)).all()
 POLICIES.unregister("hopeful")
