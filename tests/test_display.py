@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from gsme import __version__, cli, evolve, measure, sim
+from gsme import __version__, _cli_common, cli, evolve, measure, sim
 from gsme.evolvers.rule import RuleEvolver
 from gsme.run import Run
 
@@ -164,11 +164,12 @@ def test_demo_prints_a_line_per_round_and_json_lines_with_json(tmp_path, capsys)
 
 
 def test_printed_numbers_are_rounded_for_people():
-    assert cli._number(-0.0) == "0" and cli._number(-0.0001) == "-0.0001"
-    assert cli._number(0.0004, p=True) == "< 0.001"
-    assert cli._number(0.0123, p=True) == "0.012"
-    assert cli._number(3701.4) == "3701" and cli._number(15.63) == "15.6"
-    assert cli._number(float("nan")) == "n/a"
+    number = _cli_common.number  # how every command prints a number
+    assert number(-0.0) == "0" and number(-0.0001) == "-0.0001"
+    assert number(0.0004, p=True) == "< 0.001"
+    assert number(0.0123, p=True) == "0.012"
+    assert number(3701.4) == "3701" and number(15.63) == "15.6"
+    assert number(float("nan")) == "n/a"
 
 
 def test_a_demo_refused_prints_no_banner(tmp_path, capsys):
