@@ -169,7 +169,7 @@ def trials_frame(parent: np.ndarray, child: np.ndarray, repeats_parent: np.ndarr
 
 
 def pairs_frame(n_pairs: int) -> pd.DataFrame:
-    return pd.DataFrame({"candidate": [f"c{i:05d}" for i in range(n_pairs)],
+    return pd.DataFrame({"child": [f"c{i:05d}" for i in range(n_pairs)],
                          "parent": [f"p{i:05d}" for i in range(n_pairs)]}, dtype=object)
 
 
@@ -199,7 +199,7 @@ def evaluate(parent: np.ndarray, child: np.ndarray, configs: dict) -> dict:
         here = slots[(config.design, config.k, config.k_max)]
         decided = designs.compare(here, pairs, split="train", gate=config)
         taken = designs.looks_of_slots(here, pairs, split="train", gate=config)
-        last = taken.groupby("candidate", sort=False).tail(1)
+        last = taken.groupby("child", sort=False).tail(1)
         if not (last["decision"].to_numpy() == decided["decision"].to_numpy()).all():
             raise AssertionError(f"{name}: looks() and compare() disagree")
         out[name] = {

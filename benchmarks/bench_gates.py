@@ -176,7 +176,7 @@ def main(argv=None) -> None:
 
     sample = decisions.sample(min(args.naive_pairs, len(decisions)), random_state=0)
     start = time.perf_counter()
-    for child, parent in zip(sample["candidate"], sample["parent"]):
+    for child, parent in zip(sample["child"], sample["parent"]):
         naive_pair(trials, child, parent)
     per_pair = (time.perf_counter() - start) / len(sample)
     naive_total = per_pair * len(decisions)

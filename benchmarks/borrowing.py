@@ -74,7 +74,7 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
     own = trials[~relent].drop(columns="round")
     candidates, tasks = run.candidates(), run.tasks()
     children = candidates[candidates["kind"] != "baseline"]
-    pairs = pd.DataFrame({"candidate": children["candidate"],
+    pairs = pd.DataFrame({"child": children["candidate"],
                           "parent": [p.split(",")[0] for p in children["parents"]]})
     sink = _Memory()
     no_borrow = run.config.model_copy(update={"borrow": False,
@@ -88,13 +88,13 @@ def full_scoring(run: Run, *, relent: pd.Series, redraw: int = 0) -> pd.DataFram
             break
         scoring.execute(todo.specs, agent=run.agent, harness=run.snapshot, sink=sink,
                         run_config=no_borrow, tasks=tasks, progress=False)
-    decided = candidates[candidates["candidate"].isin(run.decisions()["candidate"])]
+    decided = candidates[candidates["candidate"].isin(run.decisions()["child"])]
     return gates.credit(current, decided, split="train", gate=run.config.gate)
 
 
 def _agreement(borrowed: pd.DataFrame, full: pd.DataFrame) -> tuple[int, int]:
-    mine = borrowed.set_index("candidate")["decision"]
-    theirs = full.set_index("candidate")["decision"].loc[mine.index]
+    mine = borrowed.set_index("child")["decision"]
+    theirs = full.set_index("child")["decision"].loc[mine.index]
     return int((mine == theirs).sum()), len(mine)
 
 

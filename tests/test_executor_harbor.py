@@ -239,7 +239,7 @@ def test_a_run_through_harbor_decides_as_the_simulator_does(here, simulator):
         trials[name] = run.trials().sort_values(["candidate", "split", "task_id", "repeat",
                                                  "attempt"], ignore_index=True)
         run.close()
-    columns = ["candidate", "round", "decision", "kept"]
+    columns = ["child", "round", "decision", "kept"]
     assert decisions["harbor"][columns].equals(decisions["in-process"][columns])
     assert decisions["harbor"]["kept"].any() and len(decisions["harbor"]) == 6
     keys = ["candidate", "task_id", "repeat", "attempt", "passed", "infra_ok", "beacons",

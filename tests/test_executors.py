@@ -183,7 +183,7 @@ def test_a_dask_local_cluster_decides_as_the_default(tmp_path):
             finally:
                 if executor is not None:
                     executor.close()
-            decided.append((run.decisions()[["candidate", "decision", "kept"]],
+            decided.append((run.decisions()[["child", "decision", "kept"]],
                             run.sealed_result, _outcomes(run)))
     (d1, s1, t1), (d2, s2, t2) = decided
     pd.testing.assert_frame_equal(d1, d2)

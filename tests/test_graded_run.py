@@ -37,8 +37,8 @@ def test_a_graded_command_agent_is_gated_on_its_scores(tmp_path, monkeypatch, ca
         0, 1).all() and (valid["score"] % 1 != 0).any()
     assert (valid["passed"] == (valid["score"] >= 1.0)).all()  # passed by the threshold
     again = gates.credit(trials[trials["split"] == "train"], candidates, gate=gate)
-    assert again[["candidate", "delta_pp", "decision"]].equals(
-        decided[["candidate", "delta_pp", "decision"]])
+    assert again[["child", "delta_pp", "decision"]].equals(
+        decided[["child", "delta_pp", "decision"]])
     on_passed = gates.credit(trials[trials["split"] == "train"].drop(columns="score"),
                              candidates, gate=gate)
     assert not on_passed["delta_pp"].equals(decided["delta_pp"])  # the scores decided
