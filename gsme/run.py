@@ -340,7 +340,9 @@ class Run(RunFrames):
             trials naming an unknown candidate or task, a task on another split, a key
             already recorded, or the test split before the seal.
         FrameError
-            Trials that break the trials contract (the message names the column and rows).
+            Trials that break the trials contract (the message names the column and rows);
+            decisions missing a column of their frame (one still naming its ``child`` column
+            ``candidate`` is renamed, with a DeprecationWarning).
         """
         if table not in RECORDED:
             raise RunError(f"table must be one of {RECORDED}, got {table!r}")
@@ -353,6 +355,8 @@ class Run(RunFrames):
             self._ledger.append("trials", self._new_trials(rows).assign(round=round))
             return
         self._writable()
+        if table == "decisions":
+            rows = schema.require(rows, schema.columns("decisions"), "decisions")
         if table == "archive":
             self._ledger.delete_round("archive", round)
             self._ledger.append("archive", rows.assign(snapshot=round))

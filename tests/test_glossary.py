@@ -215,3 +215,17 @@ def test_a_frame_with_the_old_child_column_still_works_for_one_release(ab_trials
     with pytest.warns(DeprecationWarning, match="decisions column 'candidate' is now 'child'"):
         assert schema.validate(decisions.rename(columns={"child": "candidate"}),
                                "decisions")["child"].tolist() == ["c"]
+
+
+def test_a_run_records_decisions_with_the_old_child_column_for_one_release(tmp_path):
+    from gsme import experiments
+
+    with experiments.simulated_run("tiny", root=tmp_path, rounds=1, finalize=False) as run:
+        decided = run.decisions()
+        old = decided.drop(columns="round").rename(columns={"child": "candidate"})
+        with pytest.warns(DeprecationWarning, match="decisions column 'candidate' is now"):
+            run.record("decisions", old.assign(split="test"), round=9)
+        again = run.decisions()
+        assert again.loc[again["round"] == 9, "child"].tolist() == decided["child"].tolist()
+        with pytest.raises(schema.FrameError, match=r"missing column\(s\) \['z'\]"):
+            run.record("decisions", decided.drop(columns=["round", "z"]), round=9)
