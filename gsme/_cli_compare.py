@@ -136,8 +136,9 @@ def plan_cost(args, *, repeat_sd: float, source: str, designs) -> int:
     print(f"gsme plan: {args.tasks} tasks ({split}), effect {args.effect:g} pp, repeat sd "
           f"{repeat_sd:.3g} pp ({source})")
     print(f"a run: cold start, {rounds} rounds of {per_round} candidates, the sealed test; "
-          f"${common.number(args.cost_per_trial)} and {common.number(args.minutes_per_trial)} min a "
-          f"trial, {assumed['concurrency']} trials at once, no trial borrowed")
+          f"${common.number(args.cost_per_trial)} and "
+          f"{common.number(args.minutes_per_trial)} min a trial, {assumed['concurrency']} "
+          "trials at once, no trial borrowed")
     common.print_frame(table.set_index("design").T)
     return 0
 

@@ -50,7 +50,8 @@ def run_command(args) -> int:
     from gsme import config
 
     spec = config.load(args.config)
-    return start(dataclasses.replace(spec, executor=common.executor_spec(spec.executor, args)), args)
+    executor = common.executor_spec(spec.executor, args)
+    return start(dataclasses.replace(spec, executor=executor), args)
 
 
 def start(spec, args, *, banner: str | None = None) -> int:

@@ -120,6 +120,23 @@ def renamed_columns(frame, names, what: str):
         warnings.warn(f"{what} column {was!r} is now {now!r} (the old name goes in {GOES_IN})",
                       DeprecationWarning, stacklevel=3)
     return frame.rename(columns=old) if old else frame
+
+
+def new_name(column: str) -> str:
+    """``column``'s name since 0.3.0 (itself unless :data:`COLUMNS` renamed it): for what
+    gsme itself wrote before, read silently under the new names.
+
+    Examples
+    --------
+    >>> new_name("candidate"), new_name("parent")
+    ('child', 'parent')
+    """
+    return _NEW_NAMES.get(column, column)
+
+
+_NEW_NAMES = {old: new for new, old in COLUMNS.items()}
+
+
 EXTENSION_KEYWORDS = {"gate": "config", "keep": "config"}
 """Keywords gsme passes to an extension's methods (a design's, a keep rule's), each with the
 one it passed before 0.3.0."""

@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gsme: error: {_cli_common.one_line(err)}", file=sys.stderr)
         return EXIT_USAGE
     except sqlite3.DatabaseError as err:  # a ledger damaged past what opening it checks
-        print(f"gsme: error: the run's ledger is damaged ({_cli_common.one_line(err)})", file=sys.stderr)
+        print(f"gsme: error: the run's ledger is damaged ({_cli_common.one_line(err)})",
+              file=sys.stderr)
         return EXIT_USAGE
 
 

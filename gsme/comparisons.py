@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import schema
+from gsme import _renamed, schema
 from gsme.settings import LEARN_MATCHES, WORLD_PARTS, learn_match_parts
 
 __all__ = ["MATCHES", "PARTS", "append", "check_match", "conform", "digest", "of_run", "read",
@@ -55,8 +55,6 @@ _ADDED = ["world", "harness", "task_model", "suite", "evolver_model", "prompt",
           "first_delta_pp", "first_se_pp"]
 """Columns added in 0.3.0: a file without them is read with them filled in."""
 _FIRST = {"first_delta_pp": "delta_pp", "first_se_pp": "se_pp"}
-_RENAMED = {"candidate": "child"}
-"""Columns renamed in 0.3.0 (old → new): a file with the old name reads under the new."""
 
 
 def digest(value) -> str:
@@ -246,8 +244,8 @@ def of_run(decisions: pd.DataFrame, *, signature: Mapping[str, str], run: str) -
     >>> rows[["run", "delta_pp", "first_delta_pp"]].values.tolist()
     [['r1', 2.5, 2.5]]
     """
-    decisions = schema.require(decisions, ["child", "parent", "split", "round", "n_tasks", "delta_pp",
-                               "se_pp", "decision"], "decisions")
+    decisions = schema.require(decisions, ["child", "parent", "split", "round", "n_tasks",
+                                           "delta_pp", "se_pp", "decision"], "decisions")
     train = decisions[decisions["split"] == "train"]
     first = {c: train[c].fillna(train[m]) if c in train else train[m] for c, m in _FIRST.items()}
     return conform(train.assign(**signature_of(signature), **first, run=run))
@@ -349,7 +347,7 @@ def _header(text: str) -> list[str]:
 
 
 def _parse(text: str, path: Path) -> pd.DataFrame:
-    header = [_RENAMED.get(c, c) for c in _header(text)]
+    header = [_renamed.new_name(c) for c in _header(text)]  # before 0.3.0: candidate
     missing = [c for c in _COLUMNS if c not in header and c not in _ADDED]
     unknown = sorted({c for c in header if c not in _COLUMNS}
                      | {c for c in header if header.count(c) > 1})
@@ -361,7 +359,7 @@ def _parse(text: str, path: Path) -> pd.DataFrame:
             + f" (expected {_COLUMNS})")
     try:
         frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
-        frame = frame.rename(columns=_RENAMED)
+        frame = frame.rename(columns=_renamed.new_name)
     except (pd.errors.ParserError, ValueError) as err:
         raise schema.FrameError(f"comparisons file {path} is not a readable CSV "
                                 f"({str(err).strip()})") from None

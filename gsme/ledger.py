@@ -37,6 +37,7 @@ from gsme._ledger_rows import (
     sql_row,
     to_sql,
 )
+from gsme._renamed import COLUMNS as RENAMED_COLUMNS
 from gsme._renamed import renamed_keywords
 from gsme.redact import Redactor
 
@@ -73,9 +74,6 @@ _ADDED = frozenset({("trials", "score"), ("decisions", "first_delta_pp"),
                     ("decisions", "first_se_pp")})
 """Columns added since the first hash-chained ledgers (table, column): added, empty, on
 open (:meth:`Ledger._migrated`)."""
-_RENAMED = {("decisions", "child"): "candidate"}
-"""Columns renamed since the first hash-chained ledgers, (table, name) → the name before
-0.3.0: renamed on open (:meth:`Ledger._migrated`)."""
 _REDACTED_AT = {table: [i for i, c in enumerate(cols) if c.kind == "text" and
                         c.name not in _NAMES_OF] for table, cols in TABLES.items()}
 
@@ -439,16 +437,16 @@ class Ledger:
         selects each table's columns.
 
         A column added since (:data:`_ADDED`: the trials' ``score``) is added empty, so
-        nothing stored earlier changes; a column renamed since (:data:`_RENAMED`: the
-        decisions' ``candidate``, now ``child``) is renamed. A read-only ledger is left as it
+        nothing stored earlier changes; a column renamed since (``gsme._renamed.COLUMNS``:
+        the decisions' ``candidate``, now ``child``) is renamed. A read-only ledger is left as it
         is and reads an added column as NULL, a renamed one under its new name.
         """
         selected = {}
         for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
             absent = [c for c in TABLES[table] if c.name not in found]
-            old = {c.name: _RENAMED[table, c.name] for c in absent
-                   if _RENAMED.get((table, c.name)) in found}
+            old = {c.name: RENAMED_COLUMNS[c.name] for c in absent
+                   if RENAMED_COLUMNS.get(c.name) in found}
             if absent and not self.read_only:
                 with self._transaction():
                     for column in absent:
@@ -468,7 +466,8 @@ class Ledger:
         for table in TABLES:
             found = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
             unknown = [c.name for c in TABLES[table] if c.name not in found
-                       and (table, c.name) not in _ADDED and _RENAMED.get((table, c.name)) not in found]
+                       and (table, c.name) not in _ADDED
+                       and RENAMED_COLUMNS.get(c.name) not in found]
             if unknown:
                 raise LedgerError(f"{self.path} is not a gsme ledger (table {table} has no "
                                   f"column(s) {unknown})")

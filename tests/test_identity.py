@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gsme import designs, experiments, gates, scoring, stats
+from gsme import _renamed, designs, experiments, gates, scoring, stats
 from gsme.settings import GateConfig, RunConfig
 
 STORED = {"parent_trials": "stored"}  # the comparison these digests were pinned with
@@ -58,7 +58,7 @@ PINNED_RUNS = {"tiny-fixed-greedy": "e97be59cc1899d97",
 PINNED_FRESH_RUNS = {"tiny-adaptive-greedy": "f379454e582227a0", "tb2-fixed-gated": "dd59a055f9e231a2"}
 
 
-RENAMED = {"child": "candidate"}  # columns renamed since the pinning: digested by the old name
+RENAMED = _renamed.COLUMNS  # columns renamed since the pinning: digested by the old name
 
 
 def digest(*frames: pd.DataFrame) -> str:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from gsme import designs, gates, io, schema
+from gsme import _renamed, designs, gates, io, schema
 from gsme.integrations.gepa import items_of, run_trials, task_ids
 from gsme.settings import ConfigError, GateConfig
 
@@ -125,7 +125,7 @@ class GateAcceptance:
         self.path.mkdir(parents=True, exist_ok=True)
         stored = self.path / "decisions.json"
         self.records: list[dict] = [  # a record written before 0.3.0 names the child candidate
-            {"child" if key == "candidate" else key: value for key, value in record.items()}
+            {_renamed.new_name(key): value for key, value in record.items()}
             for record in (json.loads(stored.read_text()) if stored.is_file() else [])]
         saved = self.path / "trials.csv"
         self.trials = io.read_trials(saved) if saved.is_file() else None
