@@ -5,6 +5,7 @@ import contextlib
 import io
 import itertools
 import json
+import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -171,6 +172,18 @@ def test_a_resumed_run_replays_decisions_and_charges_them_once(gated):
     assert resumed.should_accept(proposal, state) and resumed.should_accept(proposal, state)
     assert charged == [record["trials_run"]]          # nothing re-run, charged once
     assert resumed.reject_reason(proposal, state).startswith("gsme gate: credit")
+
+
+def test_records_written_before_0_3_name_the_child_candidate_and_read_as_child(gated, tmp_path):
+    run_dir, _, criterion = gated
+    shutil.copytree(run_dir / "gsme_gate", tmp_path / "gsme_gate")
+    stored = tmp_path / "gsme_gate" / "decisions.json"
+    old = [{("candidate" if key == "child" else key): value for key, value in record.items()}
+           for record in json.loads(stored.read_text())]
+    stored.write_text(json.dumps(old))
+    reopened = gate.GateAcceptance(_Refuses(), TRAIN[12:], valset=VAL,
+                                   path=tmp_path / "gsme_gate")
+    assert reopened.records == criterion.records and "candidate" not in reopened.records[0]
 
 
 def test_a_gate_slice_in_the_val_set_is_refused(tmp_path):
